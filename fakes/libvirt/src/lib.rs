@@ -1,0 +1,1 @@
+//! libvirt-fake (placeholder; filled in by its own change).

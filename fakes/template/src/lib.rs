@@ -1,0 +1,1 @@
+//! template-provider (placeholder; filled in by its own change).

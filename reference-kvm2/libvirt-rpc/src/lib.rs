@@ -1,0 +1,1 @@
+//! libvirt-rpc (placeholder; filled in by its own change).

@@ -1,0 +1,1 @@
+//! libvirt-ssh (placeholder; filled in by its own change).

@@ -1,0 +1,1 @@
+//! libvirt-wire (placeholder; filled in by its own change).
