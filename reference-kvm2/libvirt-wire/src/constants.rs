@@ -1,0 +1,114 @@
+//! Enumerations and flag values the provider passes to or reads from
+//! procedures: domain states, pool states, metadata types, undefine and
+//! modification flags, address sources, feature numbers.
+
+int_enum! {
+    /// A domain's state (`virDomainState`), as `DOMAIN_GET_STATE` reports it.
+    pub enum DomainState: i32 {
+        /// No state.
+        NoState = 0 => "VIR_DOMAIN_NOSTATE",
+        /// Running.
+        Running = 1 => "VIR_DOMAIN_RUNNING",
+        /// Blocked on a resource.
+        Blocked = 2 => "VIR_DOMAIN_BLOCKED",
+        /// Paused.
+        Paused = 3 => "VIR_DOMAIN_PAUSED",
+        /// Being shut down.
+        Shutdown = 4 => "VIR_DOMAIN_SHUTDOWN",
+        /// Shut off.
+        Shutoff = 5 => "VIR_DOMAIN_SHUTOFF",
+        /// Crashed.
+        Crashed = 6 => "VIR_DOMAIN_CRASHED",
+        /// Suspended by guest power management.
+        PmSuspended = 7 => "VIR_DOMAIN_PMSUSPENDED",
+    }
+}
+
+int_enum! {
+    /// A storage pool's state (`virStoragePoolState`).
+    pub enum StoragePoolState: i32 {
+        /// Not active.
+        Inactive = 0 => "VIR_STORAGE_POOL_INACTIVE",
+        /// Being built.
+        Building = 1 => "VIR_STORAGE_POOL_BUILDING",
+        /// Active and usable.
+        Running = 2 => "VIR_STORAGE_POOL_RUNNING",
+        /// Running but degraded.
+        Degraded = 3 => "VIR_STORAGE_POOL_DEGRADED",
+        /// Running but inaccessible.
+        Inaccessible = 4 => "VIR_STORAGE_POOL_INACCESSIBLE",
+    }
+}
+
+/// Domain shut off, reason "unknown": defined but never started.
+pub const DOMAIN_SHUTOFF_UNKNOWN: i32 = 0;
+
+/// Metadata type: the `<description>` element.
+pub const DOMAIN_METADATA_DESCRIPTION: i32 = 0;
+/// Metadata type: the `<title>` element.
+pub const DOMAIN_METADATA_TITLE: i32 = 1;
+/// Metadata type: an element of the caller's namespace under `<metadata>`.
+pub const DOMAIN_METADATA_ELEMENT: i32 = 2;
+
+/// Affect the current state (live if running, else persistent config).
+pub const DOMAIN_AFFECT_CURRENT: u32 = 0;
+/// Affect the running domain.
+pub const DOMAIN_AFFECT_LIVE: u32 = 1;
+/// Affect the persistent configuration.
+pub const DOMAIN_AFFECT_CONFIG: u32 = 2;
+
+/// Undefine: also remove a managed save image.
+pub const DOMAIN_UNDEFINE_MANAGED_SAVE: u32 = 1;
+/// Undefine: also remove snapshot metadata.
+pub const DOMAIN_UNDEFINE_SNAPSHOTS_METADATA: u32 = 2;
+/// Undefine: also remove the NVRAM file (needed for UEFI domains on QEMU).
+pub const DOMAIN_UNDEFINE_NVRAM: u32 = 4;
+/// Undefine: keep the NVRAM file.
+pub const DOMAIN_UNDEFINE_KEEP_NVRAM: u32 = 8;
+
+/// Address source: DHCP leases of libvirt-managed networks.
+pub const DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE: u32 = 0;
+/// Address source: the QEMU guest agent.
+pub const DOMAIN_INTERFACE_ADDRESSES_SRC_AGENT: u32 = 1;
+/// Address source: the host's ARP table.
+pub const DOMAIN_INTERFACE_ADDRESSES_SRC_ARP: u32 = 2;
+
+/// Address type: IPv4.
+pub const IP_ADDR_TYPE_IPV4: i32 = 0;
+/// Address type: IPv6.
+pub const IP_ADDR_TYPE_IPV6: i32 = 1;
+
+/// `GET_XML_DESC`: include security-sensitive data.
+pub const DOMAIN_XML_SECURE: u32 = 1;
+/// `GET_XML_DESC`: the persistent rather than the live definition.
+pub const DOMAIN_XML_INACTIVE: u32 = 2;
+
+/// Define: validate the XML against the schema.
+pub const DOMAIN_DEFINE_VALIDATE: u32 = 1;
+
+/// Destroy flags: the default (forceful) stop.
+pub const DOMAIN_DESTROY_DEFAULT: u32 = 0;
+/// Destroy flags: only send SIGTERM.
+pub const DOMAIN_DESTROY_GRACEFUL: u32 = 1;
+
+/// List all domains: active ones.
+pub const CONNECT_LIST_DOMAINS_ACTIVE: u32 = 1;
+/// List all domains: inactive ones.
+pub const CONNECT_LIST_DOMAINS_INACTIVE: u32 = 2;
+
+/// Connect flags: read-only.
+pub const CONNECT_RO: u32 = 1;
+
+/// Feature number for `CONNECT_SUPPORTS_FEATURE`: the keepalive program.
+/// Asking for it makes the server start sending PINGs.
+pub const FEATURE_PROGRAM_KEEPALIVE: i32 = 10;
+
+/// Volume type: a file.
+pub const STORAGE_VOL_FILE: i8 = 0;
+/// Volume type: a block device.
+pub const STORAGE_VOL_BLOCK: i8 = 1;
+
+/// Volume delete: normal.
+pub const STORAGE_VOL_DELETE_NORMAL: u32 = 0;
+/// Upload flag: sparse stream (holes); not used here.
+pub const STORAGE_VOL_UPLOAD_SPARSE_STREAM: u32 = 1;

@@ -1,0 +1,574 @@
+//! Argument and return structs of every procedure in the table, in libvirt's
+//! field order. Procedures with no payload use `()`.
+
+use crate::limits::{
+    AUTH_TYPE_LIST_MAX, DOMAIN_INTERFACE_MAX, DOMAIN_IP_ADDR_MAX, DOMAIN_LIST_MAX,
+    STORAGE_POOL_LIST_MAX, STORAGE_VOL_LIST_MAX,
+};
+use crate::types::{AuthType, Domain, StoragePool, StorageVol, Uuid};
+
+// Connection.
+
+xdr_struct! {
+    /// Arguments of `CONNECT_OPEN`.
+    pub struct ConnectOpenArgs {
+        /// The URI to open (`qemu:///system`); absent lets the server choose.
+        pub name: Option<String>,
+        /// `CONNECT_RO` or 0.
+        pub flags: u32,
+    }
+}
+
+xdr_struct! {
+    /// Result of `CONNECT_GET_CAPABILITIES`.
+    pub struct ConnectGetCapabilitiesRet {
+        /// The capabilities XML.
+        pub capabilities: String,
+    }
+}
+
+xdr_struct! {
+    /// Result of `CONNECT_GET_HOSTNAME`.
+    pub struct ConnectGetHostnameRet {
+        /// The host name.
+        pub hostname: String,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `CONNECT_SUPPORTS_FEATURE`.
+    pub struct ConnectSupportsFeatureArgs {
+        /// The feature number (see `FEATURE_PROGRAM_KEEPALIVE`).
+        pub feature: i32,
+    }
+}
+
+xdr_struct! {
+    /// Result of `CONNECT_SUPPORTS_FEATURE`.
+    pub struct ConnectSupportsFeatureRet {
+        /// 1 when supported.
+        pub supported: i32,
+    }
+}
+
+xdr_struct! {
+    /// Result of `AUTH_LIST`.
+    pub struct AuthListRet {
+        /// The schemes the socket accepts.
+        pub types: Vec<AuthType> [max = AUTH_TYPE_LIST_MAX],
+    }
+}
+
+xdr_struct! {
+    /// Result of `AUTH_POLKIT`.
+    pub struct AuthPolkitRet {
+        /// 1 when authentication completed.
+        pub complete: i32,
+    }
+}
+
+xdr_struct! {
+    /// Result of `CONNECT_GET_URI`.
+    pub struct ConnectGetUriRet {
+        /// The URI.
+        pub uri: String,
+    }
+}
+
+xdr_struct! {
+    /// Result of `CONNECT_GET_LIB_VERSION`.
+    pub struct ConnectGetLibVersionRet {
+        /// major * 1_000_000 + minor * 1_000 + micro.
+        pub lib_ver: u64,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `CONNECT_LIST_ALL_DOMAINS`.
+    pub struct ConnectListAllDomainsArgs {
+        /// 1 to receive the list, 0 for the count only.
+        pub need_results: i32,
+        /// `CONNECT_LIST_DOMAINS_*` filter bits; 0 lists all.
+        pub flags: u32,
+    }
+}
+
+xdr_struct! {
+    /// Result of `CONNECT_LIST_ALL_DOMAINS`.
+    pub struct ConnectListAllDomainsRet {
+        /// The domains (empty when `need_results` was 0).
+        pub domains: Vec<Domain> [max = DOMAIN_LIST_MAX],
+        /// The number of domains.
+        pub ret: u32,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `CONNECT_LIST_ALL_STORAGE_POOLS`.
+    pub struct ConnectListAllStoragePoolsArgs {
+        /// 1 to receive the list, 0 for the count only.
+        pub need_results: i32,
+        /// Filter bits; 0 lists all.
+        pub flags: u32,
+    }
+}
+
+xdr_struct! {
+    /// Result of `CONNECT_LIST_ALL_STORAGE_POOLS`.
+    pub struct ConnectListAllStoragePoolsRet {
+        /// The pools.
+        pub pools: Vec<StoragePool> [max = STORAGE_POOL_LIST_MAX],
+        /// The number of pools.
+        pub ret: u32,
+    }
+}
+
+// Domains.
+
+xdr_struct! {
+    /// Arguments of `DOMAIN_CREATE`.
+    pub struct DomainCreateArgs {
+        /// The domain to start.
+        pub dom: Domain,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `DOMAIN_DEFINE_XML`.
+    pub struct DomainDefineXmlArgs {
+        /// The domain XML.
+        pub xml: String,
+    }
+}
+
+xdr_struct! {
+    /// Result of `DOMAIN_DEFINE_XML`.
+    pub struct DomainDefineXmlRet {
+        /// The defined domain.
+        pub dom: Domain,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `DOMAIN_DEFINE_XML_FLAGS`.
+    pub struct DomainDefineXmlFlagsArgs {
+        /// The domain XML.
+        pub xml: String,
+        /// `DOMAIN_DEFINE_VALIDATE` or 0.
+        pub flags: u32,
+    }
+}
+
+xdr_struct! {
+    /// Result of `DOMAIN_DEFINE_XML_FLAGS`.
+    pub struct DomainDefineXmlFlagsRet {
+        /// The defined domain.
+        pub dom: Domain,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `DOMAIN_DESTROY`.
+    pub struct DomainDestroyArgs {
+        /// The domain to stop.
+        pub dom: Domain,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `DOMAIN_DESTROY_FLAGS`.
+    pub struct DomainDestroyFlagsArgs {
+        /// The domain to stop.
+        pub dom: Domain,
+        /// `DOMAIN_DESTROY_*` bits.
+        pub flags: u32,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `DOMAIN_SHUTDOWN_FLAGS`.
+    pub struct DomainShutdownFlagsArgs {
+        /// The domain to shut down.
+        pub dom: Domain,
+        /// Shutdown method bits; 0 lets the hypervisor choose.
+        pub flags: u32,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `DOMAIN_GET_XML_DESC`.
+    pub struct DomainGetXmlDescArgs {
+        /// The domain.
+        pub dom: Domain,
+        /// `DOMAIN_XML_*` bits.
+        pub flags: u32,
+    }
+}
+
+xdr_struct! {
+    /// Result of `DOMAIN_GET_XML_DESC`.
+    pub struct DomainGetXmlDescRet {
+        /// The domain XML.
+        pub xml: String,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `DOMAIN_GET_INFO`.
+    pub struct DomainGetInfoArgs {
+        /// The domain.
+        pub dom: Domain,
+    }
+}
+
+xdr_struct! {
+    /// Result of `DOMAIN_GET_INFO`.
+    pub struct DomainGetInfoRet {
+        /// The state (`DomainState`), four bytes on the wire.
+        pub state: u8,
+        /// Maximum memory in KiB.
+        pub max_mem: u64,
+        /// Current memory in KiB.
+        pub memory: u64,
+        /// Number of virtual CPUs, four bytes on the wire.
+        pub nr_virt_cpu: u16,
+        /// CPU time used, in nanoseconds.
+        pub cpu_time: u64,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `DOMAIN_LOOKUP_BY_NAME`.
+    pub struct DomainLookupByNameArgs {
+        /// The domain name.
+        pub name: String,
+    }
+}
+
+xdr_struct! {
+    /// Result of `DOMAIN_LOOKUP_BY_NAME`.
+    pub struct DomainLookupByNameRet {
+        /// The domain.
+        pub dom: Domain,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `DOMAIN_LOOKUP_BY_UUID`.
+    pub struct DomainLookupByUuidArgs {
+        /// The domain UUID.
+        pub uuid: Uuid,
+    }
+}
+
+xdr_struct! {
+    /// Result of `DOMAIN_LOOKUP_BY_UUID`.
+    pub struct DomainLookupByUuidRet {
+        /// The domain.
+        pub dom: Domain,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `DOMAIN_CREATE_WITH_FLAGS`.
+    pub struct DomainCreateWithFlagsArgs {
+        /// The domain to start.
+        pub dom: Domain,
+        /// `DOMAIN_START_*` bits.
+        pub flags: u32,
+    }
+}
+
+xdr_struct! {
+    /// Result of `DOMAIN_CREATE_WITH_FLAGS`.
+    pub struct DomainCreateWithFlagsRet {
+        /// The domain, with its new running id.
+        pub dom: Domain,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `DOMAIN_GET_STATE`.
+    pub struct DomainGetStateArgs {
+        /// The domain.
+        pub dom: Domain,
+        /// Must be 0.
+        pub flags: u32,
+    }
+}
+
+xdr_struct! {
+    /// Result of `DOMAIN_GET_STATE`.
+    pub struct DomainGetStateRet {
+        /// The state (`DomainState`).
+        pub state: i32,
+        /// The state-specific reason.
+        pub reason: i32,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `DOMAIN_UNDEFINE_FLAGS`.
+    pub struct DomainUndefineFlagsArgs {
+        /// The domain.
+        pub dom: Domain,
+        /// `DOMAIN_UNDEFINE_*` bits.
+        pub flags: u32,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `DOMAIN_SET_METADATA`.
+    pub struct DomainSetMetadataArgs {
+        /// The domain.
+        pub dom: Domain,
+        /// `DOMAIN_METADATA_*` type.
+        pub kind: i32,
+        /// The new content; absent removes the entry.
+        pub metadata: Option<String>,
+        /// The namespace prefix (element type only).
+        pub key: Option<String>,
+        /// The namespace URI (element type only).
+        pub uri: Option<String>,
+        /// `DOMAIN_AFFECT_*` bits.
+        pub flags: u32,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `DOMAIN_GET_METADATA`.
+    pub struct DomainGetMetadataArgs {
+        /// The domain.
+        pub dom: Domain,
+        /// `DOMAIN_METADATA_*` type.
+        pub kind: i32,
+        /// The namespace URI (element type only).
+        pub uri: Option<String>,
+        /// `DOMAIN_AFFECT_*` bits.
+        pub flags: u32,
+    }
+}
+
+xdr_struct! {
+    /// Result of `DOMAIN_GET_METADATA`.
+    pub struct DomainGetMetadataRet {
+        /// The entry, without namespace prefix or declaration.
+        pub metadata: String,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `DOMAIN_INTERFACE_ADDRESSES`.
+    pub struct DomainInterfaceAddressesArgs {
+        /// The domain.
+        pub dom: Domain,
+        /// `DOMAIN_INTERFACE_ADDRESSES_SRC_*`.
+        pub source: u32,
+        /// Must be 0.
+        pub flags: u32,
+    }
+}
+
+xdr_struct! {
+    /// One address of a domain interface (`remote_domain_ip_addr`).
+    pub struct DomainIpAddr {
+        /// `IP_ADDR_TYPE_IPV4` or `IP_ADDR_TYPE_IPV6`.
+        pub kind: i32,
+        /// The address text.
+        pub addr: String,
+        /// The prefix length.
+        pub prefix: u32,
+    }
+}
+
+xdr_struct! {
+    /// One interface of a domain (`remote_domain_interface`).
+    pub struct DomainInterface {
+        /// The interface name (host side for lease/ARP, guest side for the agent).
+        pub name: String,
+        /// The MAC address.
+        pub hwaddr: Option<String>,
+        /// Its addresses.
+        pub addrs: Vec<DomainIpAddr> [max = DOMAIN_IP_ADDR_MAX],
+    }
+}
+
+xdr_struct! {
+    /// Result of `DOMAIN_INTERFACE_ADDRESSES`.
+    pub struct DomainInterfaceAddressesRet {
+        /// The interfaces.
+        pub ifaces: Vec<DomainInterface> [max = DOMAIN_INTERFACE_MAX],
+    }
+}
+
+// Storage pools.
+
+xdr_struct! {
+    /// Arguments of `STORAGE_POOL_LOOKUP_BY_NAME`.
+    pub struct StoragePoolLookupByNameArgs {
+        /// The pool name.
+        pub name: String,
+    }
+}
+
+xdr_struct! {
+    /// Result of `STORAGE_POOL_LOOKUP_BY_NAME`.
+    pub struct StoragePoolLookupByNameRet {
+        /// The pool.
+        pub pool: StoragePool,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `STORAGE_POOL_GET_INFO`.
+    pub struct StoragePoolGetInfoArgs {
+        /// The pool.
+        pub pool: StoragePool,
+    }
+}
+
+xdr_struct! {
+    /// Result of `STORAGE_POOL_GET_INFO`.
+    pub struct StoragePoolGetInfoRet {
+        /// The state (`STORAGE_POOL_*`), four bytes on the wire.
+        pub state: u8,
+        /// Capacity in bytes.
+        pub capacity: u64,
+        /// Allocation in bytes.
+        pub allocation: u64,
+        /// Free space in bytes.
+        pub available: u64,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `STORAGE_POOL_REFRESH`.
+    pub struct StoragePoolRefreshArgs {
+        /// The pool.
+        pub pool: StoragePool,
+        /// Must be 0.
+        pub flags: u32,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `STORAGE_POOL_LIST_ALL_VOLUMES`.
+    pub struct StoragePoolListAllVolumesArgs {
+        /// The pool.
+        pub pool: StoragePool,
+        /// 1 to receive the list, 0 for the count only.
+        pub need_results: i32,
+        /// Must be 0.
+        pub flags: u32,
+    }
+}
+
+xdr_struct! {
+    /// Result of `STORAGE_POOL_LIST_ALL_VOLUMES`.
+    pub struct StoragePoolListAllVolumesRet {
+        /// The volumes.
+        pub vols: Vec<StorageVol> [max = STORAGE_VOL_LIST_MAX],
+        /// The number of volumes.
+        pub ret: u32,
+    }
+}
+
+// Storage volumes.
+
+xdr_struct! {
+    /// Arguments of `STORAGE_VOL_LOOKUP_BY_NAME`.
+    pub struct StorageVolLookupByNameArgs {
+        /// The pool.
+        pub pool: StoragePool,
+        /// The volume name.
+        pub name: String,
+    }
+}
+
+xdr_struct! {
+    /// Result of `STORAGE_VOL_LOOKUP_BY_NAME`.
+    pub struct StorageVolLookupByNameRet {
+        /// The volume.
+        pub vol: StorageVol,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `STORAGE_VOL_CREATE_XML`.
+    pub struct StorageVolCreateXmlArgs {
+        /// The pool to create the volume in.
+        pub pool: StoragePool,
+        /// The volume XML.
+        pub xml: String,
+        /// `STORAGE_VOL_CREATE_*` bits.
+        pub flags: u32,
+    }
+}
+
+xdr_struct! {
+    /// Result of `STORAGE_VOL_CREATE_XML`.
+    pub struct StorageVolCreateXmlRet {
+        /// The new volume.
+        pub vol: StorageVol,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `STORAGE_VOL_DELETE`.
+    pub struct StorageVolDeleteArgs {
+        /// The volume.
+        pub vol: StorageVol,
+        /// `STORAGE_VOL_DELETE_*` bits.
+        pub flags: u32,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `STORAGE_VOL_GET_INFO`.
+    pub struct StorageVolGetInfoArgs {
+        /// The volume.
+        pub vol: StorageVol,
+    }
+}
+
+xdr_struct! {
+    /// Result of `STORAGE_VOL_GET_INFO`.
+    pub struct StorageVolGetInfoRet {
+        /// The volume type (`STORAGE_VOL_*`), a signed char, four bytes on the wire.
+        pub kind: i8,
+        /// Capacity in bytes.
+        pub capacity: u64,
+        /// Allocation in bytes.
+        pub allocation: u64,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `STORAGE_VOL_GET_PATH`.
+    pub struct StorageVolGetPathArgs {
+        /// The volume.
+        pub vol: StorageVol,
+    }
+}
+
+xdr_struct! {
+    /// Result of `STORAGE_VOL_GET_PATH`.
+    pub struct StorageVolGetPathRet {
+        /// The path on the host.
+        pub name: String,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `STORAGE_VOL_UPLOAD`.
+    pub struct StorageVolUploadArgs {
+        /// The volume.
+        pub vol: StorageVol,
+        /// Where writing starts, in bytes.
+        pub offset: u64,
+        /// How many bytes will be sent; 0 for no limit.
+        pub length: u64,
+        /// `STORAGE_VOL_UPLOAD_*` bits; use 0.
+        pub flags: u32,
+    }
+}

@@ -1,0 +1,203 @@
+//! The procedure table of the remote program: one row per procedure gives its
+//! number, libvirt's name, and its argument and return types.
+//!
+//! From that single table come the `Procedure` enum, one marker type per
+//! procedure in [`calls`] implementing [`RemoteCall`] (what a typed client
+//! uses), and the `CallArgs` / `CallRet` enums (what a server uses to decode an
+//! incoming CALL by its procedure number).
+
+use crate::error::WireError;
+use crate::messages::*;
+use crate::xdr::{Decode, Encode, decode_exact};
+
+/// A procedure of the remote program, tied to its argument and return types.
+pub trait RemoteCall {
+    /// The procedure number.
+    const PROCEDURE: Procedure;
+    /// The CALL payload (`()` when the procedure takes none).
+    type Args: Encode + Decode + std::fmt::Debug + Clone + Send + Sync + 'static;
+    /// The successful REPLY payload (`()` when the procedure returns none).
+    type Ret: Encode + Decode + std::fmt::Debug + Clone + Send + Sync + 'static;
+}
+
+macro_rules! procedures {
+    (
+        $( $(#[$m:meta])* $variant:ident = $value:literal => $label:literal : $args:ty => $ret:ty, )*
+    ) => {
+        int_enum! {
+            /// A procedure number of the remote program (`REMOTE_PROC_*`).
+            pub enum Procedure: i32 {
+                $( $(#[$m])* $variant = $value => $label, )*
+            }
+        }
+
+        /// One marker type per procedure, for typed calls.
+        pub mod calls {
+            use super::*;
+            $(
+                $(#[$m])*
+                #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+                pub struct $variant;
+
+                impl RemoteCall for $variant {
+                    const PROCEDURE: Procedure = Procedure::$variant;
+                    type Args = $args;
+                    type Ret = $ret;
+                }
+            )*
+        }
+
+        /// The decoded arguments of any CALL this crate knows, by procedure.
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        #[cfg_attr(test, derive(proptest_derive::Arbitrary))]
+        #[allow(clippy::large_enum_variant)]
+        pub enum CallArgs {
+            $( $(#[$m])* $variant($args), )*
+        }
+
+        impl CallArgs {
+            /// Decodes a CALL payload for procedure `procedure`.
+            ///
+            /// Unknown procedures give [`WireError::UnknownProcedure`]; a server
+            /// answers those with an RPC error, as libvirtd does.
+            pub fn decode(procedure: Procedure, payload: &[u8]) -> Result<Self, WireError> {
+                match procedure {
+                    $( Procedure::$variant => decode_exact(payload).map(CallArgs::$variant), )*
+                    Procedure::Other(n) => Err(WireError::UnknownProcedure(n)),
+                }
+            }
+
+            /// The procedure these arguments belong to.
+            pub fn procedure(&self) -> Procedure {
+                match self {
+                    $( CallArgs::$variant(_) => Procedure::$variant, )*
+                }
+            }
+        }
+
+        impl Encode for CallArgs {
+            fn encode(&self, buf: &mut bytes::BytesMut) {
+                match self {
+                    $( CallArgs::$variant(v) => v.encode(buf), )*
+                }
+            }
+        }
+
+        /// The decoded successful result of any procedure this crate knows.
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        #[cfg_attr(test, derive(proptest_derive::Arbitrary))]
+        #[allow(clippy::large_enum_variant)]
+        pub enum CallRet {
+            $( $(#[$m])* $variant($ret), )*
+        }
+
+        impl CallRet {
+            /// Decodes a successful REPLY payload for procedure `procedure`.
+            pub fn decode(procedure: Procedure, payload: &[u8]) -> Result<Self, WireError> {
+                match procedure {
+                    $( Procedure::$variant => decode_exact(payload).map(CallRet::$variant), )*
+                    Procedure::Other(n) => Err(WireError::UnknownProcedure(n)),
+                }
+            }
+
+            /// The procedure this result belongs to.
+            pub fn procedure(&self) -> Procedure {
+                match self {
+                    $( CallRet::$variant(_) => Procedure::$variant, )*
+                }
+            }
+        }
+
+        impl Encode for CallRet {
+            fn encode(&self, buf: &mut bytes::BytesMut) {
+                match self {
+                    $( CallRet::$variant(v) => v.encode(buf), )*
+                }
+            }
+        }
+    };
+}
+
+procedures! {
+    /// Opens the hypervisor connection (`CONNECT_OPEN`).
+    ConnectOpen = 1 => "CONNECT_OPEN" : ConnectOpenArgs => (),
+    /// Closes the hypervisor connection; the server then closes the socket.
+    ConnectClose = 2 => "CONNECT_CLOSE" : () => (),
+    /// The host capabilities XML.
+    ConnectGetCapabilities = 7 => "CONNECT_GET_CAPABILITIES" : () => ConnectGetCapabilitiesRet,
+    /// Starts a defined domain.
+    DomainCreate = 9 => "DOMAIN_CREATE" : DomainCreateArgs => (),
+    /// Defines a persistent domain from XML.
+    DomainDefineXml = 11 => "DOMAIN_DEFINE_XML" : DomainDefineXmlArgs => DomainDefineXmlRet,
+    /// Forcibly stops a domain.
+    DomainDestroy = 12 => "DOMAIN_DESTROY" : DomainDestroyArgs => (),
+    /// The domain XML.
+    DomainGetXmlDesc = 14 => "DOMAIN_GET_XML_DESC" : DomainGetXmlDescArgs => DomainGetXmlDescRet,
+    /// Basic domain information (state, memory, vCPUs, CPU time).
+    DomainGetInfo = 16 => "DOMAIN_GET_INFO" : DomainGetInfoArgs => DomainGetInfoRet,
+    /// Finds a domain by name.
+    DomainLookupByName = 23 => "DOMAIN_LOOKUP_BY_NAME" : DomainLookupByNameArgs => DomainLookupByNameRet,
+    /// Finds a domain by UUID.
+    DomainLookupByUuid = 24 => "DOMAIN_LOOKUP_BY_UUID" : DomainLookupByUuidArgs => DomainLookupByUuidRet,
+    /// The host name of the hypervisor host.
+    ConnectGetHostname = 59 => "CONNECT_GET_HOSTNAME" : () => ConnectGetHostnameRet,
+    /// Asks whether the server supports a feature (10 turns on keepalive).
+    ConnectSupportsFeature = 60 => "CONNECT_SUPPORTS_FEATURE" : ConnectSupportsFeatureArgs => ConnectSupportsFeatureRet,
+    /// The authentication schemes of the socket; always the first call.
+    AuthList = 66 => "AUTH_LIST" : () => AuthListRet,
+    /// Completes polkit authentication.
+    AuthPolkit = 70 => "AUTH_POLKIT" : () => AuthPolkitRet,
+    /// Rescans a storage pool.
+    StoragePoolRefresh = 83 => "STORAGE_POOL_REFRESH" : StoragePoolRefreshArgs => (),
+    /// Finds a storage pool by name.
+    StoragePoolLookupByName = 84 => "STORAGE_POOL_LOOKUP_BY_NAME" : StoragePoolLookupByNameArgs => StoragePoolLookupByNameRet,
+    /// Storage pool state and sizes.
+    StoragePoolGetInfo = 87 => "STORAGE_POOL_GET_INFO" : StoragePoolGetInfoArgs => StoragePoolGetInfoRet,
+    /// Creates a storage volume from XML.
+    StorageVolCreateXml = 93 => "STORAGE_VOL_CREATE_XML" : StorageVolCreateXmlArgs => StorageVolCreateXmlRet,
+    /// Deletes a storage volume.
+    StorageVolDelete = 94 => "STORAGE_VOL_DELETE" : StorageVolDeleteArgs => (),
+    /// Finds a volume in a pool by name.
+    StorageVolLookupByName = 95 => "STORAGE_VOL_LOOKUP_BY_NAME" : StorageVolLookupByNameArgs => StorageVolLookupByNameRet,
+    /// Volume type and sizes.
+    StorageVolGetInfo = 98 => "STORAGE_VOL_GET_INFO" : StorageVolGetInfoArgs => StorageVolGetInfoRet,
+    /// The volume's path on the host.
+    StorageVolGetPath = 100 => "STORAGE_VOL_GET_PATH" : StorageVolGetPathArgs => StorageVolGetPathRet,
+    /// The URI the connection was opened with.
+    ConnectGetUri = 110 => "CONNECT_GET_URI" : () => ConnectGetUriRet,
+    /// The libvirt library version on the server.
+    ConnectGetLibVersion = 157 => "CONNECT_GET_LIB_VERSION" : () => ConnectGetLibVersionRet,
+    /// Starts a defined domain with flags; returns the handle with its new id.
+    DomainCreateWithFlags = 196 => "DOMAIN_CREATE_WITH_FLAGS" : DomainCreateWithFlagsArgs => DomainCreateWithFlagsRet,
+    /// Uploads data into a volume; the REPLY opens a client-to-server stream.
+    StorageVolUpload = 208 => "STORAGE_VOL_UPLOAD" : StorageVolUploadArgs => (),
+    /// Domain state and reason.
+    DomainGetState = 212 => "DOMAIN_GET_STATE" : DomainGetStateArgs => DomainGetStateRet,
+    /// Removes a domain's definition.
+    DomainUndefineFlags = 231 => "DOMAIN_UNDEFINE_FLAGS" : DomainUndefineFlagsArgs => (),
+    /// Forcibly stops a domain, with flags.
+    DomainDestroyFlags = 234 => "DOMAIN_DESTROY_FLAGS" : DomainDestroyFlagsArgs => (),
+    /// Asks a domain to shut down.
+    DomainShutdownFlags = 258 => "DOMAIN_SHUTDOWN_FLAGS" : DomainShutdownFlagsArgs => (),
+    /// Sets or removes a domain metadata entry.
+    DomainSetMetadata = 264 => "DOMAIN_SET_METADATA" : DomainSetMetadataArgs => (),
+    /// Reads a domain metadata entry.
+    DomainGetMetadata = 265 => "DOMAIN_GET_METADATA" : DomainGetMetadataArgs => DomainGetMetadataRet,
+    /// Lists domains (flags 0: all, active and inactive).
+    ConnectListAllDomains = 273 => "CONNECT_LIST_ALL_DOMAINS" : ConnectListAllDomainsArgs => ConnectListAllDomainsRet,
+    /// Lists storage pools.
+    ConnectListAllStoragePools = 281 => "CONNECT_LIST_ALL_STORAGE_POOLS" : ConnectListAllStoragePoolsArgs => ConnectListAllStoragePoolsRet,
+    /// Lists the volumes of a pool.
+    StoragePoolListAllVolumes = 282 => "STORAGE_POOL_LIST_ALL_VOLUMES" : StoragePoolListAllVolumesArgs => StoragePoolListAllVolumesRet,
+    /// Defines a persistent domain from XML, with flags.
+    DomainDefineXmlFlags = 350 => "DOMAIN_DEFINE_XML_FLAGS" : DomainDefineXmlFlagsArgs => DomainDefineXmlFlagsRet,
+    /// The addresses of a running domain's interfaces.
+    DomainInterfaceAddresses = 353 => "DOMAIN_INTERFACE_ADDRESSES" : DomainInterfaceAddressesArgs => DomainInterfaceAddressesRet,
+}
+
+impl Procedure {
+    /// Whether the procedure opens a client-to-server data stream after its REPLY.
+    pub fn is_upload_stream(self) -> bool {
+        self == Procedure::StorageVolUpload
+    }
+}
