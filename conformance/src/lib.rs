@@ -17,6 +17,9 @@ mod provider;
 pub mod rules;
 mod types;
 
+#[cfg(feature = "suite")]
+pub mod suite;
+
 pub use ctx::{Ctx, Interrupted};
 pub use error::{Error, ErrorKind, Op, Quota};
 pub use profile::{Axis, AxisClass, Profile, ProfileError};

@@ -1,0 +1,6 @@
+//! The generic conformance suite (feature `suite`; not API-stable): the checks for
+//! every rule, the runner that turns a [`Fixture`](crate::fixture::Fixture) into
+//! outcomes, the event stream and its reporters, the libtest-mimic harness and a CLI.
+
+pub mod outcome;
+pub mod report;

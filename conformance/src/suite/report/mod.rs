@@ -1,0 +1,1 @@
+//! Reporters: pure functions from a [`Report`](super::outcome::Report) to a file format.
