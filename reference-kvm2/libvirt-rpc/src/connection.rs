@@ -1,0 +1,647 @@
+//! `Connection`: the task that owns the byte stream. It writes what the
+//! `Client` handles queue, reads packets, routes REPLY and STREAM packets by
+//! serial to whoever waits for them, answers keepalive PINGs, sends its own
+//! PINGs, and decides when the connection is dead.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use futures_util::{Sink, Stream};
+use libvirt_wire::{
+    ErrorCode, ErrorDomain, Header, KEEPALIVE_PING, KEEPALIVE_PONG, KEEPALIVE_PROGRAM, MessageType,
+    Packet, Procedure, REMOTE_PROGRAM, REMOTE_VERSION, RemoteError, Status, encode_packet,
+};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::{Instant, Sleep};
+use tokio_util::codec::Framed;
+use tracing::{debug, trace};
+
+use crate::codec::{CodecError, PacketCodec};
+use crate::error::{Cause, Error, Kind, Result};
+
+/// Packets read, or requests taken, per turn before yielding to the runtime.
+const BUDGET: usize = 64;
+/// Frames waiting for the transport before new requests stop being taken.
+const OUTBOX_MAX: usize = 16;
+
+/// The life cycle of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Accepting calls.
+    Active,
+    /// Every `Client` handle is gone: no new calls, finishing those in flight.
+    Draining,
+    /// Finished, cleanly or not. Calls fail with a closed error.
+    Closed,
+}
+
+/// What a `Client` (or an `Upload`) asks of the connection task.
+pub(crate) enum Request {
+    /// Send a CALL and route its REPLY to `reply`. With `stream`, a successful
+    /// REPLY opens an upload stream whose events go there.
+    Call {
+        serial: u32,
+        procedure: Procedure,
+        frame: Bytes,
+        reply: oneshot::Sender<Result<Packet>>,
+        stream: Option<mpsc::UnboundedSender<StreamEvent>>,
+    },
+    /// The caller gave up on this serial: discard its reply, abort its stream.
+    Cancel { serial: u32 },
+    /// Stream data; `ack` fires once the frame is handed to the transport.
+    StreamData {
+        serial: u32,
+        frame: Bytes,
+        ack: oneshot::Sender<()>,
+    },
+    /// The end of the stream data (STREAM/OK), awaiting confirmation.
+    StreamFinish { serial: u32 },
+    /// Abort the stream (STREAM/ERROR, empty), awaiting confirmation.
+    StreamAbort { serial: u32 },
+}
+
+/// What happens to an upload stream, as seen by its `Upload`.
+#[derive(Debug)]
+pub(crate) enum StreamEvent {
+    /// The server confirmed the finish (or the abort).
+    Confirmed,
+    /// The server reported an error; the stream is over.
+    Failed(RemoteError),
+    /// The connection closed.
+    Closed(Cause),
+}
+
+struct Pending {
+    procedure: Procedure,
+    reply: oneshot::Sender<Result<Packet>>,
+    stream: Option<PendingStream>,
+}
+
+struct PendingStream {
+    events: mpsc::UnboundedSender<StreamEvent>,
+    abandoned: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StreamState {
+    Open,
+    Finishing,
+    Aborting,
+}
+
+struct StreamEntry {
+    header: Header,
+    state: StreamState,
+    events: Option<mpsc::UnboundedSender<StreamEvent>>,
+}
+
+struct Outgoing {
+    frame: Bytes,
+    ack: Option<oneshot::Sender<()>>,
+}
+
+/// Keepalive settings of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keepalive {
+    /// How long the connection may be silent before a PING is sent.
+    pub interval: Duration,
+    /// How many unanswered PINGs are tolerated before the connection is
+    /// declared dead (after about `interval * (count + 1)` of silence).
+    pub count: u32,
+}
+
+struct KeepaliveTimer {
+    config: Keepalive,
+    sleep: Pin<Box<Sleep>>,
+    unanswered: u32,
+    heard: bool,
+}
+
+enum Tick {
+    Ping,
+    Dead,
+    Quiet,
+}
+
+impl KeepaliveTimer {
+    fn new(config: Keepalive) -> Self {
+        KeepaliveTimer {
+            config,
+            sleep: Box::pin(tokio::time::sleep(config.interval)),
+            unanswered: 0,
+            heard: false,
+        }
+    }
+
+    fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Tick> {
+        ready!(self.sleep.as_mut().poll(cx));
+        let next = Instant::now() + self.config.interval;
+        self.sleep.as_mut().reset(next);
+        if std::mem::take(&mut self.heard) {
+            self.unanswered = 0;
+            return Poll::Ready(Tick::Quiet);
+        }
+        if self.unanswered >= self.config.count {
+            return Poll::Ready(Tick::Dead);
+        }
+        self.unanswered += 1;
+        Poll::Ready(Tick::Ping)
+    }
+}
+
+/// The connection task: owns the transport and routes packets.
+///
+/// It does nothing unless polled: spawn it (`tokio::spawn(connection)`). It
+/// resolves when the connection ends: `Ok(())` after every `Client` handle
+/// was dropped and the calls in flight completed, or when the server closed
+/// the connection with nothing in flight; an error when the connection died
+/// (I/O error, protocol violation, keepalive timeout, or the server hanging
+/// up on calls in flight).
+///
+/// # Cancel safety
+///
+/// Calls never depend on the caller's future being polled to completion.
+/// A call whose future is dropped, or whose deadline passes, is forgotten:
+/// if it was not written yet it never is, and if it was, its late reply is
+/// read and discarded. Only a dead connection (keepalive unanswered, I/O
+/// error, protocol violation) is closed, so one timed-out call never cuts
+/// the other calls in flight. An upload stream whose `Upload` is dropped
+/// before finishing is aborted.
+#[must_use = "the connection does nothing unless it is polled; spawn it"]
+pub struct Connection<S> {
+    framed: Framed<S, PacketCodec>,
+    requests: mpsc::UnboundedReceiver<Request>,
+    pending: HashMap<u32, Pending>,
+    streams: HashMap<u32, StreamEntry>,
+    outbox: VecDeque<Outgoing>,
+    keepalive: Option<KeepaliveTimer>,
+    events: Option<mpsc::Sender<Packet>>,
+    state: State,
+}
+
+impl<S> Connection<S>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    pub(crate) fn new(
+        stream: S,
+        requests: mpsc::UnboundedReceiver<Request>,
+        keepalive: Option<Keepalive>,
+    ) -> Self {
+        Connection {
+            framed: Framed::new(stream, PacketCodec),
+            requests,
+            pending: HashMap::new(),
+            streams: HashMap::new(),
+            outbox: VecDeque::new(),
+            keepalive: keepalive.map(KeepaliveTimer::new),
+            events: None,
+            state: State::Active,
+        }
+    }
+
+    /// The connection's state.
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    /// Server-initiated messages other than keepalive (libvirt events), from
+    /// now on. At most `capacity` are buffered; later ones are dropped while
+    /// the receiver lags. Calling it again replaces the previous receiver.
+    pub fn events(&mut self, capacity: usize) -> mpsc::Receiver<Packet> {
+        let (tx, rx) = mpsc::channel(capacity.max(1));
+        self.events = Some(tx);
+        rx
+    }
+
+    fn poll_inner(&mut self, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        for _ in 0..BUDGET {
+            let mut progress = false;
+
+            // Read what the server sent.
+            for _ in 0..BUDGET {
+                match Pin::new(&mut self.framed).poll_next(cx) {
+                    Poll::Ready(Some(Ok(packet))) => {
+                        self.on_packet(packet)?;
+                        progress = true;
+                    }
+                    Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(codec_error(e))),
+                    Poll::Ready(None) => return Poll::Ready(self.on_eof()),
+                    Poll::Pending => break,
+                }
+            }
+
+            // Take new requests while the outbox has room.
+            if self.state == State::Active {
+                for _ in 0..BUDGET {
+                    if self.outbox.len() >= OUTBOX_MAX {
+                        break;
+                    }
+                    match self.requests.poll_recv(cx) {
+                        Poll::Ready(Some(request)) => {
+                            self.on_request(request);
+                            progress = true;
+                        }
+                        Poll::Ready(None) => {
+                            debug!("every client handle dropped; draining");
+                            self.state = State::Draining;
+                            progress = true;
+                            break;
+                        }
+                        Poll::Pending => break,
+                    }
+                }
+            }
+
+            // Keepalive.
+            if self.poll_keepalive(cx)? {
+                progress = true;
+            }
+
+            // Write.
+            while !self.outbox.is_empty() {
+                match Pin::new(&mut self.framed).poll_ready(cx) {
+                    Poll::Ready(Ok(())) => {
+                        let out = self.outbox.pop_front().expect("outbox is not empty");
+                        Pin::new(&mut self.framed)
+                            .start_send(out.frame)
+                            .map_err(codec_error)?;
+                        if let Some(ack) = out.ack {
+                            let _ = ack.send(());
+                        }
+                        progress = true;
+                    }
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(codec_error(e))),
+                    Poll::Pending => break,
+                }
+            }
+            let flushed = match Pin::new(&mut self.framed).poll_flush(cx) {
+                Poll::Ready(Ok(())) => true,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(codec_error(e))),
+                Poll::Pending => false,
+            };
+
+            if self.state == State::Draining
+                && flushed
+                && self.outbox.is_empty()
+                && self.pending.is_empty()
+                && self.streams.is_empty()
+            {
+                ready!(Pin::new(&mut self.framed).poll_close(cx)).map_err(codec_error)?;
+                return Poll::Ready(Ok(()));
+            }
+
+            if !progress {
+                return Poll::Pending;
+            }
+        }
+        // Plenty of work remains: let other tasks run, then come back.
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+
+    /// Sends a PING when the server has been silent; fails when it stayed
+    /// silent too long. Returns whether the timer fired.
+    fn poll_keepalive(&mut self, cx: &mut Context<'_>) -> Result<bool> {
+        let Some(timer) = &mut self.keepalive else {
+            return Ok(false);
+        };
+        let Poll::Ready(tick) = timer.poll_tick(cx) else {
+            return Ok(false);
+        };
+        match tick {
+            Tick::Quiet => {}
+            Tick::Ping => {
+                trace!("sending keepalive ping");
+                let frame = keepalive_frame(KEEPALIVE_PING);
+                self.outbox.push_front(Outgoing { frame, ack: None });
+            }
+            Tick::Dead => {
+                let k = timer.config;
+                return Err(Error::new(Kind::KeepaliveTimeout).with_source(format!(
+                    "{} pings unanswered at {:?} intervals",
+                    k.count, k.interval
+                )));
+            }
+        }
+        Ok(true)
+    }
+
+    fn on_packet(&mut self, packet: Packet) -> Result<()> {
+        if let Some(timer) = &mut self.keepalive {
+            timer.heard = true;
+        }
+        let h = packet.header;
+        match h.program {
+            KEEPALIVE_PROGRAM => {
+                if h.kind != MessageType::Message {
+                    return Err(Error::protocol(format!(
+                        "keepalive packet of type {}",
+                        h.kind
+                    )));
+                }
+                match h.procedure {
+                    KEEPALIVE_PING => {
+                        trace!("answering keepalive ping");
+                        let frame = keepalive_frame(KEEPALIVE_PONG);
+                        self.outbox.push_front(Outgoing { frame, ack: None });
+                    }
+                    KEEPALIVE_PONG => trace!("keepalive pong"),
+                    other => debug!(procedure = other, "ignoring unknown keepalive procedure"),
+                }
+                Ok(())
+            }
+            REMOTE_PROGRAM => {
+                if h.version != REMOTE_VERSION {
+                    return Err(Error::protocol(format!(
+                        "unknown remote program version {}",
+                        h.version
+                    )));
+                }
+                match h.kind {
+                    MessageType::Reply => self.on_reply(packet),
+                    MessageType::Stream => {
+                        self.on_stream(packet);
+                        Ok(())
+                    }
+                    MessageType::Message => {
+                        self.on_event(packet);
+                        Ok(())
+                    }
+                    other => Err(Error::protocol(format!(
+                        "unexpected packet type {other} from the server"
+                    ))),
+                }
+            }
+            other => Err(Error::protocol(format!("unknown program {other:#010x}"))),
+        }
+    }
+
+    fn on_reply(&mut self, packet: Packet) -> Result<()> {
+        let h = packet.header;
+        let Some(pending) = self.pending.remove(&h.serial) else {
+            trace!(serial = h.serial, "discarding reply nobody waits for");
+            return Ok(());
+        };
+        if pending.procedure.to_raw() != h.procedure {
+            return Err(Error::protocol(format!(
+                "reply for serial {} names procedure {}, the call was {}",
+                h.serial,
+                h.procedure,
+                pending.procedure.to_raw()
+            )));
+        }
+        if let Some(stream) = pending.stream
+            && h.status == Status::Ok
+        {
+            let call = Header::call(pending.procedure, h.serial);
+            if stream.abandoned || pending.reply.is_closed() {
+                debug!(serial = h.serial, "aborting a stream its caller abandoned");
+                self.streams.insert(
+                    h.serial,
+                    StreamEntry {
+                        header: call,
+                        state: StreamState::Aborting,
+                        events: None,
+                    },
+                );
+                self.push_stream_control(call, Status::Error);
+            } else {
+                self.streams.insert(
+                    h.serial,
+                    StreamEntry {
+                        header: call,
+                        state: StreamState::Open,
+                        events: Some(stream.events),
+                    },
+                );
+            }
+        }
+        if pending.reply.send(Ok(packet)).is_err() {
+            trace!(serial = h.serial, "discarding reply of an abandoned call");
+        }
+        Ok(())
+    }
+
+    fn on_stream(&mut self, packet: Packet) {
+        let h = packet.header;
+        let Some(entry) = self.streams.get(&h.serial) else {
+            trace!(
+                serial = h.serial,
+                "discarding stream packet of no open stream"
+            );
+            return;
+        };
+        let event = match h.status {
+            Status::Ok => StreamEvent::Confirmed,
+            Status::Error => StreamEvent::Failed(packet.remote_error().unwrap_or_else(|e| {
+                RemoteError::new(
+                    ErrorCode::Rpc,
+                    ErrorDomain::Rpc,
+                    format!("stream error that does not decode: {e}"),
+                )
+            })),
+            other => {
+                debug!(serial = h.serial, status = %other, "ignoring stream data on an upload");
+                return;
+            }
+        };
+        trace!(serial = h.serial, state = ?entry.state, ?event, "stream ended");
+        if let Some(entry) = self.streams.remove(&h.serial)
+            && let Some(events) = entry.events
+        {
+            let _ = events.send(event);
+        }
+    }
+
+    fn on_event(&mut self, packet: Packet) {
+        let Some(events) = &self.events else {
+            trace!(procedure = packet.header.procedure, "ignoring event");
+            return;
+        };
+        if events.try_send(packet).is_err() {
+            debug!("dropping event: receiver lags or is gone");
+        }
+    }
+
+    fn on_eof(&mut self) -> Result<()> {
+        if self.pending.is_empty() && self.streams.is_empty() {
+            debug!("server closed the connection");
+            Ok(())
+        } else {
+            Err(Error::new(Kind::Io).with_source(format!(
+                "server closed the connection with {} calls and {} streams in flight",
+                self.pending.len(),
+                self.streams.len()
+            )))
+        }
+    }
+
+    fn on_request(&mut self, request: Request) {
+        match request {
+            Request::Call {
+                serial,
+                procedure,
+                frame,
+                reply,
+                stream,
+            } => {
+                if reply.is_closed() {
+                    trace!(serial, "skipping a call abandoned before it was sent");
+                    return;
+                }
+                self.pending.insert(
+                    serial,
+                    Pending {
+                        procedure,
+                        reply,
+                        stream: stream.map(|events| PendingStream {
+                            events,
+                            abandoned: false,
+                        }),
+                    },
+                );
+                self.outbox.push_back(Outgoing { frame, ack: None });
+            }
+            Request::Cancel { serial } => self.on_cancel(serial),
+            Request::StreamData { serial, frame, ack } => {
+                match self.streams.get(&serial) {
+                    Some(entry) if entry.state == StreamState::Open => {
+                        self.outbox.push_back(Outgoing {
+                            frame,
+                            ack: Some(ack),
+                        });
+                    }
+                    // The stream ended (its event is already queued); dropping
+                    // the ack tells the writer nothing was sent.
+                    _ => trace!(serial, "dropping data for a stream that is not open"),
+                }
+            }
+            Request::StreamFinish { serial } => {
+                if let Some(entry) = self.streams.get_mut(&serial)
+                    && entry.state == StreamState::Open
+                {
+                    entry.state = StreamState::Finishing;
+                    let header = entry.header;
+                    self.push_stream_control(header, Status::Ok);
+                }
+            }
+            Request::StreamAbort { serial } => {
+                if let Some(entry) = self.streams.get_mut(&serial)
+                    && entry.state == StreamState::Open
+                {
+                    entry.state = StreamState::Aborting;
+                    let header = entry.header;
+                    self.push_stream_control(header, Status::Error);
+                }
+            }
+        }
+    }
+
+    fn on_cancel(&mut self, serial: u32) {
+        if let Some(pending) = self.pending.get_mut(&serial) {
+            match &mut pending.stream {
+                // Keep the entry: if the server opens the stream, abort it.
+                Some(stream) => stream.abandoned = true,
+                None => {
+                    trace!(serial, "call abandoned; its reply will be discarded");
+                    self.pending.remove(&serial);
+                }
+            }
+            return;
+        }
+        if let Some(entry) = self.streams.get_mut(&serial) {
+            entry.events = None;
+            if entry.state == StreamState::Open {
+                debug!(serial, "aborting a dropped upload");
+                entry.state = StreamState::Aborting;
+                let header = entry.header;
+                self.push_stream_control(header, Status::Error);
+            }
+        }
+    }
+
+    fn push_stream_control(&mut self, call: Header, status: Status) {
+        let mut buf = BytesMut::with_capacity(28);
+        encode_packet(&mut buf, &call.stream(status), &()).expect("a bare header fits");
+        self.outbox.push_back(Outgoing {
+            frame: buf.freeze(),
+            ack: None,
+        });
+    }
+
+    /// Fails everything in flight with `error`'s cause and closes.
+    fn fail(&mut self, error: &Error) {
+        debug!(%error, "connection failed");
+        let cause = error.cause();
+        for (_, pending) in self.pending.drain() {
+            let err = Error::closed_by(&cause).with_procedure(pending.procedure);
+            let _ = pending.reply.send(Err(err));
+            if let Some(stream) = pending.stream {
+                let _ = stream.events.send(StreamEvent::Closed(cause.clone()));
+            }
+        }
+        for (_, entry) in self.streams.drain() {
+            if let Some(events) = entry.events {
+                let _ = events.send(StreamEvent::Closed(cause.clone()));
+            }
+        }
+        self.close_requests(&cause);
+    }
+
+    fn close_requests(&mut self, cause: &Cause) {
+        self.state = State::Closed;
+        self.outbox.clear();
+        self.requests.close();
+        while let Ok(request) = self.requests.try_recv() {
+            if let Request::Call {
+                reply, procedure, ..
+            } = request
+            {
+                let _ = reply.send(Err(Error::closed_by(cause).with_procedure(procedure)));
+            }
+        }
+    }
+}
+
+impl<S> Future for Connection<S>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    type Output = Result<()>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        let this = &mut *self;
+        if this.state == State::Closed {
+            return Poll::Ready(Ok(()));
+        }
+        match ready!(this.poll_inner(cx)) {
+            Ok(()) => {
+                this.fail(&Error::closed("the connection has ended"));
+                Poll::Ready(Ok(()))
+            }
+            Err(error) => {
+                this.fail(&error);
+                Poll::Ready(Err(error))
+            }
+        }
+    }
+}
+
+fn keepalive_frame(procedure: i32) -> Bytes {
+    let mut buf = BytesMut::with_capacity(28);
+    encode_packet(&mut buf, &Header::keepalive(procedure), &()).expect("a bare header fits");
+    buf.freeze()
+}
+
+fn codec_error(e: CodecError) -> Error {
+    match e {
+        CodecError::Io(e) => Error::new(Kind::Io).with_source(e),
+        CodecError::Wire(e) => Error::protocol(e),
+    }
+}
