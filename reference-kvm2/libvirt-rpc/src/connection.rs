@@ -384,18 +384,19 @@ where
 
     fn on_reply(&mut self, packet: Packet) -> Result<()> {
         let h = packet.header;
-        let Some(pending) = self.pending.remove(&h.serial) else {
+        let Some(expected) = self.pending.get(&h.serial).map(|p| p.procedure) else {
             trace!(serial = h.serial, "discarding reply nobody waits for");
             return Ok(());
         };
-        if pending.procedure.to_raw() != h.procedure {
+        if expected.to_raw() != h.procedure {
             return Err(Error::protocol(format!(
                 "reply for serial {} names procedure {}, the call was {}",
                 h.serial,
                 h.procedure,
-                pending.procedure.to_raw()
+                expected.to_raw()
             )));
         }
+        let pending = self.pending.remove(&h.serial).expect("checked above");
         if let Some(stream) = pending.stream
             && h.status == Status::Ok
         {

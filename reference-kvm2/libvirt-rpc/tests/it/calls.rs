@@ -1,0 +1,249 @@
+//! Plain calls: typed round trips, remote errors, out-of-order replies,
+//! pipelining, deadlines with late replies, draining.
+
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use libvirt_wire::{CallArgs, DomainLookupByNameRet, ErrorCode, ErrorDomain, Header, RemoteError};
+
+use crate::server::{PATIENCE, domain, pair, quiet};
+
+#[tokio::test]
+async fn typed_call_round_trip() {
+    let (client, _task, mut server) = pair(quiet());
+    let call = tokio::spawn({
+        let client = client.clone();
+        async move { client.domain_lookup_by_name("vm-1").await }
+    });
+    let (h, args) = server.recv_call().await;
+    let CallArgs::DomainLookupByName(args) = args else {
+        panic!("unexpected call {args:?}");
+    };
+    assert_eq!(args.name, "vm-1");
+    server
+        .reply(
+            &h,
+            &DomainLookupByNameRet {
+                dom: domain("vm-1"),
+            },
+        )
+        .await;
+    assert_eq!(call.await.unwrap().unwrap(), domain("vm-1"));
+}
+
+#[tokio::test]
+async fn remote_errors_fail_only_their_call() {
+    let (client, _task, mut server) = pair(quiet());
+    let call = tokio::spawn({
+        let client = client.clone();
+        async move { client.domain_lookup_by_name("ghost").await }
+    });
+    let (h, _) = server.recv_call().await;
+    let sent = RemoteError::new(
+        ErrorCode::NoDomain,
+        ErrorDomain::Qemu,
+        "Domain not found: no domain with matching name 'ghost'",
+    );
+    server.reply_error(&h, &sent).await;
+    let err = call.await.unwrap().unwrap_err();
+    assert!(err.is_remote(), "{err}");
+    assert!(!err.is_closed());
+    assert_eq!(err.as_remote().unwrap().code, ErrorCode::NoDomain);
+    assert_eq!(err.as_remote(), Some(&sent));
+    assert!(err.to_string().contains("no domain with matching name"));
+
+    // The connection is still usable.
+    let call = tokio::spawn({
+        let client = client.clone();
+        async move { client.connect_get_hostname().await }
+    });
+    let (h, _) = server.recv_call().await;
+    server
+        .reply(
+            &h,
+            &libvirt_wire::ConnectGetHostnameRet {
+                hostname: "host".into(),
+            },
+        )
+        .await;
+    assert_eq!(call.await.unwrap().unwrap(), "host");
+}
+
+#[tokio::test]
+async fn replies_are_routed_by_serial_in_any_order() {
+    let (client, _task, mut server) = pair(quiet());
+    let names = ["a", "b", "c", "d"];
+    let calls: Vec<_> = names
+        .iter()
+        .map(|n| {
+            let client = client.clone();
+            let n = n.to_string();
+            tokio::spawn(async move { client.domain_lookup_by_name(&n).await })
+        })
+        .collect();
+    let mut received: Vec<(Header, String)> = Vec::new();
+    for _ in names {
+        let (h, args) = server.recv_call().await;
+        let CallArgs::DomainLookupByName(a) = args else {
+            panic!()
+        };
+        received.push((h, a.name));
+    }
+    // Answer in reverse order of arrival.
+    for (h, name) in received.iter().rev() {
+        server
+            .reply(h, &DomainLookupByNameRet { dom: domain(name) })
+            .await;
+    }
+    for (call, name) in calls.into_iter().zip(names) {
+        assert_eq!(call.await.unwrap().unwrap().name, name);
+    }
+}
+
+#[tokio::test]
+async fn sixty_four_calls_are_pipelined() {
+    let (client, _task, mut server) = pair(quiet());
+    let calls = join_all((0..64).map(|i| {
+        let client = client.clone();
+        async move { client.domain_lookup_by_name(&format!("vm-{i}")).await }
+    }));
+    let serve = async {
+        // Every call is on the wire before any reply is sent.
+        let mut received = Vec::new();
+        for _ in 0..64 {
+            let (h, args) = server.recv_call().await;
+            let CallArgs::DomainLookupByName(a) = args else {
+                panic!()
+            };
+            received.push((h, a.name));
+        }
+        // Interleave the answers: odd positions first, then even ones.
+        let (odd, even): (Vec<_>, Vec<_>) = received
+            .into_iter()
+            .enumerate()
+            .partition(|(i, _)| i % 2 == 1);
+        for (_, (h, name)) in odd.into_iter().chain(even) {
+            server
+                .reply(&h, &DomainLookupByNameRet { dom: domain(&name) })
+                .await;
+        }
+    };
+    let (results, ()) = tokio::time::timeout(PATIENCE, futures_util::future::join(calls, serve))
+        .await
+        .expect("pipelined calls hung");
+    for (i, r) in results.into_iter().enumerate() {
+        assert_eq!(r.unwrap().name, format!("vm-{i}"));
+    }
+}
+
+#[tokio::test]
+async fn a_timed_out_call_does_not_disturb_others() {
+    let (client, task, mut server) = pair(quiet());
+    let slow = tokio::spawn({
+        let client = client.with_timeout(Duration::from_millis(100));
+        async move {
+            let started = tokio::time::Instant::now();
+            let r = client.domain_lookup_by_name("slow").await;
+            (r, started.elapsed())
+        }
+    });
+    let other = tokio::spawn({
+        let client = client.clone();
+        async move { client.domain_lookup_by_name("other").await }
+    });
+    let (h1, a1) = server.recv_call().await;
+    let (h2, a2) = server.recv_call().await;
+    let (slow_h, other_h) = match (a1, a2) {
+        (CallArgs::DomainLookupByName(a), _) if a.name == "slow" => (h1, h2),
+        _ => (h2, h1),
+    };
+
+    let (result, elapsed) = slow.await.unwrap();
+    let err = result.unwrap_err();
+    assert!(err.is_timeout(), "{err}");
+    assert!(!err.is_closed());
+    assert!(elapsed < Duration::from_secs(2), "took {elapsed:?}");
+
+    // The late reply arrives and is discarded; the other call still succeeds.
+    server
+        .reply(
+            &slow_h,
+            &DomainLookupByNameRet {
+                dom: domain("slow"),
+            },
+        )
+        .await;
+    server
+        .reply(
+            &other_h,
+            &DomainLookupByNameRet {
+                dom: domain("other"),
+            },
+        )
+        .await;
+    assert_eq!(other.await.unwrap().unwrap().name, "other");
+
+    // And a fresh call works too.
+    let fresh = tokio::spawn({
+        let client = client.clone();
+        async move { client.connect_get_lib_version().await }
+    });
+    let (h, _) = server.recv_call().await;
+    server
+        .reply(
+            &h,
+            &libvirt_wire::ConnectGetLibVersionRet {
+                lib_ver: 10_000_000,
+            },
+        )
+        .await;
+    assert_eq!(fresh.await.unwrap().unwrap(), 10_000_000);
+    assert!(!client.is_closed());
+    assert!(!task.is_finished());
+}
+
+#[tokio::test]
+async fn dropping_every_client_drains_calls_in_flight() {
+    let (client, task, mut server) = pair(quiet());
+    let call = tokio::spawn(async move { client.domain_lookup_by_name("vm").await });
+    let (h, _) = server.recv_call().await;
+    // The only client handle now lives inside the pending call; the
+    // connection must still deliver the reply before ending.
+    server
+        .reply(&h, &DomainLookupByNameRet { dom: domain("vm") })
+        .await;
+    assert_eq!(call.await.unwrap().unwrap().name, "vm");
+    let ended = tokio::time::timeout(PATIENCE, task)
+        .await
+        .expect("no drain");
+    ended.unwrap().unwrap();
+    // The connection shut its side down.
+    assert!(server.next().await.is_none());
+}
+
+#[tokio::test]
+async fn server_hanging_up_fails_calls_in_flight() {
+    let (client, task, mut server) = pair(quiet());
+    let call = tokio::spawn({
+        let client = client.clone();
+        async move { client.domain_lookup_by_name("vm").await }
+    });
+    server.recv_call().await;
+    drop(server);
+    let err = call.await.unwrap().unwrap_err();
+    assert!(err.is_closed(), "{err}");
+    let conn_err = task.await.unwrap().unwrap_err();
+    assert!(conn_err.is_closed(), "{conn_err}");
+    let again = client.connect_get_hostname().await.unwrap_err();
+    assert!(again.is_closed(), "{again}");
+    assert!(client.is_closed());
+}
+
+#[tokio::test]
+async fn server_closing_an_idle_connection_is_clean() {
+    let (client, task, server) = pair(quiet());
+    drop(server);
+    task.await.unwrap().unwrap();
+    assert!(client.is_closed());
+    assert!(client.connect_get_hostname().await.unwrap_err().is_closed());
+}
