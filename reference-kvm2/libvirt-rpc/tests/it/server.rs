@@ -104,6 +104,7 @@ impl Server {
 #[derive(Default)]
 pub struct Seen {
     pub calls: AtomicUsize,
+    pub uploads: AtomicUsize,
     pub aborts: AtomicUsize,
     pub finishes: AtomicUsize,
     pub data: AtomicUsize,
@@ -130,6 +131,9 @@ where
                 MessageType::Call => {
                     stats.calls.fetch_add(1, Ordering::SeqCst);
                     let args = CallArgs::decode(h.remote_procedure(), &p.payload).unwrap();
+                    if matches!(args, CallArgs::StorageVolUpload(_)) {
+                        stats.uploads.fetch_add(1, Ordering::SeqCst);
+                    }
                     match handler(&h, &args) {
                         Some(frame) => server.send_frame(frame).await,
                         None => server.reply(&h, &()).await,
