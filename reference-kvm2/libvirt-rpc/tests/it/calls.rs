@@ -247,3 +247,25 @@ async fn server_closing_an_idle_connection_is_clean() {
     assert!(client.is_closed());
     assert!(client.connect_get_hostname().await.unwrap_err().is_closed());
 }
+
+#[test]
+fn handles_and_futures_are_send() {
+    fn assert_send<T: Send>(_: &T) {}
+    fn assert_sync<T: Sync>() {}
+    assert_sync::<libvirt_rpc::Client>();
+    assert_sync::<libvirt_rpc::Error>();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let _guard = rt.enter();
+    let (stream, _server_end) = tokio::io::duplex(64);
+    let (client, connection) = quiet().attach(stream);
+    assert_send(&connection);
+    assert_send(&client.domain_lookup_by_name("x"));
+    let vol = libvirt_wire::StorageVol::default();
+    assert_send(&client.storage_vol_upload(&vol, 0, 0, 0));
+    let upload_of_reader = |u: libvirt_rpc::Upload| async move { u.send_reader(&b"abc"[..]).await };
+    fn assert_send_fn<F: FnOnce(libvirt_rpc::Upload) -> Fut, Fut: Send>(_: F) {}
+    assert_send_fn(upload_of_reader);
+}
