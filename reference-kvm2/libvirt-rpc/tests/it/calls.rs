@@ -269,3 +269,59 @@ fn handles_and_futures_are_send() {
     fn assert_send_fn<F: FnOnce(libvirt_rpc::Upload) -> Fut, Fut: Send>(_: F) {}
     assert_send_fn(upload_of_reader);
 }
+
+#[tokio::test]
+async fn open_authenticates_with_polkit_then_opens() {
+    let (client, _task, mut server) = pair(quiet());
+    let opening = tokio::spawn({
+        let client = client.clone();
+        async move { client.open("qemu:///system").await }
+    });
+    let (h, args) = server.recv_call().await;
+    assert_eq!(args, CallArgs::AuthList(()));
+    server
+        .reply(
+            &h,
+            &libvirt_wire::AuthListRet {
+                types: vec![libvirt_wire::AuthType::Polkit],
+            },
+        )
+        .await;
+    let (h, args) = server.recv_call().await;
+    assert_eq!(args, CallArgs::AuthPolkit(()));
+    server
+        .reply(&h, &libvirt_wire::AuthPolkitRet { complete: 1 })
+        .await;
+    let (h, args) = server.recv_call().await;
+    let CallArgs::ConnectOpen(open) = args else {
+        panic!("unexpected call {args:?}")
+    };
+    assert_eq!(open.name.as_deref(), Some("qemu:///system"));
+    assert_eq!(open.flags, 0);
+    server.reply(&h, &()).await;
+    opening.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn server_events_reach_the_events_channel() {
+    let (stream, server_end) = tokio::io::duplex(1 << 16);
+    let (client, mut connection) = quiet().attach(stream);
+    let mut events = connection.events(4);
+    let _task = tokio::spawn(connection);
+    let mut server = tokio_util::codec::Framed::new(server_end, libvirt_rpc::PacketCodec);
+    // An event: type MESSAGE, serial 1, some procedure of the remote program.
+    let mut h = Header::call(libvirt_wire::Procedure::Other(318), 1);
+    h.kind = libvirt_wire::MessageType::Message;
+    let mut buf = bytes::BytesMut::new();
+    libvirt_wire::encode_packet(&mut buf, &h, &7u32).unwrap();
+    futures_util::SinkExt::send(&mut server, buf.freeze())
+        .await
+        .unwrap();
+    let event = tokio::time::timeout(PATIENCE, events.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(event.header, h);
+    assert_eq!(event.decode_payload::<u32>().unwrap(), 7);
+    assert!(!client.is_closed());
+}
