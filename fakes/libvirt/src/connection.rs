@@ -1,0 +1,676 @@
+//! One client connection to the fake, with one async method per remote
+//! procedure. Each call is recorded in the trace, meets the fault registry
+//! (error, delay, hang, dropped connection), then passes libvirtd's gating
+//! (authentication, `ConnectOpen` first) before it reaches the model.
+//!
+//! The wire server drives the same methods, so in-process users and clients
+//! speaking the remote protocol see one behaviour.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+use uuid::Uuid;
+
+use crate::error::{CallError, VirError, code, domain};
+use crate::fake::FakeLibvirt;
+use crate::fault::{Fault, FaultHandle};
+use crate::procedure::Procedure;
+use crate::state::State;
+use crate::types::{
+    DomainInfo, DomainRef, DomainState, Interface, PoolInfo, PoolRef, VolInfo, VolRef, flags,
+};
+use crate::upload::UploadSession;
+
+#[derive(Debug, Default)]
+struct ConnState {
+    opened: bool,
+    authenticated: bool,
+    uri: Option<String>,
+    keepalive: bool,
+}
+
+/// A connection to a [`FakeLibvirt`]. Cloning gives another handle to the
+/// same connection, so calls can run concurrently.
+#[derive(Clone)]
+pub struct FakeConnection {
+    fake: FakeLibvirt,
+    id: u64,
+    black_hole: bool,
+    conn: Arc<Mutex<ConnState>>,
+    closed: watch::Sender<bool>,
+}
+
+impl std::fmt::Debug for FakeConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeConnection")
+            .field("id", &self.id)
+            .field("closed", &self.is_closed())
+            .finish()
+    }
+}
+
+impl FakeConnection {
+    pub(crate) fn new(fake: FakeLibvirt, id: u64, black_hole: bool) -> Self {
+        let (closed, _) = watch::channel(false);
+        FakeConnection {
+            fake,
+            id,
+            black_hole,
+            conn: Arc::new(Mutex::new(ConnState::default())),
+            closed,
+        }
+    }
+
+    /// The connection id, as the trace names it.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The host this connection talks to.
+    pub fn fake(&self) -> &FakeLibvirt {
+        &self.fake
+    }
+
+    /// Whether the connection is closed.
+    pub fn is_closed(&self) -> bool {
+        *self.closed.borrow()
+    }
+
+    /// Closes the connection; calls in flight and later calls fail with
+    /// [`CallError::Closed`].
+    pub fn close(&self) {
+        if !self.closed.send_replace(true) {
+            self.fake.trace().closed(self.id);
+        }
+    }
+
+    /// Resolves once the connection is closed (by [`Self::close`], by
+    /// `ConnectClose` or by an injected dropped connection).
+    pub fn closed(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut rx = self.closed.subscribe();
+        async move {
+            let _ = rx.wait_for(|c| *c).await;
+        }
+    }
+
+    /// Whether the client asked for keepalive (`ConnectSupportsFeature(10)`).
+    pub fn keepalive_requested(&self) -> bool {
+        self.lock_conn().keepalive
+    }
+
+    fn lock_conn(&self) -> std::sync::MutexGuard<'_, ConnState> {
+        self.conn.lock().expect("connection state poisoned")
+    }
+
+    /// Runs one call: trace, faults, gating, then `op` on the model.
+    async fn call<T>(
+        &self,
+        procedure: Procedure,
+        op: impl FnOnce(&mut State, Instant) -> Result<T, VirError>,
+    ) -> Result<T, CallError> {
+        self.call_conn(procedure, |_, st, now| op(st, now)).await
+    }
+
+    async fn call_conn<T>(
+        &self,
+        procedure: Procedure,
+        op: impl FnOnce(&mut ConnState, &mut State, Instant) -> Result<T, VirError>,
+    ) -> Result<T, CallError> {
+        if self.is_closed() {
+            return Err(CallError::Closed);
+        }
+        let fault = self.fake.faults().decide(self.id, procedure);
+        self.fake
+            .trace()
+            .record(self.id, procedure, fault.as_ref().map(Fault::kind));
+        if self.black_hole {
+            std::future::pending::<()>().await;
+        }
+        match fault {
+            None => {}
+            Some(Fault::Delay(d)) => {
+                tokio::select! {
+                    _ = tokio::time::sleep(d) => {}
+                    _ = self.closed() => return Err(CallError::Closed),
+                }
+            }
+            Some(Fault::Hang) => {
+                self.closed().await;
+                return Err(CallError::Closed);
+            }
+            Some(Fault::DropConnection) => {
+                self.close();
+                return Err(CallError::Closed);
+            }
+            Some(Fault::Error(e)) => return Err(CallError::Libvirt(e)),
+        }
+        if self.is_closed() {
+            return Err(CallError::Closed);
+        }
+        let mut conn = self.lock_conn();
+        let polkit = self.fake.state().host.auth_types.first() == Some(&2);
+        if polkit
+            && !conn.authenticated
+            && !matches!(procedure, Procedure::AuthList | Procedure::AuthPolkit)
+        {
+            return Err(VirError::auth_required().into());
+        }
+        if procedure.needs_open() && !conn.opened {
+            return Err(VirError::not_open().into());
+        }
+        let mut state = self.fake.state();
+        Ok(op(&mut conn, &mut state, Instant::now())?)
+    }
+
+    // ----- connection ----------------------------------------------------
+
+    /// `AuthList`: the authentication types of the socket.
+    pub async fn auth_list(&self) -> Result<Vec<i32>, CallError> {
+        self.call_conn(Procedure::AuthList, |_, st, _| {
+            Ok(st.host.auth_types.clone())
+        })
+        .await
+    }
+
+    /// `AuthPolkit`: authenticates the connection; returns `complete`.
+    pub async fn auth_polkit(&self) -> Result<i32, CallError> {
+        self.call_conn(Procedure::AuthPolkit, |c, _, _| {
+            c.authenticated = true;
+            Ok(1)
+        })
+        .await
+    }
+
+    /// `ConnectSupportsFeature`: `PROGRAM_KEEPALIVE` (10) is answered before
+    /// `ConnectOpen` and switches keepalive on; other features need an open
+    /// connection.
+    pub async fn supports_feature(&self, feature: i32) -> Result<i32, CallError> {
+        self.call_conn(Procedure::ConnectSupportsFeature, |c, _, _| {
+            if feature == flags::FEATURE_PROGRAM_KEEPALIVE {
+                c.keepalive = true;
+                return Ok(1);
+            }
+            if !c.opened {
+                return Err(VirError::not_open());
+            }
+            // Typed parameter strings, remote event and close callbacks.
+            Ok(i32::from(matches!(feature, 9 | 14 | 15)))
+        })
+        .await
+    }
+
+    /// `ConnectOpen`.
+    pub async fn open(&self, uri: Option<&str>, flags_: u32) -> Result<(), CallError> {
+        let uri = uri.map(str::to_owned);
+        self.call_conn(Procedure::ConnectOpen, move |c, _, _| {
+            if c.opened {
+                return Err(VirError::already_open());
+            }
+            if flags_ & !0x3 != 0 {
+                return Err(VirError::unsupported_flags(flags_, "virConnectOpenAuth"));
+            }
+            c.opened = true;
+            c.uri = uri;
+            Ok(())
+        })
+        .await
+    }
+
+    /// `ConnectClose`: answers, then the connection closes.
+    pub async fn connect_close(&self) -> Result<(), CallError> {
+        let r = self.call(Procedure::ConnectClose, |_, _| Ok(())).await;
+        self.close();
+        r
+    }
+
+    /// `ConnectGetType`.
+    pub async fn get_type(&self) -> Result<String, CallError> {
+        self.call(Procedure::ConnectGetType, |st, _| {
+            Ok(st.host.driver_type.clone())
+        })
+        .await
+    }
+
+    /// `ConnectGetVersion` (the hypervisor version).
+    pub async fn get_version(&self) -> Result<u64, CallError> {
+        self.call(Procedure::ConnectGetVersion, |st, _| {
+            Ok(st.host.hypervisor_version)
+        })
+        .await
+    }
+
+    /// `ConnectGetLibVersion`.
+    pub async fn get_lib_version(&self) -> Result<u64, CallError> {
+        self.call(Procedure::ConnectGetLibVersion, |st, _| {
+            Ok(st.host.lib_version)
+        })
+        .await
+    }
+
+    /// `ConnectGetHostname`.
+    pub async fn get_hostname(&self) -> Result<String, CallError> {
+        self.call(Procedure::ConnectGetHostname, |st, _| {
+            Ok(st.host.hostname.clone())
+        })
+        .await
+    }
+
+    /// `ConnectGetURI`: the URI opened, or the default one.
+    pub async fn get_uri(&self) -> Result<String, CallError> {
+        self.call_conn(Procedure::ConnectGetUri, |c, st, _| {
+            Ok(c.uri.clone().unwrap_or_else(|| st.host.default_uri.clone()))
+        })
+        .await
+    }
+
+    /// `ConnectGetCapabilities`.
+    pub async fn get_capabilities(&self) -> Result<String, CallError> {
+        self.call(Procedure::ConnectGetCapabilities, |st, _| {
+            Ok(st.host.capabilities.clone())
+        })
+        .await
+    }
+
+    /// `ConnectListAllDomains`, sorted by name.
+    pub async fn list_all_domains(&self, flags_: u32) -> Result<Vec<DomainRef>, CallError> {
+        self.call(Procedure::ConnectListAllDomains, |st, _| {
+            st.list_all_domains(flags_)
+        })
+        .await
+    }
+
+    // ----- domains -------------------------------------------------------
+
+    /// `DomainLookupByName`.
+    pub async fn domain_lookup_by_name(&self, name: &str) -> Result<DomainRef, CallError> {
+        self.call(Procedure::DomainLookupByName, |st, _| {
+            st.lookup_by_name(name)
+        })
+        .await
+    }
+
+    /// `DomainLookupByUUID`.
+    pub async fn domain_lookup_by_uuid(&self, uuid: &Uuid) -> Result<DomainRef, CallError> {
+        self.call(Procedure::DomainLookupByUuid, |st, _| {
+            st.lookup_by_uuid(uuid)
+        })
+        .await
+    }
+
+    /// `DomainDefineXML`: defines a domain, or updates the definition of the
+    /// domain with that name (keeping its UUID).
+    pub async fn domain_define_xml(&self, xml: &str) -> Result<DomainRef, CallError> {
+        self.call(Procedure::DomainDefineXml, |st, _| st.define(xml, 0))
+            .await
+    }
+
+    /// `DomainDefineXMLFlags`.
+    pub async fn domain_define_xml_flags(
+        &self,
+        xml: &str,
+        flags_: u32,
+    ) -> Result<DomainRef, CallError> {
+        self.call(Procedure::DomainDefineXmlFlags, |st, _| {
+            st.define(xml, flags_)
+        })
+        .await
+    }
+
+    /// `DomainCreate`.
+    pub async fn domain_create(&self, dom: &DomainRef) -> Result<(), CallError> {
+        self.call(Procedure::DomainCreate, |st, now| {
+            st.create(dom, 0, now).map(drop)
+        })
+        .await
+    }
+
+    /// `DomainCreateWithFlags`: returns the handle with its new id.
+    pub async fn domain_create_with_flags(
+        &self,
+        dom: &DomainRef,
+        flags_: u32,
+    ) -> Result<DomainRef, CallError> {
+        self.call(Procedure::DomainCreateWithFlags, |st, now| {
+            st.create(dom, flags_, now)
+        })
+        .await
+    }
+
+    /// `DomainDestroy`.
+    pub async fn domain_destroy(&self, dom: &DomainRef) -> Result<(), CallError> {
+        self.call(Procedure::DomainDestroy, |st, _| st.destroy(dom, 0))
+            .await
+    }
+
+    /// `DomainDestroyFlags`.
+    pub async fn domain_destroy_flags(
+        &self,
+        dom: &DomainRef,
+        flags_: u32,
+    ) -> Result<(), CallError> {
+        self.call(Procedure::DomainDestroyFlags, |st, _| {
+            st.destroy(dom, flags_)
+        })
+        .await
+    }
+
+    /// `DomainUndefineFlags`.
+    pub async fn domain_undefine_flags(
+        &self,
+        dom: &DomainRef,
+        flags_: u32,
+    ) -> Result<(), CallError> {
+        self.call(Procedure::DomainUndefineFlags, |st, _| {
+            st.undefine(dom, flags_)
+        })
+        .await
+    }
+
+    /// `DomainGetState`: state and reason.
+    pub async fn domain_get_state(
+        &self,
+        dom: &DomainRef,
+        flags_: u32,
+    ) -> Result<(DomainState, i32), CallError> {
+        self.call(Procedure::DomainGetState, |st, _| st.get_state(dom, flags_))
+            .await
+    }
+
+    /// `DomainGetInfo`.
+    pub async fn domain_get_info(&self, dom: &DomainRef) -> Result<DomainInfo, CallError> {
+        self.call(Procedure::DomainGetInfo, |st, now| st.get_info(dom, now))
+            .await
+    }
+
+    /// `DomainGetXMLDesc`: the live definition of a running domain unless
+    /// `VIR_DOMAIN_XML_INACTIVE` is given.
+    pub async fn domain_get_xml_desc(
+        &self,
+        dom: &DomainRef,
+        flags_: u32,
+    ) -> Result<String, CallError> {
+        self.call(Procedure::DomainGetXmlDesc, |st, _| {
+            st.get_xml_desc(dom, flags_)
+        })
+        .await
+    }
+
+    /// `DomainSetMetadata`.
+    pub async fn domain_set_metadata(
+        &self,
+        dom: &DomainRef,
+        kind: i32,
+        metadata: Option<&str>,
+        key: Option<&str>,
+        uri: Option<&str>,
+        flags_: u32,
+    ) -> Result<(), CallError> {
+        self.call(Procedure::DomainSetMetadata, |st, _| {
+            st.set_metadata(dom, kind, metadata, key, uri, flags_)
+        })
+        .await
+    }
+
+    /// `DomainGetMetadata`.
+    pub async fn domain_get_metadata(
+        &self,
+        dom: &DomainRef,
+        kind: i32,
+        uri: Option<&str>,
+        flags_: u32,
+    ) -> Result<String, CallError> {
+        self.call(Procedure::DomainGetMetadata, |st, _| {
+            st.get_metadata(dom, kind, uri, flags_)
+        })
+        .await
+    }
+
+    /// `DomainInterfaceAddresses`.
+    pub async fn domain_interface_addresses(
+        &self,
+        dom: &DomainRef,
+        source: u32,
+        flags_: u32,
+    ) -> Result<Vec<Interface>, CallError> {
+        self.call(Procedure::DomainInterfaceAddresses, |st, now| {
+            st.interface_addresses(dom, source, flags_, now)
+        })
+        .await
+    }
+
+    // ----- storage -------------------------------------------------------
+
+    /// `ConnectListAllStoragePools`.
+    pub async fn list_all_storage_pools(&self, flags_: u32) -> Result<Vec<PoolRef>, CallError> {
+        self.call(Procedure::ConnectListAllStoragePools, |st, _| {
+            st.list_all_pools(flags_)
+        })
+        .await
+    }
+
+    /// `StoragePoolLookupByName`.
+    pub async fn storage_pool_lookup_by_name(&self, name: &str) -> Result<PoolRef, CallError> {
+        self.call(Procedure::StoragePoolLookupByName, |st, _| {
+            st.pool_lookup_by_name(name)
+        })
+        .await
+    }
+
+    /// `StoragePoolGetInfo`.
+    pub async fn storage_pool_get_info(&self, pool: &PoolRef) -> Result<PoolInfo, CallError> {
+        self.call(Procedure::StoragePoolGetInfo, |st, _| {
+            st.pool_get_info(pool)
+        })
+        .await
+    }
+
+    /// `StoragePoolRefresh`.
+    pub async fn storage_pool_refresh(&self, pool: &PoolRef, flags_: u32) -> Result<(), CallError> {
+        self.call(Procedure::StoragePoolRefresh, |st, _| {
+            st.pool_refresh(pool, flags_)
+        })
+        .await
+    }
+
+    /// `StoragePoolListAllVolumes`, sorted by name.
+    pub async fn storage_pool_list_all_volumes(
+        &self,
+        pool: &PoolRef,
+        flags_: u32,
+    ) -> Result<Vec<VolRef>, CallError> {
+        self.call(Procedure::StoragePoolListAllVolumes, |st, _| {
+            st.pool_list_volumes(pool, flags_)
+        })
+        .await
+    }
+
+    /// `StorageVolCreateXML`.
+    pub async fn storage_vol_create_xml(
+        &self,
+        pool: &PoolRef,
+        xml: &str,
+        flags_: u32,
+    ) -> Result<VolRef, CallError> {
+        self.call(Procedure::StorageVolCreateXml, |st, _| {
+            st.vol_create(pool, xml, flags_)
+        })
+        .await
+    }
+
+    /// `StorageVolLookupByName`.
+    pub async fn storage_vol_lookup_by_name(
+        &self,
+        pool: &PoolRef,
+        name: &str,
+    ) -> Result<VolRef, CallError> {
+        self.call(Procedure::StorageVolLookupByName, |st, _| {
+            st.vol_lookup_by_name(pool, name)
+        })
+        .await
+    }
+
+    /// `StorageVolGetInfo`.
+    pub async fn storage_vol_get_info(&self, vol: &VolRef) -> Result<VolInfo, CallError> {
+        self.call(Procedure::StorageVolGetInfo, |st, _| st.vol_get_info(vol))
+            .await
+    }
+
+    /// `StorageVolGetInfoFlags`.
+    pub async fn storage_vol_get_info_flags(
+        &self,
+        vol: &VolRef,
+        flags_: u32,
+    ) -> Result<VolInfo, CallError> {
+        self.call(Procedure::StorageVolGetInfoFlags, |st, _| {
+            if flags_ & !1 != 0 {
+                return Err(VirError::unsupported_flags(
+                    flags_,
+                    "storageVolGetInfoFlags",
+                ));
+            }
+            st.vol_get_info(vol)
+        })
+        .await
+    }
+
+    /// `StorageVolGetPath`.
+    pub async fn storage_vol_get_path(&self, vol: &VolRef) -> Result<String, CallError> {
+        self.call(Procedure::StorageVolGetPath, |st, _| st.vol_get_path(vol))
+            .await
+    }
+
+    /// `StorageVolDelete`.
+    pub async fn storage_vol_delete(&self, vol: &VolRef, flags_: u32) -> Result<(), CallError> {
+        self.call(Procedure::StorageVolDelete, |st, _| {
+            st.vol_delete(vol, flags_)
+        })
+        .await
+    }
+
+    /// `StorageVolUpload`: opens an upload stream into the volume.
+    /// `length` 0 means no limit.
+    pub async fn storage_vol_upload(
+        &self,
+        vol: &VolRef,
+        offset: u64,
+        length: u64,
+        flags_: u32,
+    ) -> Result<Upload, CallError> {
+        let session = self
+            .call(Procedure::StorageVolUpload, |st, _| {
+                if flags_ & !1 != 0 {
+                    return Err(VirError::unsupported_flags(flags_, "storageVolUpload"));
+                }
+                let v = st.vol(vol)?;
+                let keep = st.host.upload_keep_limit;
+                Ok(UploadSession::new(offset, length, keep, v.content.clone()))
+            })
+            .await?;
+        Ok(Upload {
+            conn: self.clone(),
+            vol: vol.clone(),
+            session,
+            fault: self.fake.faults().take_stream_fault(),
+            done: false,
+        })
+    }
+}
+
+/// An open upload stream into a volume. Bytes written stay in the volume even
+/// when the stream is aborted or dropped, as with libvirt.
+#[derive(Debug)]
+pub struct Upload {
+    conn: FakeConnection,
+    vol: VolRef,
+    session: UploadSession,
+    fault: Option<(u64, VirError, FaultHandle)>,
+    done: bool,
+}
+
+impl Upload {
+    /// Sends one chunk of data.
+    pub fn send(&mut self, data: &[u8]) -> Result<(), CallError> {
+        if self.done {
+            return Err(VirError::new(code::RPC, domain::STREAMS, "stream is not open").into());
+        }
+        if self.conn.is_closed() {
+            self.commit();
+            return Err(CallError::Closed);
+        }
+        if let Some((after, err, handle)) = &self.fault
+            && self.session.end() + data.len() as u64 > *after
+        {
+            let keep = usize::try_from(after.saturating_sub(self.session.end())).unwrap_or(0);
+            let _ = self.session.write(&data[..keep.min(data.len())]);
+            handle.hit();
+            let err = err.clone();
+            self.commit();
+            return Err(err.into());
+        }
+        if let Err(msg) = self.session.write(data) {
+            self.commit();
+            return Err(VirError::new(code::RPC, domain::STREAMS, msg).into());
+        }
+        let end = self.session.end();
+        let mut st = self.conn.fake.state();
+        match st.vol_mut(&self.vol) {
+            Ok(v) => {
+                v.allocation = v.allocation.max(end);
+                Ok(())
+            }
+            Err(e) => {
+                drop(st);
+                self.done = true;
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Bytes sent so far.
+    pub fn bytes_sent(&self) -> u64 {
+        self.session.end()
+    }
+
+    /// Finishes the stream; the volume keeps what was sent.
+    pub fn finish(mut self) -> Result<(), CallError> {
+        if self.done {
+            return Err(VirError::new(code::RPC, domain::STREAMS, "stream is not open").into());
+        }
+        if self.conn.is_closed() {
+            self.commit();
+            return Err(CallError::Closed);
+        }
+        self.commit_checked().map_err(CallError::from)
+    }
+
+    /// Aborts the stream; what was sent stays in the volume.
+    pub fn abort(mut self) -> Result<(), CallError> {
+        self.commit();
+        Ok(())
+    }
+
+    fn commit(&mut self) {
+        let _ = self.commit_checked();
+    }
+
+    fn commit_checked(&mut self) -> Result<(), VirError> {
+        self.done = true;
+        let content = self.session.content();
+        let end = self.session.end();
+        let mut st = self.conn.fake.state();
+        let v = st.vol_mut(&self.vol)?;
+        v.allocation = v.allocation.max(end);
+        v.content = content;
+        Ok(())
+    }
+}
+
+impl Drop for Upload {
+    fn drop(&mut self) {
+        if !self.done {
+            self.commit();
+        }
+    }
+}

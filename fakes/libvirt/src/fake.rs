@@ -1,0 +1,322 @@
+//! The fake host handle: a cheap clone over the shared model, its fault
+//! registry and its trace, with the out-of-band hooks tests use to plant
+//! objects, steer domain state and look inside.
+//!
+//! Calls as a libvirt client would make them go through a
+//! [`crate::FakeConnection`] obtained from [`FakeLibvirt::connect`]; hooks here
+//! bypass faults and the trace.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::connection::FakeConnection;
+use crate::error::{CallError, VirError};
+use crate::fault::Faults;
+use crate::state::{DomainSnapshot, HostConfig, State, VolumeSnapshot};
+use crate::trace::Trace;
+use crate::types::{
+    AddressSource, DomainRef, DomainState, Interface, IpAddr, PoolInfo, PoolRef, reason,
+};
+
+/// How the fake answers a new connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DialMode {
+    /// Connections are accepted and served.
+    #[default]
+    Accept,
+    /// Connections are refused (an unreachable host).
+    Refuse,
+    /// Connections are accepted and never answered (a black-holed host).
+    BlackHole,
+}
+
+pub(crate) struct Shared {
+    pub(crate) state: Mutex<State>,
+    pub(crate) faults: Faults,
+    pub(crate) trace: Trace,
+    dial: Mutex<DialMode>,
+}
+
+/// An in-memory libvirt host. Cloning is cheap; every clone sees the same
+/// host, and it is safe to use from many threads and tasks at once.
+#[derive(Clone)]
+pub struct FakeLibvirt {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for FakeLibvirt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeLibvirt")
+            .field("hostname", &self.state().host.hostname)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for FakeLibvirt {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl FakeLibvirt {
+    /// An empty host (no domains, no pools) with the default settings:
+    /// libvirt 9.0.0, `qemu:///system`, no authentication.
+    pub fn new() -> Self {
+        Self::with_config(HostConfig::default())
+    }
+
+    /// An empty host with these settings.
+    pub fn with_config(host: HostConfig) -> Self {
+        FakeLibvirt {
+            shared: Arc::new(Shared {
+                state: Mutex::new(State::new(host)),
+                faults: Faults::default(),
+                trace: Trace::default(),
+                dial: Mutex::new(DialMode::Accept),
+            }),
+        }
+    }
+
+    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
+        self.shared.state.lock().expect("fake state poisoned")
+    }
+
+    /// Dials a new connection. A refused dial fails with
+    /// [`CallError::Closed`]; every dial is counted in the trace.
+    pub fn connect(&self) -> Result<FakeConnection, CallError> {
+        let mode = self.dial_mode();
+        let id = self.shared.trace.dial();
+        if mode == DialMode::Refuse {
+            self.shared.trace.closed(id);
+            return Err(CallError::Closed);
+        }
+        Ok(FakeConnection::new(
+            self.clone(),
+            id,
+            mode == DialMode::BlackHole,
+        ))
+    }
+
+    /// The fault registry.
+    pub fn faults(&self) -> &Faults {
+        &self.shared.faults
+    }
+
+    /// The call and dial trace.
+    pub fn trace(&self) -> &Trace {
+        &self.shared.trace
+    }
+
+    /// How new connections are answered.
+    pub fn dial_mode(&self) -> DialMode {
+        *self.shared.dial.lock().expect("dial mode poisoned")
+    }
+
+    /// Changes how new connections are answered (connections already open
+    /// are not affected).
+    pub fn set_dial_mode(&self, mode: DialMode) {
+        *self.shared.dial.lock().expect("dial mode poisoned") = mode;
+    }
+
+    /// The host settings.
+    pub fn host_config(&self) -> HostConfig {
+        self.state().host.clone()
+    }
+
+    /// Changes the host settings.
+    pub fn update_host_config(&self, f: impl FnOnce(&mut HostConfig)) {
+        f(&mut self.state().host);
+    }
+
+    /// Sets how long after a start the guest agent begins to answer.
+    pub fn set_agent_boot_delay(&self, delay: Duration) {
+        self.state().host.agent_boot_delay = delay;
+    }
+
+    // ----- storage hooks -------------------------------------------------
+
+    /// Adds an active directory pool (or updates the path and capacity of an
+    /// existing one).
+    pub fn add_pool(&self, name: &str, path: &str, capacity: u64) -> PoolRef {
+        self.state().add_pool(name, path, capacity)
+    }
+
+    /// Removes a pool and its volumes, out of band.
+    pub fn remove_pool(&self, name: &str) -> bool {
+        self.state().remove_pool(name)
+    }
+
+    /// Sets a pool's capacity.
+    pub fn set_pool_capacity(&self, name: &str, capacity: u64) -> Result<(), VirError> {
+        self.state().pool_hook(name, |c, _, _| *c = capacity)
+    }
+
+    /// Sets the bytes a pool uses for files that are not volumes, so its
+    /// available space can be set exactly.
+    pub fn set_pool_other_allocation(&self, name: &str, bytes: u64) -> Result<(), VirError> {
+        self.state().pool_hook(name, |_, o, _| *o = bytes)
+    }
+
+    /// Starts or stops a pool.
+    pub fn set_pool_active(&self, name: &str, active: bool) -> Result<(), VirError> {
+        self.state().pool_hook(name, |_, _, a| *a = active)
+    }
+
+    /// A pool's info, without a call.
+    pub fn pool_info(&self, name: &str) -> Option<PoolInfo> {
+        self.state().pool_info_by_name(name)
+    }
+
+    /// The pool names.
+    pub fn pools(&self) -> Vec<String> {
+        self.state().pool_names()
+    }
+
+    /// The volumes of a pool, sorted by name.
+    pub fn volumes(&self, pool: &str) -> Option<Vec<VolumeSnapshot>> {
+        self.state().snapshot_volumes(pool)
+    }
+
+    /// One volume.
+    pub fn volume(&self, pool: &str, name: &str) -> Option<VolumeSnapshot> {
+        self.volumes(pool)?
+            .into_iter()
+            .find(|v| v.handle.name == name)
+    }
+
+    /// Removes a volume out of band.
+    pub fn remove_volume(&self, pool: &str, name: &str) -> bool {
+        self.state().remove_volume(pool, name)
+    }
+
+    // ----- domain hooks --------------------------------------------------
+
+    /// Defines a domain out of band (planting), with the same rules as a
+    /// define call.
+    pub fn define_domain(&self, xml: &str) -> Result<DomainRef, VirError> {
+        self.state().define(xml, 0)
+    }
+
+    /// One domain by name.
+    pub fn domain(&self, name: &str) -> Option<DomainSnapshot> {
+        self.state().snapshot_domain(name)
+    }
+
+    /// Every domain, sorted by name.
+    pub fn domains(&self) -> Vec<DomainSnapshot> {
+        self.state().all_domain_snapshots()
+    }
+
+    /// Removes a domain out of band, whatever its state.
+    pub fn remove_domain(&self, name: &str) -> bool {
+        self.state().remove_domain(name)
+    }
+
+    /// Sets a domain's state and reason out of band. A stopped state stops a
+    /// running domain (a transient one goes away); a running state starts a
+    /// stopped one.
+    pub fn set_domain_state(
+        &self,
+        name: &str,
+        state: DomainState,
+        reason: i32,
+    ) -> Result<(), VirError> {
+        self.state()
+            .force_state(name, state, reason, Instant::now())
+    }
+
+    /// Pauses a domain out of band (`PAUSED`, reason user).
+    pub fn pause(&self, name: &str) -> Result<(), VirError> {
+        self.set_domain_state(name, DomainState::Paused, reason::PAUSED_USER)
+    }
+
+    /// Resumes a paused domain out of band (`RUNNING`, reason unpaused).
+    pub fn resume(&self, name: &str) -> Result<(), VirError> {
+        self.set_domain_state(name, DomainState::Running, reason::RUNNING_UNPAUSED)
+    }
+
+    /// Stops a domain out of band as a guest shutdown does (`SHUTOFF`,
+    /// reason shutdown).
+    pub fn stop(&self, name: &str) -> Result<(), VirError> {
+        self.set_domain_state(name, DomainState::Shutoff, reason::SHUTOFF_SHUTDOWN)
+    }
+
+    /// Sets the interfaces a domain reports from one source (kept by name,
+    /// across restarts and redefinitions).
+    pub fn set_interfaces(&self, name: &str, source: AddressSource, ifaces: Vec<Interface>) {
+        self.state().set_addresses(name, source, Some(ifaces));
+    }
+
+    /// Drops the interfaces set for one source; the default answer returns.
+    pub fn clear_interfaces(&self, name: &str, source: AddressSource) {
+        self.state().set_addresses(name, source, None);
+    }
+
+    /// Makes a domain report `addr` (IPv4, /24) on `eth0` from the guest
+    /// agent and the ARP table.
+    pub fn set_ipv4(&self, name: &str, addr: &str) {
+        let mac = Some("52:54:00:00:00:01".to_owned());
+        let agent = vec![
+            Interface {
+                name: "lo".into(),
+                hwaddr: Some("00:00:00:00:00:00".into()),
+                addrs: vec![IpAddr::v4("127.0.0.1", 8)],
+            },
+            Interface {
+                name: "eth0".into(),
+                hwaddr: mac.clone(),
+                addrs: vec![IpAddr::v4(addr, 24)],
+            },
+        ];
+        let arp = vec![Interface {
+            name: "vnet0".into(),
+            hwaddr: mac,
+            addrs: vec![IpAddr::v4(addr, 0)],
+        }];
+        let mut s = self.state();
+        s.set_addresses(name, AddressSource::Agent, Some(agent));
+        s.set_addresses(name, AddressSource::Arp, Some(arp));
+    }
+
+    /// Makes the ARP source fail the way libvirt 9.0 does on a host whose
+    /// netlink answer it cannot parse (`VIR_ERR_INTERNAL_ERROR`
+    /// "wrong nlmsg len").
+    pub fn set_arp_failure(&self, fail: bool) {
+        self.state().set_arp_failure(fail);
+    }
+
+    /// Makes a domain's guest agent never answer (or answer again).
+    pub fn set_agent_unresponsive(&self, name: &str, unresponsive: bool) {
+        self.state().set_agent_broken(name, unresponsive);
+    }
+
+    /// Holds the boot of a domain (by name, whether or not it exists yet):
+    /// its agent does not answer and it reports no address until released.
+    pub fn hold_boot(&self, name: &str) {
+        self.state().set_boot_held(Some(name), true);
+    }
+
+    /// Releases a held boot.
+    pub fn release_boot(&self, name: &str) {
+        self.state().set_boot_held(Some(name), false);
+    }
+
+    /// Holds (or releases) the boot of every domain.
+    pub fn hold_all_boots(&self, held: bool) {
+        self.state().set_boot_held(None, held);
+    }
+
+    /// The NVRAM files that exist on the fake host.
+    pub fn nvram_files(&self) -> Vec<String> {
+        self.state().nvram_files()
+    }
+
+    /// Checks the model's invariants (unique names and running ids, ids
+    /// `-1` exactly when inactive, no inactive transient domain, pool
+    /// accounting consistent); the error names the first one broken.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        self.state().check_invariants()
+    }
+}

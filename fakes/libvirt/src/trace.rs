@@ -1,0 +1,146 @@
+//! The record of what reached the fake: one entry per call (procedure,
+//! connection, time, injected fault) and one per dialled connection, so tests
+//! can count backend calls and dials and tell connections apart.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use tokio::time::Instant;
+
+use crate::procedure::Procedure;
+
+/// One call that reached the fake.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceEntry {
+    /// Position in the trace, from 0.
+    pub seq: u64,
+    /// The connection it came on.
+    pub connection: u64,
+    /// The procedure.
+    pub procedure: Procedure,
+    /// Wall-clock time it arrived.
+    pub at: SystemTime,
+    /// Time since the fake was created.
+    pub since_start: Duration,
+    /// The injected fault that hit it (`error(42)`, `delay`, `hang`, `drop`).
+    pub fault: Option<String>,
+}
+
+/// One connection dialled to the fake.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionInfo {
+    /// Its id, unique within one fake, from 1.
+    pub id: u64,
+    /// Wall-clock time it was dialled.
+    pub dialed_at: SystemTime,
+    /// Whether it is closed.
+    pub closed: bool,
+    /// How many calls it carried.
+    pub calls: u64,
+}
+
+#[derive(Debug)]
+struct Log {
+    started: Instant,
+    calls: Vec<TraceEntry>,
+    connections: Vec<ConnectionInfo>,
+}
+
+/// The trace of one fake; reached through [`crate::FakeLibvirt::trace`].
+#[derive(Debug, Clone)]
+pub struct Trace {
+    inner: Arc<Mutex<Log>>,
+}
+
+impl Default for Trace {
+    fn default() -> Self {
+        Trace {
+            inner: Arc::new(Mutex::new(Log {
+                started: Instant::now(),
+                calls: Vec::new(),
+                connections: Vec::new(),
+            })),
+        }
+    }
+}
+
+impl Trace {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Log> {
+        self.inner.lock().expect("trace poisoned")
+    }
+
+    pub(crate) fn dial(&self) -> u64 {
+        let mut l = self.lock();
+        let id = l.connections.len() as u64 + 1;
+        l.connections.push(ConnectionInfo {
+            id,
+            dialed_at: SystemTime::now(),
+            closed: false,
+            calls: 0,
+        });
+        id
+    }
+
+    pub(crate) fn closed(&self, connection: u64) {
+        let mut l = self.lock();
+        if let Some(c) = l.connections.iter_mut().find(|c| c.id == connection) {
+            c.closed = true;
+        }
+    }
+
+    pub(crate) fn record(&self, connection: u64, procedure: Procedure, fault: Option<String>) {
+        let mut l = self.lock();
+        let seq = l.calls.len() as u64;
+        let since_start = l.started.elapsed();
+        l.calls.push(TraceEntry {
+            seq,
+            connection,
+            procedure,
+            at: SystemTime::now(),
+            since_start,
+            fault,
+        });
+        if let Some(c) = l.connections.iter_mut().find(|c| c.id == connection) {
+            c.calls += 1;
+        }
+    }
+
+    /// Every call so far, in arrival order.
+    pub fn calls(&self) -> Vec<TraceEntry> {
+        self.lock().calls.clone()
+    }
+
+    /// Calls of one procedure so far.
+    pub fn count(&self, procedure: Procedure) -> usize {
+        self.lock()
+            .calls
+            .iter()
+            .filter(|c| c.procedure == procedure)
+            .count()
+    }
+
+    /// Calls on one connection so far.
+    pub fn calls_on(&self, connection: u64) -> Vec<TraceEntry> {
+        self.lock()
+            .calls
+            .iter()
+            .filter(|c| c.connection == connection)
+            .cloned()
+            .collect()
+    }
+
+    /// Every connection dialled so far.
+    pub fn connections(&self) -> Vec<ConnectionInfo> {
+        self.lock().connections.clone()
+    }
+
+    /// How many connections were dialled.
+    pub fn dial_count(&self) -> u64 {
+        self.lock().connections.len() as u64
+    }
+
+    /// Forgets every call and connection recorded so far (ids keep counting).
+    pub fn clear_calls(&self) {
+        self.lock().calls.clear();
+    }
+}

@@ -1,0 +1,724 @@
+//! Reading and writing the XML documents the fake handles: domain
+//! definitions (the few facts the model needs, plus the stored body it
+//! renders back), volume definitions, and metadata elements moved in and out
+//! of their namespace the way libvirt's `virXMLInjectNamespace` and
+//! `virXMLExtractNamespaceXML` do.
+
+use std::borrow::Cow;
+
+use quick_xml::Reader;
+use quick_xml::Writer;
+use quick_xml::events::{BytesStart, Event};
+use uuid::Uuid;
+
+use crate::error::VirError;
+use crate::types::MetadataEntry;
+
+/// What the model keeps from a defined domain document.
+#[derive(Debug, Clone)]
+pub(crate) struct ParsedDomain {
+    pub(crate) name: String,
+    pub(crate) uuid: Option<Uuid>,
+    /// `<os firmware='efi'>`, or an explicit pflash loader or NVRAM element.
+    pub(crate) uefi: bool,
+    /// The `<nvram>` path, when the document names one.
+    pub(crate) nvram_path: Option<String>,
+    /// A virtio channel named `org.qemu.guest_agent.0`.
+    pub(crate) agent_channel: bool,
+    pub(crate) max_mem_kib: u64,
+    pub(crate) memory_kib: u64,
+    pub(crate) vcpus: u16,
+    /// The MAC addresses of the interfaces, in document order.
+    pub(crate) macs: Vec<String>,
+    /// The top-level elements of `<metadata>` that carry a namespace.
+    pub(crate) metadata: Vec<MetadataEntry>,
+    /// The document without `<uuid>`, `<metadata>` and the root `id`
+    /// attribute; [`render_domain`] puts the current values back.
+    pub(crate) body: String,
+}
+
+/// What the model keeps from a volume document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ParsedVolume {
+    pub(crate) name: String,
+    pub(crate) capacity: Option<u64>,
+    pub(crate) allocation: Option<u64>,
+    pub(crate) format: Option<String>,
+    pub(crate) backing_path: Option<String>,
+    pub(crate) backing_format: Option<String>,
+}
+
+fn parse_error(what: &str, e: impl std::fmt::Display) -> VirError {
+    VirError::xml(format!("failed to parse {what}: {e}"))
+}
+
+fn attr(e: &BytesStart<'_>, name: &str) -> Option<String> {
+    e.attributes()
+        .flatten()
+        .find(|a| a.key.as_ref() == name)
+        .and_then(|a| {
+            a.normalized_value(quick_xml::XmlVersion::Implicit1_0)
+                .ok()
+                .map(Cow::into_owned)
+        })
+}
+
+fn ref_text(name: &str) -> String {
+    match name {
+        "amp" => "&".into(),
+        "lt" => "<".into(),
+        "gt" => ">".into(),
+        "quot" => "\"".into(),
+        "apos" => "'".into(),
+        _ => {
+            let code = name
+                .strip_prefix("#x")
+                .and_then(|h| u32::from_str_radix(h, 16).ok())
+                .or_else(|| name.strip_prefix('#').and_then(|d| d.parse().ok()));
+            code.and_then(char::from_u32)
+                .map(String::from)
+                .unwrap_or_default()
+        }
+    }
+}
+
+/// Converts a size with a libvirt unit suffix into bytes (or KiB-scaled
+/// numbers for memory, where the caller passes the default unit).
+fn scaled(value: &str, unit: Option<&str>, default_unit: &str) -> Result<u64, VirError> {
+    let n: u64 = value
+        .trim()
+        .parse()
+        .map_err(|_| VirError::xml(format!("invalid value '{}'", value.trim())))?;
+    let unit = unit.unwrap_or(default_unit);
+    let mult: u64 = match unit {
+        "b" | "byte" | "bytes" => 1,
+        "KB" => 1000,
+        "k" | "K" | "KiB" => 1 << 10,
+        "MB" => 1000u64.pow(2),
+        "M" | "MiB" => 1 << 20,
+        "GB" => 1000u64.pow(3),
+        "G" | "GiB" => 1 << 30,
+        "TB" => 1000u64.pow(4),
+        "T" | "TiB" => 1 << 40,
+        "PB" => 1000u64.pow(5),
+        "P" | "PiB" => 1 << 50,
+        "EB" => 1000u64.pow(6),
+        "E" | "EiB" => 1 << 60,
+        other => return Err(VirError::xml(format!("unknown suffix '{other}'"))),
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| VirError::xml(format!("value '{n}' too large")))
+}
+
+/// Reads a domain definition.
+pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
+    let mut reader = Reader::from_str(xml);
+    let mut body = Writer::new(Vec::new());
+    let mut path: Vec<String> = Vec::new();
+    let mut ns: Vec<Vec<(String, String)>> = Vec::new();
+    let mut text = String::new();
+    let mut seen_root = false;
+    let mut skip_depth: Option<usize> = None;
+    let mut capture: Option<(usize, Writer<Vec<u8>>, String, String)> = None;
+
+    let mut name = None;
+    let mut uuid = None;
+    let mut uefi = false;
+    let mut nvram_path = None;
+    let mut agent_channel = false;
+    let mut max_mem_kib = 0;
+    let mut memory_kib = None;
+    let mut vcpus = 1;
+    let mut macs = Vec::new();
+    let mut metadata = Vec::new();
+    let mut mem_unit: Option<String> = None;
+
+    loop {
+        let ev = reader
+            .read_event()
+            .map_err(|e| parse_error("domain definition", e))?;
+        let is_start = matches!(ev, Event::Start(_));
+        match &ev {
+            Event::Start(e) | Event::Empty(e) => {
+                let qname = e.name().as_ref().to_owned();
+                let depth = path.len();
+                if depth == 0 {
+                    if seen_root {
+                        return Err(VirError::xml("extra content at the end of the document"));
+                    }
+                    seen_root = true;
+                    if qname != "domain" {
+                        return Err(VirError::xml(format!(
+                            "unexpected root element <{qname}>, expecting <domain>"
+                        )));
+                    }
+                }
+                let mut decls = Vec::new();
+                for a in e.attributes().flatten() {
+                    let k = a.key.as_ref();
+                    if let Some(prefix) = k.strip_prefix("xmlns:") {
+                        decls.push((prefix.to_owned(), a.value.to_string()));
+                    } else if k == "xmlns" {
+                        decls.push((String::new(), a.value.to_string()));
+                    }
+                }
+                let parent = path.last().map(String::as_str).unwrap_or("");
+                let grand = if depth >= 2 {
+                    path[depth - 2].as_str()
+                } else {
+                    ""
+                };
+                match (grand, parent, qname.as_str()) {
+                    (_, "domain", "memory") | (_, "domain", "currentMemory") => {
+                        mem_unit = attr(e, "unit");
+                    }
+                    (_, "domain", "os") if attr(e, "firmware").as_deref() == Some("efi") => {
+                        uefi = true;
+                    }
+                    ("domain", "os", "loader") if attr(e, "type").as_deref() == Some("pflash") => {
+                        uefi = true;
+                    }
+                    ("domain", "os", "nvram") => uefi = true,
+                    ("devices", "interface", "mac") => {
+                        if let Some(m) = attr(e, "address") {
+                            macs.push(m);
+                        }
+                    }
+                    ("devices", "channel", "target")
+                        if attr(e, "name").as_deref() == Some("org.qemu.guest_agent.0") =>
+                    {
+                        agent_channel = true;
+                    }
+                    _ => {}
+                }
+                if let Some((_, w, _, _)) = capture.as_mut() {
+                    w.write_event(ev.borrow())
+                        .map_err(|e| parse_error("metadata", e))?;
+                } else if depth == 2 && path[1] == "metadata" {
+                    let (prefix, _) = split_qname(&qname);
+                    let uri = resolve(&ns, &decls, prefix);
+                    let mut w = Writer::new(Vec::new());
+                    w.write_event(ev.borrow())
+                        .map_err(|e| parse_error("metadata", e))?;
+                    if is_start {
+                        capture = Some((depth, w, prefix.to_owned(), uri.unwrap_or_default()));
+                    } else {
+                        push_metadata(&mut metadata, w, prefix, uri.as_deref().unwrap_or(""))?;
+                    }
+                } else if skip_depth.is_none() {
+                    if depth == 1 && (qname == "uuid" || qname == "metadata") {
+                        if is_start {
+                            skip_depth = Some(depth);
+                        }
+                    } else if depth == 0 {
+                        let mut root = BytesStart::new(qname.clone());
+                        for a in e.attributes().flatten() {
+                            if a.key.as_ref() != "id" {
+                                root.push_attribute(a);
+                            }
+                        }
+                        let out = if is_start {
+                            Event::Start(root)
+                        } else {
+                            Event::Empty(root)
+                        };
+                        body.write_event(out)
+                            .map_err(|e| parse_error("domain definition", e))?;
+                    } else {
+                        body.write_event(ev.borrow())
+                            .map_err(|e| parse_error("domain definition", e))?;
+                    }
+                }
+                if is_start {
+                    path.push(qname);
+                    ns.push(decls);
+                    text.clear();
+                }
+            }
+            Event::End(_) => {
+                let Some(qname) = path.pop() else {
+                    return Err(VirError::xml("unexpected end tag"));
+                };
+                ns.pop();
+                let depth = path.len();
+                let parent = path.last().map(String::as_str).unwrap_or("");
+                let value = std::mem::take(&mut text);
+                match (parent, qname.as_str()) {
+                    ("domain", "name") => name = Some(value.trim().to_owned()),
+                    ("domain", "uuid") => {
+                        let u = Uuid::parse_str(value.trim()).map_err(|_| {
+                            VirError::xml(format!("malformed uuid element '{}'", value.trim()))
+                        })?;
+                        uuid = Some(u);
+                    }
+                    ("domain", "memory") => {
+                        max_mem_kib = scaled(&value, mem_unit.as_deref(), "KiB")? / 1024;
+                    }
+                    ("domain", "currentMemory") => {
+                        memory_kib = Some(scaled(&value, mem_unit.as_deref(), "KiB")? / 1024);
+                    }
+                    ("domain", "vcpu") => {
+                        vcpus = value
+                            .trim()
+                            .parse()
+                            .map_err(|_| VirError::xml("maximum vcpus count must be an integer"))?;
+                    }
+                    ("os", "nvram") if !value.trim().is_empty() => {
+                        nvram_path = Some(value.trim().to_owned());
+                    }
+                    _ => {}
+                }
+                if let Some((cdepth, w, _, _)) = capture.as_mut() {
+                    w.write_event(ev.borrow())
+                        .map_err(|e| parse_error("metadata", e))?;
+                    if *cdepth == depth {
+                        let (_, w, prefix, uri) = capture.take().expect("capture is set");
+                        push_metadata(&mut metadata, w, &prefix, &uri)?;
+                    }
+                } else if let Some(sd) = skip_depth {
+                    if sd == depth {
+                        skip_depth = None;
+                    }
+                } else {
+                    body.write_event(ev.borrow())
+                        .map_err(|e| parse_error("domain definition", e))?;
+                }
+            }
+            Event::Text(t) => {
+                text.push_str(&t.xml10_content());
+                write_other(&mut body, &mut capture, skip_depth, &path, ev.borrow())?;
+            }
+            Event::GeneralRef(r) => {
+                text.push_str(&ref_text(&r.xml10_content()));
+                write_other(&mut body, &mut capture, skip_depth, &path, ev.borrow())?;
+            }
+            Event::CData(c) => {
+                text.push_str(&c.xml10_content());
+                write_other(&mut body, &mut capture, skip_depth, &path, ev.borrow())?;
+            }
+            Event::Eof => break,
+            Event::Comment(_) | Event::PI(_) | Event::Decl(_) | Event::DocType(_) => {}
+        }
+    }
+    if !path.is_empty() {
+        return Err(VirError::xml(format!(
+            "failed to parse domain definition: premature end of data in tag {}",
+            path.last().map(String::as_str).unwrap_or("")
+        )));
+    }
+    if !seen_root {
+        return Err(VirError::xml(
+            "failed to parse domain definition: document is empty",
+        ));
+    }
+    let name = match name {
+        Some(n) if !n.is_empty() => n,
+        _ => return Err(VirError::missing_name()),
+    };
+    let body = String::from_utf8(body.into_inner()).expect("writer output is utf-8");
+    Ok(ParsedDomain {
+        name,
+        uuid,
+        uefi,
+        nvram_path,
+        agent_channel,
+        max_mem_kib,
+        memory_kib: memory_kib.unwrap_or(max_mem_kib),
+        vcpus,
+        macs,
+        metadata,
+        body,
+    })
+}
+
+fn write_other(
+    body: &mut Writer<Vec<u8>>,
+    capture: &mut Option<(usize, Writer<Vec<u8>>, String, String)>,
+    skip_depth: Option<usize>,
+    path: &[String],
+    ev: Event<'_>,
+) -> Result<(), VirError> {
+    if let Some((_, w, _, _)) = capture.as_mut() {
+        w.write_event(ev).map_err(|e| parse_error("metadata", e))?;
+    } else if skip_depth.is_none() && !path.is_empty() {
+        body.write_event(ev)
+            .map_err(|e| parse_error("domain definition", e))?;
+    }
+    Ok(())
+}
+
+fn push_metadata(
+    out: &mut Vec<MetadataEntry>,
+    w: Writer<Vec<u8>>,
+    prefix: &str,
+    uri: &str,
+) -> Result<(), VirError> {
+    let raw = String::from_utf8(w.into_inner()).expect("writer output is utf-8");
+    if uri.is_empty() {
+        // libvirt keeps elements without a namespace but no metadata call can
+        // reach them; the fake drops them.
+        return Ok(());
+    }
+    let xml = strip_namespace(&raw, prefix, uri)?;
+    out.retain(|m| m.uri != uri);
+    out.push(MetadataEntry {
+        uri: uri.to_owned(),
+        key: prefix.to_owned(),
+        xml,
+    });
+    Ok(())
+}
+
+fn split_qname(q: &str) -> (&str, &str) {
+    match q.split_once(':') {
+        Some((p, l)) => (p, l),
+        None => ("", q),
+    }
+}
+
+fn resolve(ns: &[Vec<(String, String)>], own: &[(String, String)], prefix: &str) -> Option<String> {
+    own.iter()
+        .chain(ns.iter().rev().flatten())
+        .find(|(p, _)| p == prefix)
+        .map(|(_, u)| u.clone())
+}
+
+/// Serialises one element the way libxml2 does (attributes in double quotes,
+/// elements without content written as empty tags), letting `edit` rename
+/// each element and change its attributes; end tags follow their start tags.
+fn rewrite(
+    xml: &str,
+    what: &str,
+    mut edit: impl FnMut(usize, &BytesStart<'_>) -> BytesStart<'static>,
+) -> Result<String, VirError> {
+    let mut reader = Reader::from_str(xml);
+    let mut w = Writer::new(Vec::new());
+    let mut open: Vec<String> = Vec::new();
+    let mut roots = 0usize;
+    let mut pending: Option<BytesStart<'static>> = None;
+    let err = |e: &dyn std::fmt::Display| parse_error(what, e);
+    loop {
+        let ev = reader.read_event().map_err(|e| err(&e))?;
+        if !matches!(ev, Event::End(_) | Event::Eof)
+            && let Some(p) = pending.take()
+        {
+            w.write_event(Event::Start(p)).map_err(|e| err(&e))?;
+        }
+        match ev {
+            Event::Start(e) => {
+                if open.is_empty() {
+                    roots += 1;
+                }
+                let out = edit(open.len(), &e);
+                open.push(out.name().as_ref().to_owned());
+                pending = Some(out);
+            }
+            Event::Empty(e) => {
+                if open.is_empty() {
+                    roots += 1;
+                }
+                let out = edit(open.len(), &e);
+                w.write_event(Event::Empty(out)).map_err(|e| err(&e))?;
+            }
+            Event::End(_) => {
+                let name = open.pop().ok_or_else(|| {
+                    VirError::xml(format!("failed to parse {what}: unexpected end tag"))
+                })?;
+                if let Some(p) = pending.take() {
+                    w.write_event(Event::Empty(p)).map_err(|e| err(&e))?;
+                } else {
+                    w.write_event(Event::End(quick_xml::events::BytesEnd::new(name)))
+                        .map_err(|e| err(&e))?;
+                }
+            }
+            Event::Text(t) => {
+                if open.is_empty() {
+                    if t.xml10_content().trim().is_empty() {
+                        continue;
+                    }
+                    return Err(VirError::xml(format!(
+                        "failed to parse {what}: content outside the root element"
+                    )));
+                }
+                w.write_event(Event::Text(t)).map_err(|e| err(&e))?;
+            }
+            Event::Eof => break,
+            Event::Decl(_) | Event::DocType(_) => {}
+            other => {
+                if !open.is_empty() {
+                    w.write_event(other).map_err(|e| err(&e))?;
+                }
+            }
+        }
+    }
+    if !open.is_empty() {
+        return Err(VirError::xml(format!(
+            "failed to parse {what}: premature end of data"
+        )));
+    }
+    if roots != 1 {
+        return Err(VirError::xml(format!(
+            "failed to parse {what}: expected one root element, found {roots}"
+        )));
+    }
+    Ok(String::from_utf8(w.into_inner()).expect("writer output is utf-8"))
+}
+
+fn rebuild(
+    e: &BytesStart<'_>,
+    name: &str,
+    mut keep: impl FnMut(&str) -> bool,
+) -> BytesStart<'static> {
+    let mut out = BytesStart::new(name.to_owned());
+    for a in e.attributes().flatten() {
+        let key = a.key.as_ref();
+        if !keep(key) {
+            continue;
+        }
+        let value = a
+            .normalized_value(quick_xml::XmlVersion::Implicit1_0)
+            .map(Cow::into_owned)
+            .unwrap_or_default();
+        out.push_attribute((key, value.as_str()));
+    }
+    out
+}
+
+/// Removes namespace `uri` (bound to `prefix`) from every element of `xml`
+/// and drops its declaration: what `virDomainGetMetadata` returns.
+pub(crate) fn strip_namespace(xml: &str, prefix: &str, uri: &str) -> Result<String, VirError> {
+    let decl = if prefix.is_empty() {
+        "xmlns".to_owned()
+    } else {
+        format!("xmlns:{prefix}")
+    };
+    rewrite(xml, "metadata", |_, e| {
+        let full = e.name().as_ref().to_owned();
+        let name = match full.split_once(':') {
+            Some((p, local)) if !prefix.is_empty() && p == prefix => local.to_owned(),
+            _ => full,
+        };
+        let declares_uri = e
+            .attributes()
+            .flatten()
+            .any(|a| a.key.as_ref() == decl && a.value == uri);
+        rebuild(e, &name, |k| !(declares_uri && k == decl))
+    })
+}
+
+/// Checks that `key` is an XML NCName (a valid namespace prefix).
+fn is_ncname(key: &str) -> bool {
+    let mut chars = key.chars();
+    match chars.next() {
+        Some(c) if c.is_alphabetic() || c == '_' => {}
+        _ => return false,
+    }
+    chars.all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+/// Puts every element of `xml` that has no namespace yet into `uri` with
+/// prefix `key` and declares it on the root: how `virDomainSetMetadata`
+/// stores an element and how `virDomainGetXMLDesc` shows it.
+pub(crate) fn inject_namespace(xml: &str, key: &str, uri: &str) -> Result<String, VirError> {
+    if !is_ncname(key) {
+        return Err(VirError::invalid_arg(
+            crate::error::domain::XML,
+            "failed to validate prefix for a new XML namespace",
+        ));
+    }
+    let decl = format!("xmlns:{key}");
+    // Depth at which a default namespace was declared; elements below it
+    // already have a namespace and keep their names.
+    let mut default_ns: Option<usize> = None;
+    rewrite(xml, "metadata", |depth, e| {
+        if default_ns.is_some_and(|d| depth <= d) {
+            default_ns = None;
+        }
+        if default_ns.is_none() && e.attributes().flatten().any(|a| a.key.as_ref() == "xmlns") {
+            default_ns = Some(depth);
+        }
+        let name = e.name().as_ref().to_owned();
+        let name = if name.contains(':') || default_ns.is_some() {
+            name
+        } else {
+            format!("{key}:{name}")
+        };
+        let mut out = BytesStart::new(name.clone());
+        if depth == 0 {
+            out.push_attribute((decl.as_str(), uri));
+        }
+        let rest = rebuild(e, &name, |k| !(depth == 0 && k == decl));
+        for a in rest.attributes().flatten() {
+            out.push_attribute(a);
+        }
+        out.into_owned()
+    })
+}
+
+/// Canonical form of a metadata element given to `virDomainSetMetadata`:
+/// the element with no namespace of `uri`, as a later get returns it.
+pub(crate) fn canonical_metadata(xml: &str, key: &str, uri: &str) -> Result<String, VirError> {
+    let qualified = inject_namespace(xml, key, uri)?;
+    strip_namespace(&qualified, key, uri)
+}
+
+/// Writes a stored domain body back out with its current UUID, running id
+/// and metadata.
+pub(crate) fn render_domain(
+    body: &str,
+    uuid: &Uuid,
+    id: Option<i32>,
+    metadata: &[MetadataEntry],
+) -> String {
+    let mut out = String::with_capacity(body.len() + 256);
+    // The body was written by `parse_domain`, so its root start tag is the
+    // first `<domain` and its last end tag is `</domain>`.
+    let Some(root_end) = find_tag_end(body) else {
+        return body.to_owned();
+    };
+    let self_closing = body[..root_end].ends_with('/');
+    let open = if self_closing {
+        &body[..root_end - 1]
+    } else {
+        &body[..root_end]
+    };
+    out.push_str(open);
+    if let Some(id) = id {
+        out.push_str(&format!(" id='{id}'"));
+    }
+    out.push('>');
+    let inner_end = if self_closing {
+        root_end + 1
+    } else {
+        body.rfind("</domain").unwrap_or(body.len())
+    };
+    let inner = if self_closing {
+        ""
+    } else {
+        &body[root_end + 1..inner_end]
+    };
+    let mut rest = inner;
+    if let Some(pos) = inner.find("</name>") {
+        let cut = pos + "</name>".len();
+        out.push_str(&inner[..cut]);
+        rest = &inner[cut..];
+    }
+    out.push_str(&format!("\n  <uuid>{uuid}</uuid>"));
+    if !metadata.is_empty() {
+        out.push_str("\n  <metadata>");
+        for m in metadata {
+            let q = inject_namespace(&m.xml, &m.key, &m.uri).unwrap_or_else(|_| m.xml.clone());
+            out.push_str("\n    ");
+            out.push_str(&q);
+        }
+        out.push_str("\n  </metadata>");
+    }
+    out.push_str(rest);
+    out.push_str("</domain>\n");
+    out
+}
+
+/// Byte offset of the `>` closing the first start tag.
+fn find_tag_end(s: &str) -> Option<usize> {
+    let start = s.find('<')?;
+    let mut quote: Option<char> = None;
+    for (i, c) in s[start..].char_indices() {
+        match (quote, c) {
+            (None, '"' | '\'') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, '>') => return Some(start + i),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Reads a volume definition.
+pub(crate) fn parse_volume(xml: &str) -> Result<ParsedVolume, VirError> {
+    let mut reader = Reader::from_str(xml);
+    let mut path: Vec<String> = Vec::new();
+    let mut text = String::new();
+    let mut unit: Option<String> = None;
+    let mut vol = ParsedVolume {
+        name: String::new(),
+        capacity: None,
+        allocation: None,
+        format: None,
+        backing_path: None,
+        backing_format: None,
+    };
+    let mut seen_root = false;
+    loop {
+        let ev = reader
+            .read_event()
+            .map_err(|e| parse_error("volume definition", e))?;
+        match &ev {
+            Event::Start(e) | Event::Empty(e) => {
+                let q = e.name().as_ref().to_owned();
+                if path.is_empty() {
+                    if seen_root {
+                        return Err(VirError::xml("extra content at the end of the document"));
+                    }
+                    seen_root = true;
+                    if q != "volume" {
+                        return Err(VirError::xml(format!(
+                            "unexpected root element <{q}>, expecting <volume>"
+                        )));
+                    }
+                }
+                let parent = path.last().map(String::as_str).unwrap_or("");
+                match (parent, q.as_str()) {
+                    ("volume", "capacity") | ("volume", "allocation") => unit = attr(e, "unit"),
+                    ("target", "format") => vol.format = attr(e, "type"),
+                    ("backingStore", "format") => vol.backing_format = attr(e, "type"),
+                    _ => {}
+                }
+                if matches!(ev, Event::Start(_)) {
+                    path.push(q);
+                    text.clear();
+                }
+            }
+            Event::End(_) => {
+                let q = path.pop().unwrap_or_default();
+                let parent = path.last().map(String::as_str).unwrap_or("");
+                let value = std::mem::take(&mut text);
+                match (parent, q.as_str()) {
+                    ("volume", "name") => vol.name = value.trim().to_owned(),
+                    ("volume", "capacity") => {
+                        vol.capacity = Some(scaled(&value, unit.as_deref(), "bytes")?);
+                    }
+                    ("volume", "allocation") => {
+                        vol.allocation = Some(scaled(&value, unit.as_deref(), "bytes")?);
+                    }
+                    ("backingStore", "path") => vol.backing_path = Some(value.trim().to_owned()),
+                    _ => {}
+                }
+            }
+            Event::Text(t) => text.push_str(&t.xml10_content()),
+            Event::GeneralRef(r) => text.push_str(&ref_text(&r.xml10_content())),
+            Event::CData(c) => text.push_str(&c.xml10_content()),
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    if !path.is_empty() || !seen_root {
+        return Err(VirError::xml(
+            "failed to parse volume definition: premature end of data",
+        ));
+    }
+    if vol.name.is_empty() {
+        return Err(VirError::new(
+            crate::error::code::XML_ERROR,
+            crate::error::domain::STORAGE,
+            "missing volume name element",
+        ));
+    }
+    if vol.capacity.is_none() && vol.backing_path.is_none() {
+        return Err(VirError::new(
+            crate::error::code::XML_ERROR,
+            crate::error::domain::STORAGE,
+            "missing capacity element",
+        ));
+    }
+    Ok(vol)
+}

@@ -1,0 +1,346 @@
+//! Domain life cycle: define, start, destroy, undefine, NVRAM, states, ids,
+//! addresses, each failure with libvirt's real number and text.
+
+use std::time::Duration;
+
+use libvirt_fake::{
+    AddressSource, DomainState, FakeLibvirt, Interface, IpAddr, code as err, flags, reason,
+};
+use rstest::rstest;
+
+use crate::common::{bios_xml, code, message, open, uefi_xml, with_uuid};
+
+#[tokio::test]
+async fn define_start_destroy_cycle_keeps_ids_and_states() {
+    let fake = FakeLibvirt::new();
+    let c = open(&fake).await;
+    let d = c.domain_define_xml(&bios_xml("vm1")).await.unwrap();
+    assert_eq!(d.id, -1);
+    assert_eq!(
+        c.domain_get_state(&d, 0).await.unwrap(),
+        (DomainState::Shutoff, reason::SHUTOFF_UNKNOWN)
+    );
+    let running = c.domain_create_with_flags(&d, 0).await.unwrap();
+    assert!(running.id >= 1);
+    assert_eq!(running.uuid, d.uuid);
+    assert_eq!(
+        c.domain_get_state(&d, 0).await.unwrap(),
+        (DomainState::Running, reason::RUNNING_BOOTED)
+    );
+    assert_eq!(c.domain_lookup_by_name("vm1").await.unwrap().id, running.id);
+    let again = c.domain_create(&d).await;
+    assert_eq!(
+        message(again),
+        "Requested operation is not valid: domain is already running"
+    );
+    c.domain_destroy(&d).await.unwrap();
+    assert_eq!(
+        c.domain_get_state(&d, 0).await.unwrap(),
+        (DomainState::Shutoff, reason::SHUTOFF_DESTROYED)
+    );
+    assert_eq!(c.domain_lookup_by_name("vm1").await.unwrap().id, -1);
+    let r = c.domain_destroy(&d).await;
+    assert_eq!(
+        message(r),
+        "Requested operation is not valid: domain is not running"
+    );
+    let second = c.domain_create_with_flags(&d, 0).await.unwrap();
+    assert!(second.id > running.id, "ids are not reused");
+    fake.check_invariants().unwrap();
+}
+
+#[tokio::test]
+async fn missing_domain_is_no_domain() {
+    let fake = FakeLibvirt::new();
+    let c = open(&fake).await;
+    let r = c.domain_lookup_by_name("nope").await;
+    assert_eq!(
+        message(r),
+        "Domain not found: no domain with matching name 'nope'"
+    );
+    let d = c.domain_define_xml(&bios_xml("gone")).await.unwrap();
+    c.domain_undefine_flags(&d, 0).await.unwrap();
+    let r = c.domain_get_state(&d, 0).await;
+    assert_eq!(code(r), err::NO_DOMAIN);
+    let r = c.domain_get_xml_desc(&d, 0).await;
+    assert_eq!(
+        message(r),
+        format!(
+            "Domain not found: no domain with matching uuid '{}' (gone)",
+            d.uuid
+        )
+    );
+}
+
+#[tokio::test]
+async fn redefine_keeps_uuid_and_foreign_uuid_is_refused() {
+    let fake = FakeLibvirt::new();
+    let c = open(&fake).await;
+    let uuid = "535260dc-c8f5-4300-8334-20d1fe3c014f";
+    let d = c
+        .domain_define_xml(&with_uuid(&bios_xml("vm"), uuid))
+        .await
+        .unwrap();
+    assert_eq!(d.uuid.to_string(), uuid);
+    let again = c
+        .domain_define_xml(&bios_xml("vm").replace("512", "1024"))
+        .await
+        .unwrap();
+    assert_eq!(again.uuid, d.uuid);
+    assert_eq!(
+        c.domain_get_info(&d).await.unwrap().max_mem_kib,
+        1024 * 1024
+    );
+    let other = with_uuid(&bios_xml("vm"), "06b8324c-76fb-4b70-9123-fe4d345d3769");
+    let r = c.domain_define_xml(&other).await;
+    assert_eq!(
+        message(r),
+        format!("operation failed: domain 'vm' already exists with uuid {uuid}")
+    );
+    assert_eq!(fake.domains().len(), 1);
+}
+
+#[rstest]
+#[case::not_xml("<domain", err::XML_ERROR)]
+#[case::wrong_root("<volume><name>x</name></volume>", err::XML_ERROR)]
+#[case::no_name("<domain type='kvm'><memory>1</memory></domain>", err::NO_NAME)]
+#[case::bad_uuid(
+    "<domain type='kvm'><name>x</name><uuid>nope</uuid></domain>",
+    err::XML_ERROR
+)]
+#[tokio::test]
+async fn malformed_definitions_are_refused(#[case] xml: &str, #[case] expected: i32) {
+    let fake = FakeLibvirt::new();
+    let c = open(&fake).await;
+    assert_eq!(code(c.domain_define_xml(xml).await), expected);
+    assert!(fake.domains().is_empty());
+}
+
+#[tokio::test]
+async fn uefi_undefine_needs_the_nvram_flag_once_nvram_exists() {
+    let fake = FakeLibvirt::new();
+    let c = open(&fake).await;
+    let d = c.domain_define_xml(&uefi_xml("efi")).await.unwrap();
+    // Never started: there is no NVRAM file yet.
+    assert!(!fake.domain("efi").unwrap().nvram_exists);
+    c.domain_undefine_flags(&d, 0).await.unwrap();
+
+    let d = c.domain_define_xml(&uefi_xml("efi")).await.unwrap();
+    c.domain_create(&d).await.unwrap();
+    assert_eq!(
+        fake.nvram_files(),
+        vec!["/var/lib/libvirt/qemu/nvram/efi_VARS.fd".to_owned()]
+    );
+    // Running or not, undefine without the flag fails.
+    let r = c.domain_undefine_flags(&d, 0).await;
+    assert_eq!(
+        message(r),
+        "Requested operation is not valid: cannot undefine domain with nvram"
+    );
+    c.domain_destroy(&d).await.unwrap();
+    let r = c.domain_undefine_flags(&d, 0).await;
+    assert_eq!(code(r), err::OPERATION_INVALID);
+    let r = c
+        .domain_undefine_flags(&d, flags::UNDEFINE_NVRAM | flags::UNDEFINE_KEEP_NVRAM)
+        .await;
+    assert_eq!(code(r), err::INVALID_ARG);
+    c.domain_undefine_flags(&d, flags::UNDEFINE_NVRAM)
+        .await
+        .unwrap();
+    assert!(fake.nvram_files().is_empty());
+    assert!(fake.domain("efi").is_none());
+}
+
+#[tokio::test]
+async fn keep_nvram_leaves_the_file_and_a_new_definition_sees_it() {
+    let fake = FakeLibvirt::new();
+    let c = open(&fake).await;
+    let d = c.domain_define_xml(&uefi_xml("efi")).await.unwrap();
+    c.domain_create(&d).await.unwrap();
+    c.domain_destroy(&d).await.unwrap();
+    c.domain_undefine_flags(&d, flags::UNDEFINE_KEEP_NVRAM)
+        .await
+        .unwrap();
+    assert_eq!(fake.nvram_files().len(), 1);
+    let d = c.domain_define_xml(&uefi_xml("efi")).await.unwrap();
+    assert_eq!(
+        code(c.domain_undefine_flags(&d, 0).await),
+        err::OPERATION_INVALID
+    );
+}
+
+#[tokio::test]
+async fn undefining_a_running_domain_makes_it_transient() {
+    let fake = FakeLibvirt::new();
+    let c = open(&fake).await;
+    let d = c.domain_define_xml(&uefi_xml("t")).await.unwrap();
+    c.domain_create(&d).await.unwrap();
+    c.domain_undefine_flags(&d, flags::UNDEFINE_NVRAM)
+        .await
+        .unwrap();
+    let snap = fake.domain("t").unwrap();
+    assert!(!snap.persistent);
+    assert_eq!(snap.state, DomainState::Running);
+    assert_eq!(
+        code(c.domain_undefine_flags(&d, 0).await),
+        err::OPERATION_INVALID
+    );
+    c.domain_destroy(&d).await.unwrap();
+    assert!(fake.domain("t").is_none());
+    assert_eq!(code(c.domain_lookup_by_name("t").await), err::NO_DOMAIN);
+}
+
+#[tokio::test]
+async fn info_and_xml_reflect_the_definition() {
+    let fake = FakeLibvirt::new();
+    let c = open(&fake).await;
+    let d = c.domain_define_xml(&bios_xml("x")).await.unwrap();
+    let info = c.domain_get_info(&d).await.unwrap();
+    assert_eq!(info.max_mem_kib, 512 * 1024);
+    assert_eq!(info.memory_kib, 512 * 1024);
+    assert_eq!(info.nr_virt_cpu, 2);
+    assert_eq!(info.state, DomainState::Shutoff);
+    let xml = c.domain_get_xml_desc(&d, 0).await.unwrap();
+    assert!(xml.contains("<name>x</name>"), "{xml}");
+    assert!(xml.contains(&format!("<uuid>{}</uuid>", d.uuid)), "{xml}");
+    assert!(!xml.contains(" id="), "{xml}");
+    let running = c.domain_create_with_flags(&d, 0).await.unwrap();
+    let xml = c.domain_get_xml_desc(&d, 0).await.unwrap();
+    assert!(
+        xml.starts_with(&format!("<domain type=\"kvm\" id='{}'>", running.id))
+            || xml.starts_with(&format!("<domain type='kvm' id='{}'>", running.id)),
+        "{xml}"
+    );
+    let inactive = c
+        .domain_get_xml_desc(&d, flags::XML_INACTIVE)
+        .await
+        .unwrap();
+    assert!(!inactive.contains(" id="), "{inactive}");
+    assert_eq!(code(c.domain_get_state(&d, 1).await), err::INVALID_ARG);
+}
+
+#[tokio::test]
+async fn out_of_band_state_changes() {
+    let fake = FakeLibvirt::new();
+    let c = open(&fake).await;
+    let d = c.domain_define_xml(&bios_xml("s")).await.unwrap();
+    c.domain_create(&d).await.unwrap();
+    fake.pause("s").unwrap();
+    assert_eq!(
+        c.domain_get_state(&d, 0).await.unwrap(),
+        (DomainState::Paused, reason::PAUSED_USER)
+    );
+    fake.resume("s").unwrap();
+    fake.stop("s").unwrap();
+    assert_eq!(
+        c.domain_get_state(&d, 0).await.unwrap(),
+        (DomainState::Shutoff, reason::SHUTOFF_SHUTDOWN)
+    );
+    assert_eq!(c.domain_lookup_by_name("s").await.unwrap().id, -1);
+    fake.set_domain_state("s", DomainState::Running, reason::RUNNING_BOOTED)
+        .unwrap();
+    assert!(c.domain_lookup_by_name("s").await.unwrap().id >= 1);
+    fake.check_invariants().unwrap();
+}
+
+#[tokio::test]
+async fn list_all_domains_filters() {
+    let fake = FakeLibvirt::new();
+    let c = open(&fake).await;
+    let a = c.domain_define_xml(&bios_xml("a")).await.unwrap();
+    c.domain_define_xml(&bios_xml("b")).await.unwrap();
+    c.domain_create(&a).await.unwrap();
+    let names = |v: Vec<libvirt_fake::DomainRef>| v.into_iter().map(|d| d.name).collect::<Vec<_>>();
+    assert_eq!(names(c.list_all_domains(0).await.unwrap()), ["a", "b"]);
+    assert_eq!(
+        names(c.list_all_domains(flags::LIST_ACTIVE).await.unwrap()),
+        ["a"]
+    );
+    assert_eq!(
+        names(c.list_all_domains(flags::LIST_INACTIVE).await.unwrap()),
+        ["b"]
+    );
+    assert_eq!(
+        names(c.list_all_domains(flags::LIST_SHUTOFF).await.unwrap()),
+        ["b"]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn agent_answers_only_after_the_boot_delay() {
+    let fake = FakeLibvirt::new();
+    fake.set_agent_boot_delay(Duration::from_secs(20));
+    let c = open(&fake).await;
+    let d = c.domain_define_xml(&bios_xml("g")).await.unwrap();
+    let agent = AddressSource::Agent as u32;
+    assert_eq!(
+        message(c.domain_interface_addresses(&d, 1, 0).await),
+        "Requested operation is not valid: domain is not running"
+    );
+    c.domain_create(&d).await.unwrap();
+    let _ = agent;
+    assert_eq!(
+        message(c.domain_interface_addresses(&d, 1, 0).await),
+        "Guest agent is not responding: QEMU guest agent is not connected"
+    );
+    tokio::time::advance(Duration::from_secs(21)).await;
+    let ifaces = c.domain_interface_addresses(&d, 1, 0).await.unwrap();
+    assert_eq!(ifaces[0].name, "lo");
+    assert_eq!(ifaces[1].hwaddr.as_deref(), Some("52:54:00:aa:bb:cc"));
+    assert_eq!(ifaces[1].addrs[0].kind, 0);
+    // A held boot keeps the agent silent even after the delay.
+    fake.hold_boot("g");
+    assert_eq!(
+        code(c.domain_interface_addresses(&d, 1, 0).await),
+        err::AGENT_UNRESPONSIVE
+    );
+    fake.release_boot("g");
+    fake.set_ipv4("g", "192.0.2.77");
+    let ifaces = c.domain_interface_addresses(&d, 1, 0).await.unwrap();
+    assert_eq!(ifaces[1].addrs, vec![IpAddr::v4("192.0.2.77", 24)]);
+    assert_eq!(
+        code(c.domain_interface_addresses(&d, 3, 0).await),
+        err::ARGUMENT_UNSUPPORTED
+    );
+}
+
+#[tokio::test]
+async fn arp_fails_like_libvirt_9() {
+    let fake = FakeLibvirt::new();
+    let c = open(&fake).await;
+    let d = c.domain_define_xml(&bios_xml("n")).await.unwrap();
+    c.domain_create(&d).await.unwrap();
+    let arp = c.domain_interface_addresses(&d, 2, 0).await.unwrap();
+    assert_eq!(arp.len(), 1);
+    fake.set_arp_failure(true);
+    assert_eq!(
+        message(c.domain_interface_addresses(&d, 2, 0).await),
+        "internal error: wrong nlmsg len"
+    );
+    fake.set_interfaces(
+        "n",
+        AddressSource::Lease,
+        vec![Interface {
+            name: "vnet0".into(),
+            hwaddr: None,
+            addrs: vec![IpAddr::v4("198.51.100.9", 24)],
+        }],
+    );
+    assert_eq!(
+        c.domain_interface_addresses(&d, 0, 0).await.unwrap().len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn agent_without_channel_is_not_configured() {
+    let fake = FakeLibvirt::new();
+    let c = open(&fake).await;
+    let xml = "<domain type='kvm'><name>nc</name><memory>1024</memory></domain>";
+    let d = c.domain_define_xml(xml).await.unwrap();
+    c.domain_create(&d).await.unwrap();
+    assert_eq!(
+        message(c.domain_interface_addresses(&d, 1, 0).await),
+        "argument unsupported: QEMU guest agent is not configured"
+    );
+}

@@ -1,0 +1,9 @@
+//! Hermetic tests of the fake: model semantics with libvirt's real error
+//! codes, fault injection, the trace, and the remote-protocol server.
+
+mod common;
+mod domains;
+mod faults;
+mod metadata;
+mod props;
+mod storage;

@@ -1,0 +1,194 @@
+//! Pools and volumes: accounting, create, lookup, path, delete, uploads.
+
+use libvirt_fake::{PoolState, VolumeContent, code as err};
+use sha2::{Digest, Sha256};
+
+use crate::common::{code, message, open, pool_fake};
+
+fn vol_xml(name: &str, capacity: &str, format: &str) -> String {
+    format!(
+        "<volume type='file'><name>{name}</name><capacity unit='bytes'>{capacity}</capacity>\
+         <target><format type='{format}'/></target></volume>"
+    )
+}
+
+#[tokio::test]
+async fn create_lookup_path_info_delete() {
+    let fake = pool_fake();
+    let c = open(&fake).await;
+    let pool = c.storage_pool_lookup_by_name("default").await.unwrap();
+    let before = c.storage_pool_get_info(&pool).await.unwrap();
+    assert_eq!(before.state, PoolState::Running);
+    assert_eq!(before.capacity, 10 << 30);
+    assert_eq!(before.available, 10 << 30);
+
+    let vol = c
+        .storage_vol_create_xml(&pool, &vol_xml("base.raw", "1048576", "raw"), 0)
+        .await
+        .unwrap();
+    assert_eq!(vol.key, "/var/lib/libvirt/images/base.raw");
+    assert_eq!(
+        c.storage_vol_get_path(&vol).await.unwrap(),
+        "/var/lib/libvirt/images/base.raw"
+    );
+    let info = c.storage_vol_get_info(&vol).await.unwrap();
+    assert_eq!((info.capacity, info.allocation), (1 << 20, 1 << 20));
+    let after = c.storage_pool_get_info(&pool).await.unwrap();
+    assert_eq!(after.allocation, 1 << 20);
+    assert_eq!(after.available, (10 << 30) - (1 << 20));
+
+    let overlay = "<volume type='file'><name>vm-root.qcow2</name><capacity unit='G'>20</capacity>\
+        <target><format type='qcow2'/></target><backingStore><path>/var/lib/libvirt/images/base.raw</path>\
+        <format type='raw'/></backingStore></volume>";
+    let ov = c.storage_vol_create_xml(&pool, overlay, 0).await.unwrap();
+    let snap = fake.volume("default", "vm-root.qcow2").unwrap();
+    assert_eq!(snap.capacity, 20 << 30);
+    assert_eq!(
+        snap.backing_path.as_deref(),
+        Some("/var/lib/libvirt/images/base.raw")
+    );
+    let names: Vec<_> = c
+        .storage_pool_list_all_volumes(&pool, 0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|v| v.name)
+        .collect();
+    assert_eq!(names, ["base.raw", "vm-root.qcow2"]);
+
+    let dup = c
+        .storage_vol_create_xml(&pool, &vol_xml("base.raw", "1", "raw"), 0)
+        .await;
+    assert_eq!(message(dup), "storage volume 'base.raw' exists already");
+
+    c.storage_vol_delete(&ov, 0).await.unwrap();
+    let r = c.storage_vol_get_info(&ov).await;
+    assert_eq!(
+        message(r),
+        "Storage volume not found: no storage vol with matching name 'vm-root.qcow2'"
+    );
+    assert_eq!(
+        code(c.storage_vol_lookup_by_name(&pool, "vm-root.qcow2").await),
+        err::NO_STORAGE_VOL
+    );
+    c.storage_pool_refresh(&pool, 0).await.unwrap();
+    fake.check_invariants().unwrap();
+}
+
+#[tokio::test]
+async fn missing_and_inactive_pools() {
+    let fake = pool_fake();
+    let c = open(&fake).await;
+    assert_eq!(
+        message(c.storage_pool_lookup_by_name("nope").await),
+        "Storage pool not found: no storage pool with matching name 'nope'"
+    );
+    let pool = c.storage_pool_lookup_by_name("default").await.unwrap();
+    let vol = c
+        .storage_vol_create_xml(&pool, &vol_xml("a", "10", "raw"), 0)
+        .await
+        .unwrap();
+    fake.set_pool_active("default", false).unwrap();
+    assert_eq!(
+        message(c.storage_vol_get_info(&vol).await),
+        "Requested operation is not valid: storage pool 'default' is not active"
+    );
+    assert_eq!(
+        c.storage_pool_get_info(&pool).await.unwrap().state,
+        PoolState::Inactive
+    );
+    fake.set_pool_active("default", true).unwrap();
+    fake.remove_pool("default");
+    assert_eq!(
+        code(c.storage_pool_get_info(&pool).await),
+        err::NO_STORAGE_POOL
+    );
+    assert_eq!(
+        code(c.storage_vol_get_path(&vol).await),
+        err::NO_STORAGE_POOL
+    );
+}
+
+#[tokio::test]
+async fn capacity_hooks_and_out_of_space() {
+    let fake = pool_fake();
+    let c = open(&fake).await;
+    let pool = c.storage_pool_lookup_by_name("default").await.unwrap();
+    fake.set_pool_other_allocation("default", (10 << 30) - 100)
+        .unwrap();
+    assert_eq!(c.storage_pool_get_info(&pool).await.unwrap().available, 100);
+    let r = c
+        .storage_vol_create_xml(&pool, &vol_xml("big", "1000", "raw"), 0)
+        .await;
+    assert_eq!(code(r), err::INTERNAL_ERROR);
+    fake.set_pool_capacity("default", 1).unwrap();
+    let info = c.storage_pool_get_info(&pool).await.unwrap();
+    assert_eq!(info.available, 0, "available never goes negative");
+}
+
+#[tokio::test]
+async fn small_uploads_keep_their_bytes() {
+    let fake = pool_fake();
+    let c = open(&fake).await;
+    let pool = c.storage_pool_lookup_by_name("default").await.unwrap();
+    let vol = c
+        .storage_vol_create_xml(&pool, &vol_xml("seed.iso", "6", "raw"), 0)
+        .await
+        .unwrap();
+    let mut up = c.storage_vol_upload(&vol, 0, 0, 0).await.unwrap();
+    up.send(b"abc").unwrap();
+    up.send(b"def").unwrap();
+    up.finish().unwrap();
+    let v = fake.volume("default", "seed.iso").unwrap();
+    assert_eq!(v.content, VolumeContent::Bytes(b"abcdef".to_vec()));
+}
+
+#[tokio::test]
+async fn large_uploads_keep_only_size_and_digest() {
+    let fake = pool_fake();
+    fake.update_host_config(|h| h.upload_keep_limit = 1024);
+    let c = open(&fake).await;
+    let pool = c.storage_pool_lookup_by_name("default").await.unwrap();
+    let vol = c
+        .storage_vol_create_xml(&pool, &vol_xml("base.qcow2", "1", "qcow2"), 0)
+        .await
+        .unwrap();
+    let chunk = vec![7u8; 4096];
+    let mut hasher = Sha256::new();
+    let mut up = c.storage_vol_upload(&vol, 0, 0, 0).await.unwrap();
+    for _ in 0..16 {
+        up.send(&chunk).unwrap();
+        hasher.update(&chunk);
+    }
+    up.finish().unwrap();
+    let v = fake.volume("default", "base.qcow2").unwrap();
+    let want: [u8; 32] = hasher.finalize().into();
+    assert_eq!(
+        v.content,
+        VolumeContent::Digest {
+            size: 65536,
+            sha256: want
+        }
+    );
+    // An upload writes into the existing file without truncating it.
+    assert_eq!(v.allocation, 196_608);
+}
+
+#[tokio::test]
+async fn upload_length_limit_and_missing_volume() {
+    let fake = pool_fake();
+    let c = open(&fake).await;
+    let pool = c.storage_pool_lookup_by_name("default").await.unwrap();
+    let vol = c
+        .storage_vol_create_xml(&pool, &vol_xml("v", "10", "raw"), 0)
+        .await
+        .unwrap();
+    let mut up = c.storage_vol_upload(&vol, 0, 4, 0).await.unwrap();
+    up.send(b"abcd").unwrap();
+    assert!(up.send(b"e").is_err());
+    fake.remove_volume("default", "v");
+    assert_eq!(
+        code(c.storage_vol_upload(&vol, 0, 0, 0).await),
+        err::NO_STORAGE_VOL
+    );
+}
