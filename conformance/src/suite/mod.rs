@@ -2,5 +2,11 @@
 //! every rule, the runner that turns a [`Fixture`](crate::fixture::Fixture) into
 //! outcomes, the event stream and its reporters, the libtest-mimic harness and a CLI.
 
+pub mod capture;
+pub mod checks;
+pub mod cx;
+pub mod harness;
 pub mod outcome;
+pub mod props;
 pub mod report;
+pub mod runner;

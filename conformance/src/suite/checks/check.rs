@@ -1,0 +1,236 @@
+//! Checks of the Check rules (CHK-*).
+
+use std::time::{Duration, Instant};
+
+use crate::fixture::{FaultKind, FaultSpec, Reachability, Trigger};
+use crate::suite::cx::{CheckError, CheckResult, Cx};
+use crate::{Checker, HealthReason, HostHealth};
+
+fn checker(cx: &Cx) -> CheckResult<&dyn Checker> {
+    cx.p.checker().ok_or_else(|| {
+        CheckError::Harness("the fixture declared a Checker but the provider has none".into())
+    })
+}
+
+async fn timed_check(cx: &Cx, limit: Duration) -> CheckResult<(Vec<HostHealth>, Duration)> {
+    let (ctx, _) = cx.ctx_for(limit);
+    let t = Instant::now();
+    let out = checker(cx)?.check(&ctx).await;
+    Ok((out, t.elapsed()))
+}
+
+fn summary(h: &[HostHealth]) -> String {
+    h.iter()
+        .map(|x| format!("{}={}", x.location, x.reason))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// CHK-ORDER
+pub async fn chk_order(cx: &Cx) -> CheckResult {
+    let (h, _) = timed_check(cx, cx.timing.op_timeout).await?;
+    let got: Vec<_> = h.iter().map(|x| x.location.as_str()).collect();
+    let want: Vec<_> = cx.locations.iter().map(|l| l.name.as_str()).collect();
+    if got != want {
+        cx.violate("Check", format!("{want:?}"), format!("{got:?}"));
+    }
+    cx.note(summary(&h));
+    Ok(())
+}
+
+/// CHK-CONCURRENT
+pub async fn chk_concurrent(cx: &Cx) -> CheckResult {
+    let faults = cx.tb.faults().expect("gated on the faults hook");
+    let (l0, l1) = (cx.locations[0].name.clone(), cx.locations[1].name.clone());
+    // A black-holed first location must not starve the second.
+    faults
+        .set_reachability(&l0, Reachability::BlackHole)
+        .await?;
+    let limit = cx.timing.quiet * 6;
+    let (h, took) = timed_check(cx, limit).await?;
+    faults.set_reachability(&l0, Reachability::Up).await?;
+    let second = h.iter().find(|x| x.location == l1);
+    if !second.is_some_and(|x| x.ready) {
+        cx.violate(
+            format!("{l0} black-holed"),
+            format!("{l1} Ready while {l0} hangs"),
+            summary(&h),
+        );
+    }
+    if took > limit + cx.timing.slack {
+        cx.violate(
+            format!("{l0} black-holed"),
+            format!("an answer within {limit:?}"),
+            format!("{took:?}"),
+        );
+    }
+    // Every location slow: the whole check takes about as long as one slow location.
+    let delay = cx.timing.quiet / 2;
+    let f = faults.inject(FaultSpec {
+        location: Some(l0.clone()),
+        trigger: Trigger::Always,
+        kind: FaultKind::Delay(delay),
+    })?;
+    let (_, one) = timed_check(cx, cx.timing.op_timeout).await?;
+    faults.clear();
+    faults.inject(FaultSpec {
+        location: None,
+        trigger: Trigger::Always,
+        kind: FaultKind::Delay(delay),
+    })?;
+    let (h, all) = timed_check(cx, cx.timing.op_timeout).await?;
+    faults.clear();
+    if !faults.fired(f) {
+        return Err(CheckError::Harness(
+            "the injected delay did not fire".into(),
+        ));
+    }
+    let n = cx.locations.len() as f64;
+    let bound = one.mul_f64(1.0 + (n - 1.0) / 2.0);
+    if all > bound {
+        cx.violate(
+            "every location slow",
+            format!("about the time of one slow location ({one:?}), under {bound:?}"),
+            format!("{all:?}: locations checked one after another"),
+        );
+    }
+    cx.note(format!(
+        "one slow location {one:?}, all slow {all:?}; {}",
+        summary(&h)
+    ));
+    Ok(())
+}
+
+/// CHK-DEADLINE
+pub async fn chk_deadline(cx: &Cx) -> CheckResult {
+    let faults = cx.tb.faults().expect("gated on the faults hook");
+    for l in &cx.locations {
+        faults
+            .set_reachability(&l.name, Reachability::BlackHole)
+            .await?;
+    }
+    let limit = cx.timing.quiet * 3;
+    let r = timed_check(cx, limit).await;
+    for l in &cx.locations {
+        faults.set_reachability(&l.name, Reachability::Up).await?;
+    }
+    let (h, took) = r?;
+    if took > limit + cx.timing.slack {
+        cx.violate(
+            "every location black-holed",
+            format!("an answer within {limit:?}"),
+            format!("{took:?}"),
+        );
+    }
+    if h.len() != cx.locations.len()
+        || h.iter()
+            .any(|x| x.ready || x.reason != HealthReason::Timeout)
+    {
+        cx.violate(
+            "every location black-holed",
+            "one entry per location, not ready, reason Timeout",
+            summary(&h),
+        );
+    }
+    cx.note(format!("{} in {took:?}", summary(&h)));
+    Ok(())
+}
+
+/// CHK-REASONS
+pub async fn chk_reasons(cx: &Cx) -> CheckResult {
+    let extra = checker(cx)?.extra_reasons();
+    let known = |r: &HealthReason| {
+        HealthReason::SHARED.contains(&r.as_str()) || extra.contains(&r.as_str())
+    };
+    let mut scenarios = vec![("every location up", None)];
+    if cx.tb.faults().is_some() {
+        scenarios.push(("first location refusing", Some(Reachability::Refused)));
+        scenarios.push(("first location black-holed", Some(Reachability::BlackHole)));
+    }
+    for (case, reach) in scenarios {
+        if let (Some(f), Some(r)) = (cx.tb.faults(), reach) {
+            f.set_reachability(&cx.loc0().name, r).await?;
+        }
+        let (h, _) = timed_check(cx, cx.timing.quiet * 4).await?;
+        if let Some(f) = cx.tb.faults() {
+            f.set_reachability(&cx.loc0().name, Reachability::Up)
+                .await?;
+        }
+        for x in &h {
+            if !known(&x.reason) {
+                cx.violate(
+                    case,
+                    format!("a reason from {:?} or {extra:?}", HealthReason::SHARED),
+                    format!("{}: {}", x.location, x.reason),
+                );
+            }
+            if x.ready != (x.reason == HealthReason::Ready) {
+                cx.violate(
+                    case,
+                    "ready exactly when the reason is Ready",
+                    format!("{}: ready={} reason={}", x.location, x.ready, x.reason),
+                );
+            }
+        }
+        let first = h.first().map(|x| x.ready);
+        if reach.is_none() && h.iter().any(|x| !x.ready) {
+            cx.violate(case, "every location Ready", summary(&h));
+        }
+        if reach.is_some() && first != Some(false) {
+            cx.violate(case, "the first location not ready", summary(&h));
+        }
+        cx.note(format!("{case}: {}", summary(&h)));
+    }
+    Ok(())
+}
+
+/// CHK-ISOLATED
+pub async fn chk_isolated(cx: &Cx) -> CheckResult {
+    let obs = cx.tb.observation().expect("gated on the observation hook");
+    let loc = cx.loc0().name.clone();
+    let req = cx.request();
+    let id = cx.create_ok(cx.p.as_ref(), &req, "Create").await?;
+    let ops_conn = |from: usize| {
+        obs.calls()[from..]
+            .iter()
+            .filter(|c| c.location == loc)
+            .map(|c| c.connection)
+            .collect::<Vec<_>>()
+    };
+    let before = obs.calls().len();
+    cx.get_ok(cx.p.as_ref(), &id, "Get before Check").await?;
+    let conns = ops_conn(before);
+    let Some(&op_conn) = conns.last() else {
+        return Err(CheckError::Harness(
+            "Get made no backend call at the first location".into(),
+        ));
+    };
+    let before = obs.calls().len();
+    let (h, _) = timed_check(cx, cx.timing.op_timeout).await?;
+    let check_conns = ops_conn(before);
+    if check_conns.is_empty() {
+        cx.note("Check made no call at the first location that the observation hook could see");
+    }
+    if check_conns.contains(&op_conn) {
+        cx.violate(
+            "Check",
+            format!("calls on connections other than the operations' ({op_conn})"),
+            format!("{check_conns:?}"),
+        );
+    }
+    let before = obs.calls().len();
+    cx.get_ok(cx.p.as_ref(), &id, "Get after Check").await?;
+    let after = ops_conn(before);
+    if after.last() != Some(&op_conn) {
+        cx.violate(
+            "Get after Check",
+            format!("the operations' connection {op_conn} still in use"),
+            format!("{after:?}"),
+        );
+    }
+    cx.note(format!(
+        "operations on connection {op_conn}; Check on {check_conns:?}; {}",
+        summary(&h)
+    ));
+    cx.delete_ok(cx.p.as_ref(), &id, "cleanup").await
+}

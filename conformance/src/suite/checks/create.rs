@@ -1,0 +1,675 @@
+//! Checks of the Create rules (CRE-*).
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use crate::fixture::{FaultKind, FaultSpec, Plant, Trigger, Verbosity};
+use crate::profile::CreatedAt as CreatedAtMode;
+use crate::suite::cx::{CheckError, CheckResult, Cx, describe, describe_result, kind_of};
+use crate::suite::props::{PropError, property};
+use crate::{CloudInit, CreateRequest, ErrorKind, State};
+
+/// How many backend calls a clean Create makes, measured on a throwaway instance.
+pub(crate) async fn create_steps(cx: &Cx) -> CheckResult<u64> {
+    let obs = cx
+        .tb
+        .observation()
+        .ok_or_else(|| CheckError::Skip("no observation hook".into()))?;
+    let req = cx.request();
+    let before = obs.calls().len();
+    let id = cx
+        .create_ok(cx.p.as_ref(), &req, "measuring Create")
+        .await?;
+    let steps = (obs.calls().len() - before) as u64;
+    cx.delete_ok(cx.p.as_ref(), &id, "measuring Create: cleanup")
+        .await?;
+    cx.note(format!("a clean Create made {steps} backend calls"));
+    if steps == 0 {
+        return Err(CheckError::Harness(
+            "the observation hook saw no backend call during Create".into(),
+        ));
+    }
+    Ok(steps)
+}
+
+/// The steps to interrupt: all of them, or an even sample on a real backend.
+pub(crate) fn sample_steps(cx: &Cx, steps: u64) -> Vec<u64> {
+    let limit = if cx.timing.settle.as_secs() > 60 {
+        6
+    } else {
+        40
+    };
+    if steps <= limit {
+        return (1..=steps).collect();
+    }
+    (0..limit)
+        .map(|i| 1 + i * (steps - 1) / (limit - 1))
+        .collect()
+}
+
+/// Checks that the instance `req` names exists once: listed once, no doubled resource.
+pub(crate) async fn exists_once(cx: &Cx, req: &CreateRequest, at: &str) -> CheckResult {
+    let names = cx.listed_names(&req.tag, at).await?;
+    let n = names.iter().filter(|n| **n == req.name).count();
+    if n != 1 {
+        cx.violate(
+            at,
+            format!("{} listed exactly once", req.name),
+            format!("listed {n} times"),
+        );
+    }
+    if let Some(res) = cx.inventory_of(&location_of(cx, req), &req.name).await? {
+        let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
+        for r in &res {
+            *kinds.entry(r.split(':').next().unwrap_or("")).or_default() += 1;
+        }
+        let doubled: Vec<_> = kinds
+            .iter()
+            .filter(|(_, n)| **n > 1)
+            .map(|(k, n)| format!("{n}×{k}"))
+            .collect();
+        if !doubled.is_empty() {
+            cx.violate(
+                at,
+                "no backend resource made twice",
+                format!("{} (all: {res:?})", doubled.join(", ")),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn location_of(cx: &Cx, req: &CreateRequest) -> String {
+    cx.locations
+        .iter()
+        .find(|l| l.placement == req.placement)
+        .map(|l| l.name.clone())
+        .unwrap_or_else(|| cx.loc0().name.clone())
+}
+
+/// CRE-IDEMPOTENT
+pub async fn cre_idempotent(cx: &Cx) -> CheckResult {
+    let p = cx.p.as_ref();
+    let req = cx.request();
+    let loc = cx.loc0().name.clone();
+    let id = cx.create_ok(p, &req, "first Create").await?;
+    let again = cx.create_ok(p, &req, "immediate repeat").await?;
+    if again != id {
+        cx.violate(
+            "immediate repeat",
+            format!("the same ID {id}"),
+            again.to_string(),
+        );
+    }
+    cx.wait_running(p, &id, "waiting for Running").await?;
+    let before = cx.inventory_of(&loc, &req.name).await?;
+    let mut changed = req.clone();
+    changed.cloud_init = CloudInit::new("#cloud-config\n# a different payload\n");
+    for (case, r) in [
+        ("repeat once Running", &req),
+        ("repeat with a different cloud-init", &changed),
+    ] {
+        let again = cx.create_ok(p, r, case).await?;
+        if again != id {
+            cx.violate(case, format!("the same ID {id}"), again.to_string());
+        }
+        let after = cx.inventory_of(&loc, &req.name).await?;
+        if after != before {
+            cx.violate(
+                case,
+                format!("backend resources unchanged: {before:?}"),
+                format!("{after:?}"),
+            );
+        }
+        cx.note(format!(
+            "{case}: same ID, resources {}",
+            if before.is_some() {
+                "unchanged"
+            } else {
+                "not inventoried"
+            }
+        ));
+    }
+    exists_once(cx, &req, "after the repeats").await?;
+    cx.delete_ok(p, &id, "cleanup").await
+}
+
+/// CRE-RESUME
+pub async fn cre_resume(cx: &Cx) -> CheckResult {
+    let faults = cx.tb.faults().expect("gated on the faults hook");
+    let loc = cx.loc0().name.clone();
+    let steps = create_steps(cx).await?;
+    for k in sample_steps(cx, steps) {
+        // An error at step k, then a retry on the same provider.
+        let req = cx.request();
+        let f = faults.inject(FaultSpec {
+            location: Some(loc.clone()),
+            trigger: Trigger::Nth(k),
+            kind: FaultKind::Transient,
+        })?;
+        let first = cx.p.create(&cx.ctx(), &req).await;
+        faults.clear();
+        let fired = faults.fired(f);
+        let id = cx
+            .create_ok(
+                cx.p.as_ref(),
+                &req,
+                &format!("retry after an error at step {k}"),
+            )
+            .await?;
+        if id != cx.tb.id_for(&loc, &req.name) {
+            cx.violate(
+                format!("error at step {k}"),
+                cx.tb.id_for(&loc, &req.name).to_string(),
+                id.to_string(),
+            );
+        }
+        cx.wait_running(cx.p.as_ref(), &id, &format!("error at step {k}: boot"))
+            .await?;
+        exists_once(cx, &req, &format!("error at step {k}")).await?;
+        cx.delete_ok(cx.p.as_ref(), &id, "cleanup").await?;
+        cx.note(format!(
+            "step {k}: error {} → first Create {}, retry converged",
+            if fired { "fired" } else { "did not fire" },
+            kind_of(&first)
+        ));
+
+        // The process dies at step k: the call hangs there and is abandoned; a new
+        // provider over the same backend finishes the job.
+        let req = cx.request();
+        let f = faults.inject(FaultSpec {
+            location: Some(loc.clone()),
+            trigger: Trigger::Nth(k),
+            kind: FaultKind::Hang,
+        })?;
+        {
+            let ctx = cx.ctx();
+            let fut = cx.p.create(&ctx, &req);
+            tokio::pin!(fut);
+            let end = tokio::time::Instant::now() + cx.timing.settle;
+            loop {
+                tokio::select! {
+                    _ = &mut fut => break,
+                    _ = tokio::time::sleep(Duration::from_millis(2)) => {
+                        if faults.fired(f) || tokio::time::Instant::now() > end { break; }
+                    }
+                }
+            }
+        }
+        faults.clear();
+        let p2 = cx.tb.restart()?;
+        let id = cx
+            .create_ok(
+                p2.as_ref(),
+                &req,
+                &format!("new provider after death at step {k}"),
+            )
+            .await?;
+        cx.wait_running(p2.as_ref(), &id, &format!("death at step {k}: boot"))
+            .await?;
+        exists_once(cx, &req, &format!("death at step {k}")).await?;
+        cx.delete_ok(p2.as_ref(), &id, "cleanup").await?;
+    }
+    Ok(())
+}
+
+/// CRE-RETURN (also verifies the create-return and provisioning-state declarations)
+pub async fn cre_return(cx: &Cx) -> CheckResult {
+    let sc = cx
+        .tb
+        .state_control()
+        .expect("gated on the state-control hook");
+    let blocking = cx.profile.create_return() == crate::profile::CreateReturn::Blocking;
+    sc.hold_boot(true).await?;
+    let req = cx.request();
+    let (p, ctx, r) = (cx.p.clone(), cx.ctx(), req.clone());
+    let mut task = tokio::spawn(async move { p.create(&ctx, &r).await });
+    let wait = if blocking {
+        cx.timing.quiet
+    } else {
+        cx.timing.settle
+    };
+    let early = tokio::time::timeout(wait, &mut task).await;
+    let result = match early {
+        Ok(joined) => {
+            let res =
+                joined.map_err(|e| CheckError::Harness(format!("create task failed: {e}")))?;
+            if blocking {
+                cx.violate(
+                    "Create with boot held",
+                    "Create to block until Running (create-return=blocking)",
+                    format!("returned while boot was held: {}", describe_result(&res)),
+                );
+            } else if let Ok(id) = &res {
+                let got = cx.p.get(&cx.ctx(), id).await;
+                match &got {
+                    Ok(i) if i.state == State::Provisioning => {
+                        cx.note("early: Get reports Provisioning while boot is held")
+                    }
+                    _ => cx.violate(
+                        "Get while boot is held",
+                        "Provisioning (provisioning-state=get-reports)",
+                        describe_result(&got),
+                    ),
+                }
+            }
+            sc.hold_boot(false).await?;
+            res
+        }
+        Err(_) => {
+            if !blocking {
+                cx.violate(
+                    "Create with boot held",
+                    "Create to return while the instance boots (create-return=early)",
+                    format!("still blocked after {wait:?}: the provider behaves as create-return=blocking"),
+                );
+            } else {
+                cx.note(format!(
+                    "blocking: Create still waiting after {wait:?} with boot held"
+                ));
+            }
+            sc.hold_boot(false).await?;
+            task.await
+                .map_err(|e| CheckError::Harness(format!("create task failed: {e}")))?
+        }
+    };
+    let id = match result {
+        Ok(id) => id,
+        Err(e) => {
+            return cx.fail(
+                "Create",
+                "Create to succeed once boot is released",
+                describe(&e),
+            );
+        }
+    };
+    if blocking {
+        let got = cx
+            .get_ok(cx.p.as_ref(), &id, "Get right after a blocking Create")
+            .await?;
+        if got.state != State::Running {
+            cx.violate(
+                "Get right after a blocking Create",
+                "Running",
+                format!("{:?}", got.state),
+            );
+        }
+    } else {
+        cx.wait_running(cx.p.as_ref(), &id, "early: boot released")
+            .await?;
+    }
+    cx.delete_ok(cx.p.as_ref(), &id, "cleanup").await
+}
+
+/// CRE-PLACEMENT
+pub async fn cre_placement(cx: &Cx) -> CheckResult {
+    let mut req = cx.request();
+    req.placement = cx.tb.unknown_placement();
+    let r = cx.p.create(&cx.ctx(), &req).await;
+    if !matches!(&r, Err(e) if e.is_permanent()) {
+        cx.violate(
+            format!("placement {:?}", req.placement),
+            "Permanent",
+            describe_result(&r),
+        );
+    }
+    nothing_made(cx, &req, "after the refused Create").await
+}
+
+/// Checks that nothing named `req.name` exists at any location.
+pub(crate) async fn nothing_made(cx: &Cx, req: &CreateRequest, at: &str) -> CheckResult {
+    for loc in &cx.locations {
+        if let Some(res) = cx.inventory_of(&loc.name, &req.name).await?
+            && !res.is_empty()
+        {
+            cx.violate(
+                at,
+                format!("nothing of {} at {}", req.name, loc.name),
+                format!("{res:?}"),
+            );
+        }
+    }
+    if crate::validate_tag(&req.tag).is_ok() {
+        let names = cx.listed_names(&req.tag, at).await?;
+        if names.contains(&req.name) {
+            cx.violate(at, format!("{} not listed", req.name), "listed");
+        }
+    }
+    Ok(())
+}
+
+/// CRE-ADOPT-GUARD
+pub async fn cre_adopt_guard(cx: &Cx) -> CheckResult {
+    let planting = cx.tb.planting().expect("gated on the planting hook");
+    let loc = cx.loc0().clone();
+    let tag = cx.tag();
+    let cases = [
+        ("unmarked resource", Plant::Unmarked, false),
+        (
+            "foreign uid",
+            Plant::ForeignUid {
+                tag: tag.clone(),
+                uid: "someone-else-0001".into(),
+            },
+            false,
+        ),
+        ("empty uid", Plant::EmptyUid { tag: tag.clone() }, true),
+    ];
+    for (case, plant, same_instance) in cases {
+        let name = cx.name();
+        planting.plant(&loc.name, &name, plant).await?;
+        let before = planting.inspect(&loc.name, &name).await?;
+        let req = cx.tb.request(&name, &tag, &loc);
+        let r = cx.p.create(&cx.ctx(), &req).await;
+        let after = planting.inspect(&loc.name, &name).await?;
+        planting.remove(&loc.name, &name).await?;
+        if same_instance {
+            let want = cx.tb.id_for(&loc.name, &name);
+            if !matches!(&r, Ok(id) if *id == want) {
+                cx.violate(
+                    case,
+                    format!("Ok({want}): the same instance"),
+                    describe_result(&r),
+                );
+            }
+        } else if !matches!(&r, Err(e) if e.is_permanent()) {
+            cx.violate(case, "Permanent (adoption guard)", describe_result(&r));
+        }
+        if before != after {
+            cx.violate(
+                case,
+                format!("the resource untouched: {before:?}"),
+                format!("{after:?}"),
+            );
+        }
+        cx.note(format!("{case}: Create → {}", kind_of(&r)));
+    }
+    Ok(())
+}
+
+/// CRE-QUOTA
+pub async fn cre_quota(cx: &Cx) -> CheckResult {
+    let cap = cx.tb.capacity().expect("gated on the capacity hook");
+    let loc = cx.loc0().name.clone();
+    for (case, free) in [("no free capacity", 0u64), ("1 MiB free", 1 << 20)] {
+        cap.set_free(&loc, Some(free)).await?;
+        let req = cx.request();
+        let r = cx.p.create(&cx.ctx(), &req).await;
+        match &r {
+            Err(e) => match e.kind() {
+                ErrorKind::QuotaExceeded(q) => {
+                    if q.what.trim().is_empty() || q.needed <= q.available {
+                        cx.violate(
+                            case,
+                            "QuotaExceeded naming what is short, with needed > available",
+                            format!("{q:?}"),
+                        );
+                    }
+                    cx.note(format!(
+                        "{case}: QuotaExceeded {{ what: {:?}, available: {}, needed: {} }}",
+                        q.what, q.available, q.needed
+                    ));
+                }
+                _ => cx.violate(case, "QuotaExceeded", describe(e)),
+            },
+            Ok(_) => cx.violate(case, "QuotaExceeded", describe_result(&r)),
+        }
+        nothing_made(cx, &req, case).await?;
+        if let Ok(id) = r {
+            cx.cleanup(&[id]).await;
+        }
+    }
+    cap.set_free(&loc, None).await?;
+    let req = cx.request();
+    let id = cx
+        .create_ok(cx.p.as_ref(), &req, "capacity restored")
+        .await?;
+    cx.delete_ok(cx.p.as_ref(), &id, "cleanup").await
+}
+
+/// CRE-BACKEND-NOTFOUND
+pub async fn cre_backend_notfound(cx: &Cx) -> CheckResult {
+    let faults = cx.tb.faults().expect("gated on the faults hook");
+    let loc = cx.loc0().name.clone();
+    let steps = create_steps(cx).await?;
+    let mut fired = 0;
+    for k in sample_steps(cx, steps) {
+        let req = cx.request();
+        let f = faults.inject(FaultSpec {
+            location: Some(loc.clone()),
+            trigger: Trigger::Nth(k),
+            kind: FaultKind::NotFound,
+        })?;
+        let r = cx.p.create(&cx.ctx(), &req).await;
+        faults.clear();
+        fired += u32::from(faults.fired(f));
+        if matches!(&r, Err(e) if e.is_not_found()) {
+            cx.violate(
+                format!("not-found at step {k}"),
+                "Transient (or recovery), never NotFound",
+                describe_result(&r),
+            );
+        }
+        cx.note(format!("step {k}: Create → {}", kind_of(&r)));
+        let id = cx
+            .create_ok(
+                cx.p.as_ref(),
+                &req,
+                &format!("retry after not-found at step {k}"),
+            )
+            .await?;
+        cx.delete_ok(cx.p.as_ref(), &id, "cleanup").await?;
+    }
+    if fired == 0 {
+        return Err(CheckError::Harness("no injected not-found fired".into()));
+    }
+    Ok(())
+}
+
+/// Every sentinel CRE-SECRET used, so reporters' output can be scanned for them.
+pub fn sentinels() -> Vec<String> {
+    SENTINELS.lock().unwrap().clone()
+}
+
+static SENTINELS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// CRE-SECRET
+pub async fn cre_secret(cx: &Cx) -> CheckResult {
+    let Some(cap) = cx.capture.clone() else {
+        return Err(CheckError::Harness(
+            "another tracing subscriber is installed; logs cannot be captured".into(),
+        ));
+    };
+    if let Some(obs) = cx.tb.observation() {
+        obs.set_verbosity(Verbosity::V2);
+    }
+    let loc = cx.loc0().clone();
+    let result = property(cx, "cloud-init never leaks", "[a-z0-9]{12,20}", |s| {
+        let cap = cap.clone();
+        let loc = loc.clone();
+        async move {
+            let sentinel = format!("sentinel-{s}");
+            SENTINELS.lock().unwrap().push(sentinel.clone());
+            let payload = CloudInit::new(format!(
+                "#cloud-config\nchpasswd:\n  list: |\n    root:{sentinel}\nwrite_files:\n  - path: /etc/token\n    content: {sentinel}\n"
+            ));
+            let mut req = cx.tb.request(&cx.name(), &cx.tag(), &loc);
+            req.cloud_init = payload.clone();
+            let mut texts = vec![
+                format!("{req:?}"),
+                serde_json::to_string(&req).unwrap_or_default(),
+            ];
+            let (ctx, mark) = cx.ctx_for(cx.timing.op_timeout);
+            let created = cx.p.create(&ctx, &req).await;
+            let mut errors = Vec::new();
+            if let Ok(id) = &created {
+                errors.push(cx.p.get(&cx.ctx(), id).await.err());
+                errors.push(cx.p.list_by_tag(&cx.ctx(), &req.tag).await.err());
+                errors.push(cx.p.delete(&cx.ctx(), id).await.err());
+            }
+            errors.push(created.err());
+            let mut bad = req.clone();
+            bad.placement = cx.tb.unknown_placement();
+            errors.push(cx.p.create(&cx.ctx(), &bad).await.err());
+            let mut bad = req.clone();
+            bad.name = format!("Bad/{s}");
+            errors.push(cx.p.create(&cx.ctx(), &bad).await.err());
+            for e in errors.into_iter().flatten() {
+                texts.push(e.chain());
+                texts.push(format!("{e:?}"));
+            }
+            if let Some(t) = texts.iter().find(|t| t.contains(&sentinel)) {
+                return Err(PropError::Fail(format!(
+                    "the cloud-init payload appeared in an error or request rendering: {t}"
+                )));
+            }
+            if let Some(where_) = cap.contains(&sentinel) {
+                return Err(PropError::Fail(format!(
+                    "the cloud-init payload appeared in captured telemetry: {where_}"
+                )));
+            }
+            let own = cap
+                .find_mark(&mark)
+                .map(|seq| cap.events_under(seq).len())
+                .unwrap_or(0);
+            if own == 0 {
+                return Err(PropError::Harness(
+                    "the capture saw none of Create's own log lines, so a leak could not be seen; raise the verbosity through the observation hook".into(),
+                ));
+            }
+            Ok(())
+        }
+    });
+    if let Some(obs) = cx.tb.observation() {
+        obs.set_verbosity(Verbosity::V1);
+    }
+    result
+}
+
+/// CRE-INVALID
+pub async fn cre_invalid(cx: &Cx) -> CheckResult {
+    let long_name = format!("a{}", "b".repeat(63));
+    let names = [
+        "", "Upper", "1digit", "-dash", &long_name, "a<b", "a>b", "a&b", "a\"b", "a'b", "a/b",
+        "../etc", "a b", "a\nb", "ünï",
+    ];
+    let long_uid = "u".repeat(129);
+    let uids = ["", &long_uid, "<uid/>", "a/b", "a\"b", "a&b"];
+    let long_tag = format!("t{}", "x".repeat(63));
+    let tags = ["", &long_tag, "T<x>", "a/b", "a b"];
+    let mut cases: Vec<(String, CreateRequest)> = Vec::new();
+    for n in names {
+        let mut r = cx.request();
+        r.name = n.to_owned();
+        cases.push((format!("name {n:?}"), r));
+    }
+    for u in uids {
+        let mut r = cx.request();
+        r.uid = u.to_owned();
+        cases.push((format!("uid {u:?}"), r));
+    }
+    for t in tags {
+        let mut r = cx.request();
+        r.tag = t.to_owned();
+        cases.push((format!("tag {t:?}"), r));
+    }
+    for (case, req) in &cases {
+        let r = cx.p.create(&cx.ctx(), req).await;
+        if !matches!(&r, Err(e) if e.is_permanent()) {
+            cx.violate(case, "Permanent", describe_result(&r));
+            if let Ok(id) = r {
+                cx.cleanup(&[id]).await;
+            }
+        }
+        if crate::validate_name(&req.name).is_ok() {
+            nothing_made(cx, req, case).await?;
+        }
+    }
+    cx.note(format!("{} invalid requests refused", cases.len()));
+    Ok(())
+}
+
+/// CRE-MARK
+pub async fn cre_mark(cx: &Cx) -> CheckResult {
+    let req = cx.request();
+    let t0 = SystemTime::now() - Duration::from_secs(2);
+    let id = cx.create_ok(cx.p.as_ref(), &req, "Create").await?;
+    let t1 = SystemTime::now() + Duration::from_secs(2);
+    let inst = cx.wait_running(cx.p.as_ref(), &id, "boot").await?;
+    for (field, want, got) in [
+        ("id", id.to_string(), inst.id.to_string()),
+        ("name", req.name.clone(), inst.name.clone()),
+        ("uid", req.uid.clone(), inst.uid.clone()),
+        ("tag", req.tag.clone(), inst.tag.clone()),
+    ] {
+        if want != got {
+            cx.violate(format!("Get: {field}"), want, got);
+        }
+    }
+    match (cx.profile.created_at(), inst.created_at) {
+        (CreatedAtMode::WrittenAtCreate, Some(t)) if t < t0 || t > t1 => {
+            cx.violate(
+                "Get: created_at",
+                "a time during the Create call (written-at-create)",
+                format!("{t:?}"),
+            );
+        }
+        (CreatedAtMode::BackendReported, Some(t)) if t > t1 => {
+            cx.violate(
+                "Get: created_at",
+                "a time no later than the Create call",
+                format!("{t:?}"),
+            );
+        }
+        (CreatedAtMode::WrittenAtCreate | CreatedAtMode::BackendReported, None) => {
+            cx.violate(
+                "Get: created_at",
+                format!("a creation time (created-at={})", cx.profile.created_at()),
+                "none",
+            );
+        }
+        _ => {}
+    }
+    let again = cx.get_ok(cx.p.as_ref(), &id, "second Get").await?;
+    if again.created_at != inst.created_at {
+        cx.violate(
+            "second Get: created_at",
+            format!("{:?}", inst.created_at),
+            format!("{:?}", again.created_at),
+        );
+    }
+    cx.note(format!(
+        "instance: uid {}, tag {}, created_at {:?}",
+        inst.uid, inst.tag, inst.created_at
+    ));
+    cx.delete_ok(cx.p.as_ref(), &id, "cleanup").await
+}
+
+/// CRE-CONCURRENT
+pub async fn cre_concurrent(cx: &Cx) -> CheckResult {
+    let req = cx.request();
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let (p, ctx, r) = (cx.p.clone(), cx.ctx(), req.clone());
+        tasks.push(tokio::spawn(async move { p.create(&ctx, &r).await }));
+    }
+    let mut ids = Vec::new();
+    for t in tasks {
+        let r = t
+            .await
+            .map_err(|e| CheckError::Harness(format!("create task failed: {e}")))?;
+        match r {
+            Ok(id) => ids.push(id),
+            Err(e) => cx.violate("concurrent Create", "Ok with the common ID", describe(&e)),
+        }
+    }
+    ids.sort();
+    ids.dedup();
+    if ids.len() > 1 {
+        cx.violate("concurrent Create", "one ID", format!("{ids:?}"));
+    }
+    exists_once(cx, &req, "after concurrent Creates").await?;
+    let want = cx.tb.id_for(&cx.loc0().name, &req.name);
+    cx.delete_ok(cx.p.as_ref(), &want, "cleanup").await
+}

@@ -1,0 +1,188 @@
+//! Checks of the Delete rules (DEL-*).
+
+use crate::ProviderId;
+use crate::fixture::{Part, Plant};
+use crate::suite::checks::get::{arbitrary_ids, gone_after_delete};
+use crate::suite::cx::{CheckError, CheckResult, Cx, describe, describe_result, kind_of};
+use crate::suite::props::{PropError, property};
+
+/// Checks that the inventory holds nothing of `name` at the first location.
+async fn nothing_left(cx: &Cx, name: &str, at: &str) -> CheckResult {
+    if let Some(left) = cx.inventory_of(&cx.loc0().name, name).await?
+        && !left.is_empty()
+    {
+        cx.violate(at, format!("nothing of {name} left"), format!("{left:?}"));
+    }
+    Ok(())
+}
+
+/// DEL-MALFORMED
+pub async fn del_malformed(cx: &Cx) -> CheckResult {
+    for raw in cx.tb.malformed_ids() {
+        let r = cx.p.delete(&cx.ctx(), &ProviderId::new(raw.clone())).await;
+        if !matches!(&r, Err(e) if e.is_permanent()) {
+            cx.violate(format!("Delete {raw:?}"), "Permanent", describe_result(&r));
+        }
+    }
+    property(cx, "arbitrary IDs", arbitrary_ids(cx), |raw| async move {
+        let id = ProviderId::new(raw);
+        let r = cx.p.delete(&cx.ctx(), &id).await;
+        let well_formed = cx.tb.location_of(&id).is_some();
+        match &r {
+            Err(e) if e.is_permanent() => Ok(()),
+            Ok(()) if well_formed => Ok(()),
+            _ => Err(PropError::Fail(format!(
+                "Delete {:?} ({}) returned {}",
+                id.as_str(),
+                if well_formed {
+                    "well formed"
+                } else {
+                    "malformed"
+                },
+                describe_result(&r)
+            ))),
+        }
+    })
+}
+
+/// DEL-IDEMPOTENT
+pub async fn del_idempotent(cx: &Cx) -> CheckResult {
+    let never = cx.tb.id_for(&cx.loc0().name, &cx.name());
+    cx.delete_ok(cx.p.as_ref(), &never, "Delete of a never-created instance")
+        .await?;
+    let req = cx.request();
+    let id = cx.create_ok(cx.p.as_ref(), &req, "Create").await?;
+    cx.delete_ok(cx.p.as_ref(), &id, "first Delete").await?;
+    cx.delete_ok(cx.p.as_ref(), &id, "second Delete").await?;
+    gone_after_delete(cx, &id, "after two Deletes").await?;
+    nothing_left(cx, &req.name, "after two Deletes").await
+}
+
+/// DEL-COMPLETE
+pub async fn del_complete(cx: &Cx) -> CheckResult {
+    let req = cx.request();
+    let loc = cx.loc0().name.clone();
+    let id = cx.create_ok(cx.p.as_ref(), &req, "Create").await?;
+    cx.wait_running(cx.p.as_ref(), &id, "boot").await?;
+    let inv = cx.tb.inventory().expect("gated on the inventory hook");
+    let res: Vec<_> = inv
+        .resources(&loc)
+        .await?
+        .into_iter()
+        .filter(|r| r.instance.as_deref() == Some(req.name.as_str()))
+        .collect();
+    if !res.iter().any(|r| !r.primary) {
+        cx.cleanup(&[id]).await;
+        return Err(CheckError::Harness(format!(
+            "the inventory shows no secondary resource of {} ({res:?}); completeness cannot be judged",
+            req.name
+        )));
+    }
+    cx.note(format!(
+        "before Delete: {:?}",
+        res.iter()
+            .map(|r| format!("{}:{}", r.kind, r.name))
+            .collect::<Vec<_>>()
+    ));
+    cx.delete_ok(cx.p.as_ref(), &id, "Delete").await?;
+    gone_after_delete(cx, &id, "after Delete").await?;
+    nothing_left(cx, &req.name, "after Delete").await
+}
+
+/// DEL-RUNNING
+pub async fn del_running(cx: &Cx) -> CheckResult {
+    let req = cx.request();
+    let id = cx.create_ok(cx.p.as_ref(), &req, "Create").await?;
+    cx.wait_running(cx.p.as_ref(), &id, "boot").await?;
+    cx.delete_ok(cx.p.as_ref(), &id, "Delete of a Running instance")
+        .await?;
+    gone_after_delete(cx, &id, "after Delete").await?;
+    nothing_left(cx, &req.name, "after Delete").await
+}
+
+/// DEL-PARTIAL
+pub async fn del_partial(cx: &Cx) -> CheckResult {
+    let planting = cx.tb.planting().expect("gated on the planting hook");
+    let loc = cx.loc0().name.clone();
+    // The container goes last: without it the location cannot host instances.
+    for (case, part) in [
+        ("secondary resources gone", Part::Secondary),
+        ("primary resource gone", Part::Primary),
+        ("container gone", Part::Container),
+    ] {
+        let req = cx.request();
+        let id = cx.create_ok(cx.p.as_ref(), &req, case).await?;
+        cx.wait_running(cx.p.as_ref(), &id, case).await?;
+        planting.remove_part(&loc, &req.name, part).await?;
+        let r = cx.p.delete(&cx.ctx(), &id).await;
+        if let Err(e) = &r {
+            cx.violate(case, "Delete to succeed", describe(e));
+        }
+        gone_after_delete(cx, &id, case).await?;
+        planting.remove(&loc, &req.name).await?;
+        cx.note(format!("{case}: Delete → {}", kind_of(&r)));
+    }
+    Ok(())
+}
+
+/// DEL-UNCONFIGURED
+pub async fn del_unconfigured(cx: &Cx) -> CheckResult {
+    let id = cx.tb.unconfigured_id(&cx.name());
+    cx.delete_ok(cx.p.as_ref(), &id, "Delete at an unconfigured location")
+        .await
+}
+
+/// DEL-CONCURRENT
+pub async fn del_concurrent(cx: &Cx) -> CheckResult {
+    let req = cx.request();
+    let id = cx.create_ok(cx.p.as_ref(), &req, "Create").await?;
+    cx.wait_running(cx.p.as_ref(), &id, "boot").await?;
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let (p, ctx, i) = (cx.p.clone(), cx.ctx(), id.clone());
+        tasks.push(tokio::spawn(async move { p.delete(&ctx, &i).await }));
+    }
+    for (n, t) in tasks.into_iter().enumerate() {
+        let r = t
+            .await
+            .map_err(|e| CheckError::Harness(format!("delete task failed: {e}")))?;
+        if let Err(e) = r {
+            cx.violate(format!("concurrent Delete #{}", n + 1), "Ok", describe(&e));
+        }
+    }
+    gone_after_delete(cx, &id, "after concurrent Deletes").await?;
+    nothing_left(cx, &req.name, "after concurrent Deletes").await
+}
+
+/// DEL-OWNERSHIP
+pub async fn del_ownership(cx: &Cx) -> CheckResult {
+    let planting = cx.tb.planting().expect("gated on the planting hook");
+    let loc = cx.loc0().name.clone();
+    let name = cx.name();
+    planting.plant(&loc, &name, Plant::Unmarked).await?;
+    let before = planting.inspect(&loc, &name).await?;
+    let r = cx.p.delete(&cx.ctx(), &cx.tb.id_for(&loc, &name)).await;
+    let after = planting.inspect(&loc, &name).await?;
+    planting.remove(&loc, &name).await?;
+    if before.is_none() {
+        return Err(CheckError::Harness(
+            "the planted resource could not be inspected".into(),
+        ));
+    }
+    if before != after {
+        cx.violate(
+            "Delete of an unmarked resource",
+            format!("the resource untouched: {before:?}"),
+            format!("{after:?}"),
+        );
+    }
+    if !(r.is_ok() || matches!(&r, Err(e) if e.is_permanent())) {
+        cx.violate(
+            "Delete of an unmarked resource",
+            "Permanent, or Ok leaving it alone",
+            describe_result(&r),
+        );
+    }
+    cx.note(format!("Delete of an unmarked resource → {}", kind_of(&r)));
+    Ok(())
+}

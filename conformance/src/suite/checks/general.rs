@@ -1,0 +1,703 @@
+//! Checks of the General rules (GEN-*).
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use proptest::prelude::*;
+use tracing::Level;
+
+use crate::fixture::{FaultKind, FaultSpec, Trigger, Verbosity};
+use crate::suite::checks::create::{create_steps, exists_once, sample_steps};
+use crate::suite::cx::{CheckError, CheckResult, Cx, describe, describe_result, kind_of};
+use crate::suite::props::{PropError, property};
+use crate::{Ctx, Error, Op, ProviderId};
+
+/// GEN-CANCEL
+pub async fn gen_cancel(cx: &Cx) -> CheckResult {
+    let faults = cx.tb.faults().expect("gated on the faults hook");
+    let loc = cx.loc0().name.clone();
+    let req = cx.request();
+    let id = cx.create_ok(cx.p.as_ref(), &req, "Create").await?;
+    cx.wait_running(cx.p.as_ref(), &id, "boot").await?;
+    let short = cx.timing.quiet * 2;
+    for op in ["Get", "ListByTag", "Create", "Delete"] {
+        for by_token in [false, true] {
+            let case = format!(
+                "{op} with a hung backend, {}",
+                if by_token {
+                    "token fired"
+                } else {
+                    "deadline passed"
+                }
+            );
+            let f = faults.inject(FaultSpec {
+                location: Some(loc.clone()),
+                trigger: Trigger::Always,
+                kind: FaultKind::Hang,
+            })?;
+            let ctx = if by_token {
+                let c = Ctx::new().in_span(cx.ctx().span().clone());
+                let t = c.token().clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(short).await;
+                    t.cancel();
+                });
+                c
+            } else {
+                cx.ctx_for(short).0
+            };
+            let t = Instant::now();
+            let kind = match op {
+                "Get" => kind_of(&cx.p.get(&ctx, &id).await),
+                "ListByTag" => kind_of(&cx.p.list_by_tag(&ctx, &req.tag).await),
+                "Create" => kind_of(&cx.p.create(&ctx, &cx.request()).await),
+                _ => kind_of(&cx.p.delete(&ctx, &id).await),
+            };
+            let took = t.elapsed();
+            let fired = faults.fired(f);
+            faults.clear();
+            if !fired {
+                return Err(CheckError::Harness(format!(
+                    "{case}: the hang did not fire"
+                )));
+            }
+            if kind != "Transient" {
+                cx.violate(&case, "Transient", kind);
+            }
+            if took > short + cx.timing.slack {
+                cx.violate(
+                    &case,
+                    format!("an answer within {short:?}"),
+                    format!("took {took:?}"),
+                );
+            }
+            cx.note(format!("{case}: {kind} in {took:?}"));
+        }
+    }
+    // Everything converges afterwards: the instance may be half deleted, so delete it.
+    cx.delete_ok(cx.p.as_ref(), &id, "Delete after the hangs")
+        .await?;
+    let names = cx.listed_names(&req.tag, "listing after the hangs").await?;
+    for n in names {
+        let _ = cx.p.delete(&cx.ctx(), &cx.tb.id_for(&loc, &n)).await;
+    }
+    // A Create cancelled after its k-th backend call, for every k, then retried.
+    let steps = create_steps(cx).await?;
+    for k in sample_steps(cx, steps) {
+        let req = cx.request();
+        let f = faults.inject(FaultSpec {
+            location: Some(loc.clone()),
+            trigger: Trigger::Nth(k),
+            kind: FaultKind::Hang,
+        })?;
+        let ctx = cx.ctx();
+        let token = ctx.token().clone();
+        let watcher = {
+            let fired = move || faults.fired(f);
+            async move {
+                while !fired() {
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+                token.cancel();
+            }
+        };
+        let t = Instant::now();
+        let (r, ()) = tokio::join!(cx.p.create(&ctx, &req), async {
+            let _ = tokio::time::timeout(cx.timing.settle, watcher).await;
+        });
+        let took = t.elapsed();
+        faults.clear();
+        if r.is_ok() {
+            cx.note(format!(
+                "cancel at step {k}: Create finished before the cancel"
+            ));
+        } else if !matches!(&r, Err(e) if e.is_transient()) {
+            cx.violate(
+                format!("cancel at step {k}"),
+                "Transient",
+                describe_result(&r),
+            );
+        }
+        let id = cx
+            .create_ok(
+                cx.p.as_ref(),
+                &req,
+                &format!("retry after cancel at step {k}"),
+            )
+            .await?;
+        exists_once(cx, &req, &format!("cancel at step {k}")).await?;
+        cx.delete_ok(cx.p.as_ref(), &id, "cleanup").await?;
+        cx.note(format!(
+            "cancel at step {k}: {} in {took:?}, retry converged",
+            kind_of(&r)
+        ));
+    }
+    Ok(())
+}
+
+/// GEN-ERROR-NAME
+pub async fn gen_error_name(cx: &Cx) -> CheckResult {
+    let p = cx.p.as_ref();
+    let mut errors: Vec<(String, Op, Result<(), Error>)> = Vec::new();
+    if let Some(bad) = cx.tb.malformed_ids().first() {
+        let id = ProviderId::new(bad.clone());
+        errors.push((
+            "Get of a malformed ID".into(),
+            Op::Get,
+            p.get(&cx.ctx(), &id).await.map(|_| ()),
+        ));
+        errors.push((
+            "Delete of a malformed ID".into(),
+            Op::Delete,
+            p.delete(&cx.ctx(), &id).await,
+        ));
+    }
+    let missing = cx.tb.id_for(&cx.loc0().name, &cx.name());
+    errors.push((
+        "Get of a missing instance".into(),
+        Op::Get,
+        p.get(&cx.ctx(), &missing).await.map(|_| ()),
+    ));
+    errors.push((
+        "Get at an unconfigured location".into(),
+        Op::Get,
+        p.get(&cx.ctx(), &cx.tb.unconfigured_id(&cx.name()))
+            .await
+            .map(|_| ()),
+    ));
+    let mut req = cx.request();
+    req.placement = cx.tb.unknown_placement();
+    errors.push((
+        "Create at an unknown placement".into(),
+        Op::Create,
+        p.create(&cx.ctx(), &req).await.map(|_| ()),
+    ));
+    let mut req = cx.request();
+    req.name = "Not A Name".into();
+    errors.push((
+        "Create of an invalid name".into(),
+        Op::Create,
+        p.create(&cx.ctx(), &req).await.map(|_| ()),
+    ));
+    if let Some(faults) = cx.tb.faults() {
+        faults.inject(FaultSpec {
+            location: None,
+            trigger: Trigger::Always,
+            kind: FaultKind::Transient,
+        })?;
+        errors.push((
+            "ListByTag of a busy backend".into(),
+            Op::ListByTag,
+            p.list_by_tag(&cx.ctx(), &cx.tag()).await.map(|_| ()),
+        ));
+        faults.clear();
+    }
+    for (case, op, r) in errors {
+        match r {
+            Ok(()) => cx.note(format!("{case}: no error to inspect")),
+            Err(e) => {
+                if e.provider() != cx.provider_name || !e.to_string().contains(&cx.provider_name) {
+                    cx.violate(
+                        &case,
+                        format!("an error naming provider {:?}", cx.provider_name),
+                        format!("provider {:?}: {e}", e.provider()),
+                    );
+                }
+                if e.op() != op {
+                    cx.violate(&case, format!("operation {op}"), format!("{}", e.op()));
+                }
+                cx.note(format!("{case}: {}", describe(&e)));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What the capture saw under one operation span.
+struct Seen {
+    levels: BTreeMap<Level, usize>,
+    calls: usize,
+    op_spans: usize,
+    unmatched_calls: Vec<String>,
+}
+
+/// Runs `op` under a marked context and reports what it logged and which spans it opened.
+async fn observe<F, Fut>(cx: &Cx, op: F) -> CheckResult<(String, Seen)>
+where
+    F: FnOnce(Ctx) -> Fut,
+    Fut: std::future::Future<Output = Result<(), Error>>,
+{
+    let cap = cx.capture.clone().ok_or_else(|| {
+        CheckError::Harness(
+            "another tracing subscriber is installed; logs cannot be captured".into(),
+        )
+    })?;
+    let obs = cx.tb.observation().expect("gated on the observation hook");
+    let (ctx, mark) = cx.ctx_for(cx.timing.op_timeout);
+    let before = obs.calls().len();
+    let r = op(ctx).await;
+    let calls: Vec<String> = obs.calls()[before..]
+        .iter()
+        .map(|c| c.name.clone())
+        .collect();
+    let outcome = match &r {
+        Ok(()) => "Ok".to_owned(),
+        Err(e) => describe(e),
+    };
+    if let Err(e) = r {
+        return cx.fail("the observed operation", "success", describe(&e));
+    }
+    let seq = cap
+        .find_mark(&mark)
+        .ok_or_else(|| CheckError::Harness("the operation span was not captured".into()))?;
+    let mut levels = BTreeMap::new();
+    for e in cap.events_under(seq) {
+        *levels.entry(e.level).or_default() += 1;
+    }
+    let children = cap.children(seq);
+    let mut names: HashMap<String, usize> = HashMap::new();
+    for s in children.iter().flat_map(|c| cap.descendants(c.seq)) {
+        let short = s
+            .name
+            .rsplit(['.', ':'])
+            .next()
+            .unwrap_or(&s.name)
+            .to_ascii_lowercase();
+        *names.entry(short).or_default() += 1;
+    }
+    let mut unmatched = Vec::new();
+    for c in &calls {
+        match names.get_mut(&c.to_ascii_lowercase()) {
+            Some(n) if *n > 0 => *n -= 1,
+            _ => unmatched.push(c.clone()),
+        }
+    }
+    Ok((
+        outcome,
+        Seen {
+            levels,
+            calls: calls.len(),
+            op_spans: children.len(),
+            unmatched_calls: unmatched,
+        },
+    ))
+}
+
+/// The four operations on one fresh instance, each observed.
+async fn observe_lifecycle(cx: &Cx) -> CheckResult<Vec<(&'static str, Seen)>> {
+    let req = cx.request();
+    let id = cx.tb.id_for(&cx.loc0().name, &req.name);
+    let mut out = Vec::new();
+    let (_, s) = observe(cx, |ctx| async move {
+        cx.p.create(&ctx, &req).await.map(|_| ())
+    })
+    .await?;
+    out.push(("create", s));
+    cx.wait_running(cx.p.as_ref(), &id, "boot").await?;
+    let got = id.clone();
+    let (_, s) = observe(
+        cx,
+        |ctx| async move { cx.p.get(&ctx, &got).await.map(|_| ()) },
+    )
+    .await?;
+    out.push(("get", s));
+    let tag = cx.tag();
+    let (_, s) = observe(cx, |ctx| async move {
+        cx.p.list_by_tag(&ctx, &tag).await.map(|_| ())
+    })
+    .await?;
+    out.push(("list_by_tag", s));
+    let (_, s) = observe(cx, |ctx| async move { cx.p.delete(&ctx, &id).await }).await?;
+    out.push(("delete", s));
+    Ok(out)
+}
+
+/// GEN-LOGGING
+pub async fn gen_logging(cx: &Cx) -> CheckResult {
+    let obs = cx.tb.observation().expect("gated on the observation hook");
+    for v in [Verbosity::V0, Verbosity::V1, Verbosity::V2] {
+        obs.set_verbosity(v);
+        for (op, seen) in observe_lifecycle(cx).await? {
+            let at = |l: Level| seen.levels.get(&l).copied().unwrap_or(0);
+            let (info, finer) = (at(Level::INFO), at(Level::DEBUG) + at(Level::TRACE));
+            let total: usize = seen.levels.values().sum();
+            let case = format!("{v:?} {op}");
+            match v {
+                Verbosity::V0 if total > 0 => cx.violate(
+                    &case,
+                    "no log line on success",
+                    format!("{:?}", seen.levels),
+                ),
+                Verbosity::V1 if info != 1 || finer > 0 => cx.violate(
+                    &case,
+                    "exactly one info line and nothing finer",
+                    format!("{:?}", seen.levels),
+                ),
+                Verbosity::V2 if finer < seen.calls => cx.violate(
+                    &case,
+                    format!("at least one debug line per backend call ({})", seen.calls),
+                    format!("{:?}", seen.levels),
+                ),
+                _ => {}
+            }
+            cx.note(format!(
+                "{case}: {:?} for {} backend calls",
+                seen.levels, seen.calls
+            ));
+        }
+    }
+    obs.set_verbosity(Verbosity::V1);
+    Ok(())
+}
+
+/// GEN-SPANS
+pub async fn gen_spans(cx: &Cx) -> CheckResult {
+    for (op, seen) in observe_lifecycle(cx).await? {
+        if seen.op_spans != 1 {
+            cx.violate(
+                op.to_string(),
+                "exactly one operation span under the caller's span",
+                format!("{} spans", seen.op_spans),
+            );
+        }
+        if !seen.unmatched_calls.is_empty() {
+            cx.violate(
+                op.to_string(),
+                "a child span named after every backend call",
+                format!("no span for {:?}", seen.unmatched_calls),
+            );
+        }
+        cx.note(format!(
+            "{op}: {} operation span(s), {} backend calls, unmatched {:?}",
+            seen.op_spans, seen.calls, seen.unmatched_calls
+        ));
+    }
+    Ok(())
+}
+
+/// GEN-NO-IO-AT-NEW
+pub async fn gen_no_io_at_new(cx: &Cx) -> CheckResult {
+    let obs = cx.tb.observation().expect("gated on the observation hook");
+    let dials = |obs: &dyn crate::fixture::Observation| {
+        cx.locations.iter().map(|l| obs.dials(&l.name)).sum::<u64>()
+    };
+    let (calls, d) = (obs.calls().len(), dials(obs));
+    if let Some(f) = cx.tb.faults() {
+        f.set_reachability(&cx.loc0().name, crate::fixture::Reachability::Refused)
+            .await?;
+    }
+    let p2 = cx.tb.restart()?;
+    tokio::time::sleep(cx.timing.quiet).await;
+    if let Some(f) = cx.tb.faults() {
+        f.set_reachability(&cx.loc0().name, crate::fixture::Reachability::Up)
+            .await?;
+    }
+    let (calls2, d2) = (obs.calls().len(), dials(obs));
+    if calls2 != calls || d2 != d {
+        cx.violate(
+            "constructing a provider",
+            "no backend call and no connection",
+            format!("{} calls, {} dials", calls2 - calls, d2 - d),
+        );
+    }
+    drop(p2);
+    cx.note(
+        "a new provider made no call and no dial, with the first location refusing connections",
+    );
+    Ok(())
+}
+
+/// GEN-ROTATION
+pub async fn gen_rotation(cx: &Cx) -> CheckResult {
+    let rot = cx.tb.rotation().expect("gated on the rotation hook");
+    let faults = cx.tb.faults().expect("gated on the faults hook");
+    let obs = cx.tb.observation().expect("gated on the observation hook");
+    let loc = cx.loc0().name.clone();
+    let req = cx.request();
+    let id = cx
+        .create_ok(cx.p.as_ref(), &req, "Create before rotation")
+        .await?;
+    rot.rotate(&loc).await?;
+    let dials = obs.dials(&loc);
+    let f = faults.inject(FaultSpec {
+        location: Some(loc.clone()),
+        trigger: Trigger::Nth(1),
+        kind: FaultKind::Drop,
+    })?;
+    let first = cx.p.get(&cx.ctx(), &id).await;
+    if !faults.fired(f) {
+        return Err(CheckError::Harness(
+            "the connection drop did not fire".into(),
+        ));
+    }
+    let last = std::sync::Mutex::new(describe_result(&first));
+    let (last_ref, id_ref) = (&last, &id);
+    let ok = cx
+        .poll(|| async move {
+            match cx.p.get(&cx.ctx(), id_ref).await {
+                Ok(_) => Some(()),
+                Err(e) => {
+                    *last_ref.lock().unwrap() = describe(&e);
+                    None
+                }
+            }
+        })
+        .await;
+    if ok.is_none() {
+        cx.violate(
+            "Get after rotation and a dropped connection",
+            "success with the new credentials, without restart",
+            last.into_inner().unwrap(),
+        );
+    } else if obs.dials(&loc) <= dials {
+        return Err(CheckError::Harness(
+            "no new connection was opened after the drop".into(),
+        ));
+    }
+    cx.note(format!(
+        "after rotation: first Get {}, then success over a new connection",
+        kind_of(&first)
+    ));
+    cx.delete_ok(cx.p.as_ref(), &id, "cleanup").await
+}
+
+/// GEN-PARALLEL
+pub async fn gen_parallel(cx: &Cx) -> CheckResult {
+    let faults = cx.tb.faults().expect("gated on the faults hook");
+    let loc = cx.loc0().name.clone();
+    let stalled = cx.request();
+    let other = cx.request();
+    let f = faults.inject(FaultSpec {
+        location: Some(loc.clone()),
+        trigger: Trigger::Nth(1),
+        kind: FaultKind::Hang,
+    })?;
+    let (p, ctx, r) = (cx.p.clone(), cx.ctx(), stalled.clone());
+    let task = tokio::spawn(async move { p.create(&ctx, &r).await });
+    if cx
+        .poll(|| async { faults.fired(f).then_some(()) })
+        .await
+        .is_none()
+    {
+        return Err(CheckError::Harness(
+            "the stalled Create never reached the backend".into(),
+        ));
+    }
+    let budget = cx.timing.settle / 2;
+    let (ctx, _) = cx.ctx_for(budget);
+    let t = Instant::now();
+    let r = cx.p.create(&ctx, &other).await;
+    let took = t.elapsed();
+    let still_stalled = !task.is_finished();
+    faults.clear();
+    let first = task
+        .await
+        .map_err(|e| CheckError::Harness(format!("create task failed: {e}")))?;
+    if r.is_err() {
+        cx.violate(
+            "Create of another name while one Create is stalled",
+            format!("success within {budget:?}"),
+            describe_result(&r),
+        );
+    } else if !still_stalled {
+        return Err(CheckError::Harness(
+            "the stalled Create finished before the other one; concurrency not shown".into(),
+        ));
+    }
+    cx.note(format!(
+        "other Create: {} in {took:?} while the first was stalled",
+        kind_of(&r)
+    ));
+    let mut ids = vec![cx.tb.id_for(&loc, &other.name)];
+    if let Ok(id) = first {
+        ids.push(id);
+    } else {
+        ids.push(cx.tb.id_for(&loc, &stalled.name));
+    }
+    for id in &ids {
+        cx.delete_ok(cx.p.as_ref(), id, "cleanup").await?;
+    }
+    Ok(())
+}
+
+/// One step of a model-based sequence.
+#[derive(Clone, Debug)]
+enum Step {
+    Create(usize),
+    Get(usize),
+    Delete(usize),
+    List,
+    Restart,
+    /// The next step's first backend call fails transiently.
+    Fault(Box<Step>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Model {
+    Absent,
+    Present,
+    Unknown,
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    let plain = prop_oneof![
+        3 => (0..3usize).prop_map(Step::Create),
+        3 => (0..3usize).prop_map(Step::Get),
+        2 => (0..3usize).prop_map(Step::Delete),
+        2 => Just(Step::List),
+        1 => Just(Step::Restart),
+    ];
+    prop_oneof![4 => plain.clone(), 1 => plain.prop_map(|s| Step::Fault(Box::new(s)))]
+}
+
+/// GEN-MODEL
+pub async fn gen_model(cx: &Cx) -> CheckResult {
+    let faults = cx.tb.faults().expect("gated on the faults hook");
+    let loc = cx.loc0().clone();
+    property(
+        cx,
+        "random sequences agree with the model",
+        prop::collection::vec(step(), 1..14),
+        |steps| {
+            let loc = loc.clone();
+            async move {
+                let tag = cx.tag();
+                let names: Vec<String> = (0..3).map(|_| cx.name()).collect();
+                let ids: Vec<ProviderId> =
+                    names.iter().map(|n| cx.tb.id_for(&loc.name, n)).collect();
+                let mut model = [Model::Absent; 3];
+                let mut p = cx.p.clone();
+                let mut log = Vec::new();
+                let result = async {
+                    for (n, s) in steps.iter().enumerate() {
+                        let (s, faulty) = match s {
+                            Step::Fault(inner) => {
+                                faults.inject(FaultSpec {
+                                    location: Some(loc.name.clone()),
+                                    trigger: Trigger::Nth(1),
+                                    kind: FaultKind::Transient,
+                                })?;
+                                (inner.as_ref(), true)
+                            }
+                            s => (s, false),
+                        };
+                        let at = format!(
+                            "step {n} {s:?}{}",
+                            if faulty { " with a fault" } else { "" }
+                        );
+                        let bad = |msg: String| {
+                            Err(PropError::Fail(format!(
+                                "{at}: {msg}; steps so far {log:?}"
+                            )))
+                        };
+                        match s {
+                            Step::Create(i) => {
+                                let req = cx.tb.request(&names[*i], &tag, &loc);
+                                let r = p.create(&cx.ctx(), &req).await;
+                                match r {
+                                    Ok(id) if id == ids[*i] => model[*i] = Model::Present,
+                                    Ok(id) => return bad(format!("ID {id}, expected {}", ids[*i])),
+                                    Err(e) if faulty && e.is_transient() => {
+                                        model[*i] = Model::Unknown
+                                    }
+                                    Err(e) => return bad(describe(&e)),
+                                }
+                            }
+                            Step::Get(i) => {
+                                let r = p.get(&cx.ctx(), &ids[*i]).await;
+                                match (&r, model[*i]) {
+                                    (Ok(inst), Model::Present | Model::Unknown) => {
+                                        if inst.name != names[*i] || inst.tag != tag {
+                                            return bad(format!("wrong instance {inst:?}"));
+                                        }
+                                        model[*i] = Model::Present;
+                                    }
+                                    (Err(e), Model::Absent | Model::Unknown)
+                                        if e.is_not_found() =>
+                                    {
+                                        model[*i] = Model::Absent
+                                    }
+                                    (Err(e), _) if faulty && e.is_transient() => {}
+                                    _ => {
+                                        return bad(format!(
+                                            "{} while the model says {:?}",
+                                            describe_result(&r),
+                                            model[*i]
+                                        ));
+                                    }
+                                }
+                            }
+                            Step::Delete(i) => match p.delete(&cx.ctx(), &ids[*i]).await {
+                                Ok(()) => model[*i] = Model::Absent,
+                                Err(e) if faulty && e.is_transient() => model[*i] = Model::Unknown,
+                                Err(e) => return bad(describe(&e)),
+                            },
+                            Step::List => match p.list_by_tag(&cx.ctx(), &tag).await {
+                                Ok(l) => {
+                                    for (i, m) in model.iter_mut().enumerate() {
+                                        let listed = l.instances.iter().any(|x| x.name == names[i]);
+                                        match (*m, listed) {
+                                            (Model::Present, false) => {
+                                                return bad(format!(
+                                                    "{} missing from the listing",
+                                                    names[i]
+                                                ));
+                                            }
+                                            (Model::Absent, true) => {
+                                                return bad(format!(
+                                                    "{} listed after its Delete",
+                                                    names[i]
+                                                ));
+                                            }
+                                            (Model::Unknown, l) => {
+                                                *m = if l { Model::Present } else { Model::Absent }
+                                            }
+                                            _ => {}
+                                        }
+                                    }
+                                    if l.instances.iter().any(|x| !names.contains(&x.name)) {
+                                        return bad(format!(
+                                            "a stranger in the listing: {:?}",
+                                            l.instances
+                                        ));
+                                    }
+                                }
+                                Err(e) if faulty && e.is_transient() => {}
+                                Err(e) => return bad(describe(&e)),
+                            },
+                            Step::Restart => p = cx.tb.restart()?,
+                            Step::Fault(_) => unreachable!("faults are unwrapped above"),
+                        }
+                        faults.clear();
+                        log.push(format!("{s:?}{}", if faulty { "!" } else { "" }));
+                    }
+                    Ok(())
+                }
+                .await;
+                faults.clear();
+                for id in &ids {
+                    if let Err(e) = p.delete(&cx.ctx(), id).await {
+                        return Err(PropError::Fail(format!(
+                            "final Delete of {id}: {}",
+                            describe(&e)
+                        )));
+                    }
+                }
+                result?;
+                for n in &names {
+                    if let Some(left) = cx
+                        .inventory_of(&loc.name, n)
+                        .await
+                        .map_err(|_| PropError::Harness("inventory failed".into()))?
+                        && !left.is_empty()
+                    {
+                        return Err(PropError::Fail(format!(
+                            "{n} left {left:?} after its final Delete"
+                        )));
+                    }
+                }
+                Ok(())
+            }
+        },
+    )
+}

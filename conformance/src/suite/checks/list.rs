@@ -1,0 +1,316 @@
+//! Checks of the ListByTag rules (LST-*).
+
+use std::time::Instant;
+
+use crate::fixture::{Plant, Reachability};
+use crate::profile::ListPartial;
+use crate::suite::cx::{CheckResult, Cx, describe, describe_result};
+use crate::{Listing, ProviderId, State};
+
+async fn list(cx: &Cx, tag: &str, at: &str) -> CheckResult<Listing> {
+    match cx.p.list_by_tag(&cx.ctx(), tag).await {
+        Ok(l) => Ok(l),
+        Err(e) => cx.fail(at, "ListByTag to succeed", describe(&e)),
+    }
+}
+
+/// LST-MARKED-ONLY
+pub async fn lst_marked_only(cx: &Cx) -> CheckResult {
+    let planting = cx.tb.planting().expect("gated on the planting hook");
+    let loc = cx.loc0().clone();
+    let (tag, other) = (cx.tag(), cx.tag_variant("other"));
+    let ours = cx.tb.request(&cx.name(), &tag, &loc);
+    let theirs = cx.tb.request(&cx.name(), &other, &loc);
+    let unmarked = cx.name();
+    let a = cx
+        .create_ok(cx.p.as_ref(), &ours, "Create with the tag")
+        .await?;
+    let b = cx
+        .create_ok(cx.p.as_ref(), &theirs, "Create with another tag")
+        .await?;
+    planting
+        .plant(&loc.name, &unmarked, Plant::Unmarked)
+        .await?;
+    let l = list(cx, &tag, "ListByTag").await;
+    let l2 = list(cx, &other, "ListByTag of the other tag").await;
+    planting.remove(&loc.name, &unmarked).await?;
+    cx.cleanup(&[a, b]).await;
+    let (l, l2) = (l?, l2?);
+    let names: Vec<_> = l.instances.iter().map(|i| i.name.as_str()).collect();
+    let names2: Vec<_> = l2.instances.iter().map(|i| i.name.as_str()).collect();
+    if names != [ours.name.as_str()] {
+        cx.violate(
+            "ListByTag",
+            format!("exactly [{}]", ours.name),
+            format!("{names:?} (unmarked {unmarked}, other tag {})", theirs.name),
+        );
+    }
+    if names2 != [theirs.name.as_str()] {
+        cx.violate(
+            "ListByTag of the other tag",
+            format!("exactly [{}]", theirs.name),
+            format!("{names2:?}"),
+        );
+    }
+    Ok(())
+}
+
+/// LST-EMPTY-UID
+pub async fn lst_empty_uid(cx: &Cx) -> CheckResult {
+    let planting = cx.tb.planting().expect("gated on the planting hook");
+    let loc = cx.loc0().name.clone();
+    let tag = cx.tag();
+    let name = cx.name();
+    planting
+        .plant(&loc, &name, Plant::EmptyUid { tag: tag.clone() })
+        .await?;
+    let l = list(cx, &tag, "ListByTag").await;
+    planting.remove(&loc, &name).await?;
+    let l = l?;
+    match l.instances.iter().find(|i| i.name == name) {
+        Some(i) if i.uid.is_empty() => cx.note(format!("{name} listed with an empty uid")),
+        Some(i) => cx.violate("ListByTag", "an empty uid", format!("uid {:?}", i.uid)),
+        None => cx.violate(
+            "ListByTag",
+            format!("{name} (marked, empty uid) listed"),
+            format!(
+                "{:?}",
+                l.instances.iter().map(|i| &i.name).collect::<Vec<_>>()
+            ),
+        ),
+    }
+    Ok(())
+}
+
+/// LST-ORDER
+pub async fn lst_order(cx: &Cx) -> CheckResult {
+    let tag = cx.tag();
+    let mut ids = Vec::new();
+    // Created in reverse configuration order, two per location.
+    for loc in cx.locations.iter().rev() {
+        for _ in 0..2 {
+            let req = cx.tb.request(&cx.name(), &tag, loc);
+            ids.push(
+                cx.create_ok(cx.p.as_ref(), &req, &format!("Create at {}", loc.name))
+                    .await?,
+            );
+        }
+    }
+    let first = list(cx, &tag, "first ListByTag").await;
+    let second = list(cx, &tag, "second ListByTag").await;
+    cx.cleanup(&ids).await;
+    let (first, second) = (first?, second?);
+    let order =
+        |l: &Listing| -> Vec<ProviderId> { l.instances.iter().map(|i| i.id.clone()).collect() };
+    let index = |id: &ProviderId| {
+        cx.tb
+            .location_of(id)
+            .and_then(|loc| cx.locations.iter().position(|l| l.name == loc))
+            .unwrap_or(usize::MAX)
+    };
+    let locs: Vec<usize> = first.instances.iter().map(|i| index(&i.id)).collect();
+    if locs.windows(2).any(|w| w[0] > w[1]) {
+        cx.violate(
+            "first ListByTag",
+            "locations in configuration order",
+            format!("location indexes {locs:?}"),
+        );
+    }
+    if first.instances.len() != ids.len() {
+        cx.violate(
+            "first ListByTag",
+            format!("{} instances", ids.len()),
+            format!("{}", first.instances.len()),
+        );
+    }
+    if order(&first) != order(&second) {
+        cx.violate(
+            "second ListByTag",
+            format!("the same sequence {:?}", order(&first)),
+            format!("{:?}", order(&second)),
+        );
+    }
+    cx.note(format!("location indexes in listing order: {locs:?}"));
+    Ok(())
+}
+
+/// LST-PARTIAL (also verifies the list-partial declaration)
+pub async fn lst_partial(cx: &Cx) -> CheckResult {
+    let faults = cx.tb.faults().expect("gated on the faults hook");
+    let tag = cx.tag();
+    let (l0, l1) = (cx.locations[0].clone(), cx.locations[1].clone());
+    let a = cx
+        .create_ok(
+            cx.p.as_ref(),
+            &cx.tb.request(&cx.name(), &tag, &l0),
+            "Create at the first location",
+        )
+        .await?;
+    let b = cx
+        .create_ok(
+            cx.p.as_ref(),
+            &cx.tb.request(&cx.name(), &tag, &l1),
+            "Create at the second location",
+        )
+        .await?;
+    let all = list(cx, &tag, "every location reachable").await?;
+    if !all.unreachable.is_empty() || all.instances.len() != 2 {
+        cx.violate(
+            "every location reachable",
+            "both instances and nothing unreachable",
+            format!("{all:?}"),
+        );
+    }
+    let fail_whole = cx.profile.list_partial() == ListPartial::FailWhole;
+    for reach in [Reachability::Refused, Reachability::BlackHole] {
+        let case = format!("{} {:?}", l1.name, reach);
+        faults.set_reachability(&l1.name, reach).await?;
+        let short = cx.timing.quiet * 4;
+        let (ctx, _) = cx.ctx_for(short);
+        let t = Instant::now();
+        let r = cx.p.list_by_tag(&ctx, &tag).await;
+        let took = t.elapsed();
+        faults.set_reachability(&l1.name, Reachability::Up).await?;
+        if took > short + cx.timing.slack {
+            cx.violate(
+                &case,
+                format!("an answer within the {short:?} deadline"),
+                format!("took {took:?}"),
+            );
+        }
+        match (&r, fail_whole) {
+            (Err(e), true) if e.is_transient() => {}
+            (Ok(l), true) => cx.violate(
+                &case,
+                "Transient (list-partial=fail-whole)",
+                format!("a listing: the provider behaves as list-partial=partial ({l:?})"),
+            ),
+            (Ok(l), false) => {
+                let named: Vec<_> = l.unreachable.iter().map(|u| u.location.as_str()).collect();
+                let has_a = l.instances.iter().any(|i| i.id == a);
+                let has_b = l.instances.iter().any(|i| i.id == b);
+                if named != [l1.name.as_str()] || !has_a || has_b {
+                    cx.violate(
+                        &case,
+                        format!(
+                            "{} listed and {} named unreachable (list-partial=partial)",
+                            a, l1.name
+                        ),
+                        format!("{l:?}"),
+                    );
+                }
+            }
+            (Err(e), false) if reach == Reachability::BlackHole && e.is_transient() => {
+                cx.note(format!("{case}: the whole call timed out (allowed when the deadline is shorter than a location's timeout)"));
+            }
+            _ => cx.violate(
+                &case,
+                if fail_whole {
+                    "Transient"
+                } else {
+                    "a partial listing"
+                },
+                describe_result(&r),
+            ),
+        }
+        cx.note(format!(
+            "{case}: {} in {took:?}",
+            if r.is_ok() { "listing" } else { "error" }
+        ));
+    }
+    cx.cleanup(&[a, b]).await;
+    Ok(())
+}
+
+/// LST-UNREADABLE
+pub async fn lst_unreadable(cx: &Cx) -> CheckResult {
+    let planting = cx.tb.planting().expect("gated on the planting hook");
+    let loc = cx.loc0().clone();
+    let tag = cx.tag();
+    let req = cx.tb.request(&cx.name(), &tag, &loc);
+    let id = cx.create_ok(cx.p.as_ref(), &req, "Create").await?;
+    let bad = cx.name();
+    planting
+        .plant(&loc.name, &bad, Plant::Unreadable { tag: tag.clone() })
+        .await?;
+    let l = cx.p.list_by_tag(&cx.ctx(), &tag).await;
+    planting.remove(&loc.name, &bad).await?;
+    cx.cleanup(std::slice::from_ref(&id)).await;
+    match &l {
+        Ok(l)
+            if l.instances.iter().any(|i| i.id == id)
+                && !l.instances.iter().any(|i| i.name == bad) => {}
+        _ => cx.violate(
+            "ListByTag with an unreadable resource",
+            format!("success listing {} and skipping {bad}", req.name),
+            describe_result(&l),
+        ),
+    }
+    Ok(())
+}
+
+/// LST-AGREES
+pub async fn lst_agrees(cx: &Cx) -> CheckResult {
+    let tag = cx.tag();
+    let mut ids = Vec::new();
+    for loc in cx.locations.iter().take(2) {
+        for _ in 0..2 {
+            let req = cx.tb.request(&cx.name(), &tag, loc);
+            ids.push(cx.create_ok(cx.p.as_ref(), &req, "Create").await?);
+        }
+    }
+    for id in &ids {
+        cx.wait_running(cx.p.as_ref(), id, "boot").await?;
+    }
+    let l = list(cx, &tag, "ListByTag").await?;
+    if l.instances.len() != ids.len() {
+        cx.violate(
+            "ListByTag",
+            format!("{} instances", ids.len()),
+            format!("{}", l.instances.len()),
+        );
+    }
+    for li in &l.instances {
+        let g = cx
+            .get_ok(cx.p.as_ref(), &li.id, "Get of a listed instance")
+            .await?;
+        let at = format!("{}", li.id);
+        for (field, a, b) in [
+            ("id", li.id.to_string(), g.id.to_string()),
+            ("name", li.name.clone(), g.name.clone()),
+            ("uid", li.uid.clone(), g.uid.clone()),
+            ("tag", li.tag.clone(), g.tag.clone()),
+            (
+                "created_at",
+                format!("{:?}", li.created_at),
+                format!("{:?}", g.created_at),
+            ),
+        ] {
+            if a != b {
+                cx.violate(
+                    format!("{at}: {field}"),
+                    format!("Get's {b}"),
+                    format!("listing's {a}"),
+                );
+            }
+        }
+        let state_ok =
+            li.state == g.state || (li.state == State::Provisioning && g.state == State::Running);
+        if !state_ok {
+            cx.violate(
+                format!("{at}: state"),
+                format!("Get's {:?} (or Provisioning)", g.state),
+                format!("{:?}", li.state),
+            );
+        }
+        if li.ipv4.is_some() && li.ipv4 != g.ipv4 {
+            cx.violate(
+                format!("{at}: address"),
+                format!("none or Get's {:?}", g.ipv4),
+                format!("{:?}", li.ipv4),
+            );
+        }
+    }
+    cx.cleanup(&ids).await;
+    Ok(())
+}

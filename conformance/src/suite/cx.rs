@@ -1,0 +1,436 @@
+//! The check context: everything one rule's check needs (testbed, provider, profile,
+//! names and tags scoped to the rule, evidence, capture) and the small helpers that
+//! keep checks short.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tracing::Span;
+
+use super::capture::Capture;
+use super::outcome::{PropertyFailure, Violation};
+use crate::fixture::{HookError, Location, Testbed};
+use crate::rules::Rule;
+use crate::{CreateRequest, Ctx, Error, ErrorKind, Instance, Profile, Provider, ProviderId, State};
+
+/// Why a check stopped early.
+#[derive(Debug)]
+pub enum CheckError {
+    /// The contract was broken (the rule fails).
+    Violation(Violation),
+    /// The harness or environment broke (the rule errors).
+    Harness(String),
+    /// The check cannot run here (the rule is skipped), with the reason.
+    Skip(String),
+}
+
+impl From<HookError> for CheckError {
+    fn from(e: HookError) -> Self {
+        CheckError::Harness(format!("fixture hook failed: {e}"))
+    }
+}
+
+/// The result of a check or a step of one.
+pub type CheckResult<T = ()> = Result<T, CheckError>;
+
+static OP_SEQ: AtomicU64 = AtomicU64::new(1);
+
+/// Timing knobs a check uses.
+#[derive(Clone, Copy, Debug)]
+pub struct Timing {
+    /// The deadline given to an ordinary operation.
+    pub op_timeout: Duration,
+    /// How long a check waits for something eventual (Running, NotFound, a boot).
+    pub settle: Duration,
+    /// How long to wait before concluding that something did *not* happen.
+    pub quiet: Duration,
+    /// How late a call may return after its deadline and still be prompt.
+    pub slack: Duration,
+}
+
+impl Timing {
+    /// Timing for an in-memory backend.
+    pub fn fake() -> Timing {
+        Timing {
+            op_timeout: Duration::from_secs(10),
+            settle: Duration::from_secs(5),
+            quiet: Duration::from_millis(150),
+            slack: Duration::from_millis(500),
+        }
+    }
+
+    /// Timing for a real backend where guests boot under emulation.
+    pub fn real() -> Timing {
+        Timing {
+            op_timeout: Duration::from_secs(300),
+            settle: Duration::from_secs(300),
+            quiet: Duration::from_secs(3),
+            slack: Duration::from_secs(3),
+        }
+    }
+}
+
+/// One rule's view of the run.
+pub struct Cx {
+    /// The rule being checked.
+    pub rule: &'static Rule,
+    /// The rule's testbed.
+    pub tb: Box<dyn Testbed>,
+    /// The provider under test.
+    pub p: Arc<dyn Provider>,
+    /// Its declared profile.
+    pub profile: Profile,
+    /// Its provider name.
+    pub provider_name: String,
+    /// The configured locations.
+    pub locations: Vec<Location>,
+    /// The rule's seed.
+    pub seed: u64,
+    /// Property cases to run.
+    pub cases: u32,
+    /// Timing knobs.
+    pub timing: Timing,
+    /// The log and span capture, when installed.
+    pub capture: Option<Capture>,
+    prefix: String,
+    tag: String,
+    counter: AtomicU32,
+    span: Span,
+    pub(crate) evidence: Mutex<Vec<String>>,
+    pub(crate) violations: Mutex<Vec<Violation>>,
+    pub(crate) property: Mutex<Option<PropertyFailure>>,
+    pub(crate) names: Mutex<Vec<String>>,
+    pub(crate) tags: Mutex<Vec<String>>,
+}
+
+/// What the runner hands a new [`Cx`].
+pub(crate) struct CxParts {
+    pub rule: &'static Rule,
+    pub tb: Box<dyn Testbed>,
+    pub provider_name: String,
+    pub profile: Profile,
+    pub locations: Vec<Location>,
+    pub run_short: String,
+    pub seed: u64,
+    pub cases: u32,
+    pub timing: Timing,
+    pub capture: Option<Capture>,
+    pub span: Span,
+}
+
+impl Cx {
+    pub(crate) fn new(parts: CxParts) -> Cx {
+        let slug = parts.rule.id.to_ascii_lowercase();
+        let p = parts.tb.provider();
+        Cx {
+            rule: parts.rule,
+            p,
+            tb: parts.tb,
+            profile: parts.profile,
+            provider_name: parts.provider_name,
+            locations: parts.locations,
+            seed: parts.seed,
+            cases: parts.cases,
+            timing: parts.timing,
+            capture: parts.capture,
+            prefix: format!("c{}-{slug}", parts.run_short),
+            tag: format!("t{}-{slug}", parts.run_short),
+            counter: AtomicU32::new(0),
+            span: parts.span,
+            evidence: Mutex::default(),
+            violations: Mutex::default(),
+            property: Mutex::default(),
+            names: Mutex::default(),
+            tags: Mutex::default(),
+        }
+    }
+
+    /// The rule's tag: every instance the check creates carries it (or [`Cx::tag_variant`]).
+    pub fn tag(&self) -> String {
+        self.remember_tag(&self.tag);
+        self.tag.clone()
+    }
+
+    /// Another tag scoped to this rule.
+    pub fn tag_variant(&self, suffix: &str) -> String {
+        let t = format!("{}-{suffix}", self.tag);
+        self.remember_tag(&t);
+        t
+    }
+
+    fn remember_tag(&self, t: &str) {
+        let mut tags = self.tags.lock().unwrap();
+        if !tags.iter().any(|x| x == t) {
+            tags.push(t.to_owned());
+        }
+    }
+
+    /// A fresh instance name scoped to this rule and run.
+    pub fn name(&self) -> String {
+        let n = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
+        let name = format!("{}-{n}", self.prefix);
+        self.names.lock().unwrap().push(name.clone());
+        name
+    }
+
+    /// The prefix every name of this rule starts with.
+    pub fn name_prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The first configured location.
+    pub fn loc0(&self) -> &Location {
+        &self.locations[0]
+    }
+
+    /// A valid request for a fresh name at the first location, with the rule's tag.
+    pub fn request(&self) -> CreateRequest {
+        self.tb.request(&self.name(), &self.tag(), self.loc0())
+    }
+
+    /// A call context under the rule's span with the default operation deadline.
+    pub fn ctx(&self) -> Ctx {
+        self.ctx_for(self.timing.op_timeout).0
+    }
+
+    /// A call context with `timeout`, and the mark of its operation span for [`Capture::find_mark`].
+    pub fn ctx_for(&self, timeout: Duration) -> (Ctx, String) {
+        let mark = format!("op{}", OP_SEQ.fetch_add(1, Ordering::Relaxed));
+        let span = tracing::info_span!(parent: &self.span, "conformance.op", cf_mark = %mark);
+        (Ctx::with_timeout(timeout).in_span(span), mark)
+    }
+
+    /// Records a line of evidence.
+    pub fn note(&self, line: impl Into<String>) {
+        self.evidence.lock().unwrap().push(line.into());
+    }
+
+    /// Records a violation and lets the check go on.
+    pub fn violate(
+        &self,
+        location: impl Into<String>,
+        expected: impl Into<String>,
+        actual: impl Into<String>,
+    ) {
+        self.violations
+            .lock()
+            .unwrap()
+            .push(self.violation(location, expected, actual));
+    }
+
+    /// A violation of this rule.
+    pub fn violation(
+        &self,
+        location: impl Into<String>,
+        expected: impl Into<String>,
+        actual: impl Into<String>,
+    ) -> Violation {
+        Violation {
+            rule: self.rule.id.to_owned(),
+            location: location.into(),
+            expected: expected.into(),
+            actual: actual.into(),
+        }
+    }
+
+    /// Stops the check with a violation.
+    pub fn fail<T>(
+        &self,
+        location: impl Into<String>,
+        expected: impl Into<String>,
+        actual: impl Into<String>,
+    ) -> CheckResult<T> {
+        Err(CheckError::Violation(
+            self.violation(location, expected, actual),
+        ))
+    }
+
+    /// Whether violations were recorded so far.
+    pub fn has_violations(&self) -> bool {
+        !self.violations.lock().unwrap().is_empty()
+    }
+
+    pub(crate) fn set_property_failure(&self, f: PropertyFailure) {
+        *self.property.lock().unwrap() = Some(f);
+    }
+
+    /// Creates and expects success.
+    pub async fn create_ok(
+        &self,
+        p: &dyn Provider,
+        req: &CreateRequest,
+        at: &str,
+    ) -> CheckResult<ProviderId> {
+        match p.create(&self.ctx(), req).await {
+            Ok(id) => Ok(id),
+            Err(e) => self.fail(
+                at,
+                format!("Create of {} to succeed", req.name),
+                describe(&e),
+            ),
+        }
+    }
+
+    /// Gets and expects success.
+    pub async fn get_ok(
+        &self,
+        p: &dyn Provider,
+        id: &ProviderId,
+        at: &str,
+    ) -> CheckResult<Instance> {
+        match p.get(&self.ctx(), id).await {
+            Ok(i) => Ok(i),
+            Err(e) => self.fail(at, format!("Get of {id} to succeed"), describe(&e)),
+        }
+    }
+
+    /// Deletes and expects success.
+    pub async fn delete_ok(&self, p: &dyn Provider, id: &ProviderId, at: &str) -> CheckResult {
+        match p.delete(&self.ctx(), id).await {
+            Ok(()) => Ok(()),
+            Err(e) => self.fail(at, format!("Delete of {id} to succeed"), describe(&e)),
+        }
+    }
+
+    /// Polls Get until the instance is Running, within the settle time.
+    pub async fn wait_running(
+        &self,
+        p: &dyn Provider,
+        id: &ProviderId,
+        at: &str,
+    ) -> CheckResult<Instance> {
+        let last = Mutex::new(String::from("no answer"));
+        let last = &last;
+        let done = self
+            .poll(|| async move {
+                match p.get(&self.ctx(), id).await {
+                    Ok(i) if i.state == State::Running => Some(i),
+                    Ok(i) => {
+                        *last.lock().unwrap() = format!("{:?}", i.state);
+                        None
+                    }
+                    Err(e) => {
+                        *last.lock().unwrap() = describe(&e);
+                        None
+                    }
+                }
+            })
+            .await;
+        match done {
+            Some(i) => Ok(i),
+            None => self.fail(
+                at,
+                format!("{id} to reach Running within {:?}", self.timing.settle),
+                last.lock().unwrap().clone(),
+            ),
+        }
+    }
+
+    /// Polls Get until it returns NotFound, within the settle time; any other error is a violation.
+    pub async fn wait_gone(&self, p: &dyn Provider, id: &ProviderId, at: &str) -> CheckResult {
+        let gone = self
+            .poll(|| async move {
+                match p.get(&self.ctx(), id).await {
+                    Err(e) if e.is_not_found() => Some(Ok(())),
+                    Err(e) => Some(Err(describe(&e))),
+                    Ok(_) => None,
+                }
+            })
+            .await;
+        match gone {
+            Some(Ok(())) => Ok(()),
+            Some(Err(e)) => self.fail(at, "Get to return the instance or NotFound", e),
+            None => self.fail(
+                at,
+                format!("NotFound within {:?}", self.timing.settle),
+                "the instance is still there",
+            ),
+        }
+    }
+
+    /// Calls `f` every few milliseconds until it returns `Some` or the settle time passes.
+    pub async fn poll<T, F, Fut>(&self, mut f: F) -> Option<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Option<T>>,
+    {
+        let end = tokio::time::Instant::now() + self.timing.settle;
+        let mut wait = Duration::from_millis(5);
+        loop {
+            if let Some(v) = f().await {
+                return Some(v);
+            }
+            if tokio::time::Instant::now() >= end {
+                return None;
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(Duration::from_millis(250));
+        }
+    }
+
+    /// Deletes `ids`, ignoring errors (cleanup).
+    pub async fn cleanup(&self, ids: &[ProviderId]) {
+        for id in ids {
+            let _ = self.p.delete(&self.ctx(), id).await;
+        }
+    }
+
+    /// Names of the instance at `location` that the inventory hook reports, if any.
+    pub async fn inventory_of(
+        &self,
+        location: &str,
+        name: &str,
+    ) -> CheckResult<Option<Vec<String>>> {
+        let Some(inv) = self.tb.inventory() else {
+            return Ok(None);
+        };
+        let mut out: Vec<String> = inv
+            .resources(location)
+            .await?
+            .into_iter()
+            .filter(|r| r.instance.as_deref() == Some(name))
+            .map(|r| format!("{}:{}", r.kind, r.name))
+            .collect();
+        out.sort();
+        Ok(Some(out))
+    }
+
+    /// The names listed under `tag`.
+    pub async fn listed_names(&self, tag: &str, at: &str) -> CheckResult<Vec<String>> {
+        match self.p.list_by_tag(&self.ctx(), tag).await {
+            Ok(l) => Ok(l.instances.into_iter().map(|i| i.name).collect()),
+            Err(e) => self.fail(at, "ListByTag to succeed", describe(&e)),
+        }
+    }
+}
+
+/// An error as evidence: kind and message.
+pub fn describe(e: &Error) -> String {
+    format!("{} error: {}", e.kind().name(), e)
+}
+
+/// A result as evidence.
+pub fn describe_result<T: std::fmt::Debug>(r: &Result<T, Error>) -> String {
+    match r {
+        Ok(v) => format!("Ok({v:?})"),
+        Err(e) => describe(e),
+    }
+}
+
+/// The kind's name of an error result, or "Ok".
+pub fn kind_of<T>(r: &Result<T, Error>) -> &'static str {
+    match r {
+        Ok(_) => "Ok",
+        Err(e) => e.kind().name(),
+    }
+}
+
+/// Whether `r` is an error of exactly `kind` (QuotaExceeded matches any fields).
+pub fn is_kind<T>(r: &Result<T, Error>, kind: &ErrorKind) -> bool {
+    match r {
+        Err(e) => std::mem::discriminant(e.kind()) == std::mem::discriminant(kind),
+        Ok(_) => false,
+    }
+}

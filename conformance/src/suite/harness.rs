@@ -1,0 +1,131 @@
+//! The cargo-test integration: one libtest-mimic trial per rule, named
+//! `conformance::<area>::<ID>` so `--exact` runs one rule and nextest can list and
+//! filter them. NotApplicable and Skipped rules are ignored trials whose reason shows
+//! in the run output and in `--list` (outside nextest's terse format).
+//!
+//! Set `CONFORMANCE_REPORT_DIR` to write `report.json` after the trials ran (the CLI
+//! writes every format);
+//! `CONFORMANCE_SEED` and `CONFORMANCE_CASES` override the seed and property cases.
+
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use libtest_mimic::{Arguments, Completion, Failed, FormatSetting, Trial};
+
+use super::outcome::{Event, Outcome, Report, RuleResult};
+use super::runner::{RunOptions, applicability, run_info, run_rule};
+use crate::fixture::Fixture;
+use crate::rules::CATALOGUE;
+
+/// Runs the suite as a libtest-compatible test binary. Use from a `harness = false` test target.
+pub fn main(fixture: Arc<dyn Fixture>) -> ExitCode {
+    let args = Arguments::from_args();
+    let mut opts = RunOptions::default();
+    if let Some(seed) = std::env::var("CONFORMANCE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        opts.seed = seed;
+    }
+    if let Some(cases) = std::env::var("CONFORMANCE_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        opts.cases = cases;
+    }
+    if args.list && args.format != Some(FormatSetting::Terse) {
+        for rule in CATALOGUE {
+            match applicability(fixture.as_ref(), rule) {
+                Some((o, why)) => println!("{}: test  # {}: {why}", rule.trial_name(), o.as_str()),
+                None => println!("{}: test", rule.trial_name()),
+            }
+        }
+        return ExitCode::SUCCESS;
+    }
+    let runtime = Arc::new(
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("a tokio runtime"),
+    );
+    let info = run_info(fixture.as_ref(), opts.seed);
+    let results: Arc<Mutex<Vec<RuleResult>>> = Arc::default();
+    let provider = fixture.provider_name();
+    let trials = CATALOGUE
+        .iter()
+        .map(|rule| {
+            let (fixture, runtime, results, opts, run_id) = (
+                fixture.clone(),
+                runtime.clone(),
+                results.clone(),
+                opts.clone(),
+                info.run_id.clone(),
+            );
+            Trial::ignorable_test(rule.trial_name(), move || {
+                let r = runtime.block_on(run_rule(fixture, rule, &opts, &run_id));
+                let verdict = match r.outcome {
+                    Outcome::Pass => Ok(Completion::Completed),
+                    Outcome::Skipped | Outcome::NotApplicable => {
+                        Ok(Completion::ignored_with(format!(
+                            "{}: {}",
+                            r.outcome.as_str(),
+                            r.reason.clone().unwrap_or_default()
+                        )))
+                    }
+                    Outcome::Fail | Outcome::Error => Err(Failed::from(failure_text(&r))),
+                };
+                results.lock().unwrap().push(r);
+                verdict
+            })
+            .with_kind(provider.clone())
+        })
+        .collect();
+    let conclusion = libtest_mimic::run(&args, trials);
+    if let Ok(dir) = std::env::var("CONFORMANCE_REPORT_DIR") {
+        let mut events = vec![Event::RunStarted(info)];
+        events.extend(results.lock().unwrap().drain(..).map(Event::CheckFinished));
+        events.push(Event::RunFinished {
+            duration: std::time::Duration::ZERO,
+            swept: Vec::new(),
+        });
+        if let Some(report) = Report::from_events(&events) {
+            write_reports(&report, std::path::Path::new(&dir));
+        }
+    }
+    conclusion.exit_code()
+}
+
+fn write_reports(report: &Report, dir: &std::path::Path) {
+    let path = dir.join("report.json");
+    let written = std::fs::create_dir_all(dir).and_then(|()| {
+        let json = serde_json::to_string_pretty(report).map_err(std::io::Error::other)?;
+        std::fs::write(&path, json)
+    });
+    match written {
+        Ok(()) => eprintln!("conformance: wrote {}", path.display()),
+        Err(e) => eprintln!("conformance: could not write {}: {e}", path.display()),
+    }
+}
+
+/// The text a failed trial prints: outcome, violations, evidence, property seed.
+pub fn failure_text(r: &RuleResult) -> String {
+    let mut out = format!(
+        "{} {}: {}\n",
+        r.outcome.as_str(),
+        r.id,
+        r.reason.clone().unwrap_or_default()
+    );
+    for v in &r.violations {
+        out.push_str(&format!("  violation: {v}\n"));
+    }
+    if let Some(p) = &r.property {
+        out.push_str(&format!(
+            "  property seed {} shrunk input {}\n",
+            p.seed, p.shrunk
+        ));
+    }
+    for e in &r.evidence {
+        out.push_str(&format!("  evidence: {e}\n"));
+    }
+    out
+}

@@ -1,0 +1,107 @@
+//! Running proptest properties inside async checks: a seeded runner, case bodies
+//! driven on the current tokio runtime, and the seed and shrunk input recorded on
+//! failure.
+
+use std::future::Future;
+
+use proptest::strategy::Strategy;
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+
+use super::cx::{CheckError, CheckResult, Cx};
+use super::outcome::PropertyFailure;
+
+/// Runs `body` over `cx.cases` values of `strategy`, seeded by the rule's seed.
+///
+/// A body returns `Ok(())`, `Err(Fail(msg))` for a broken contract, or
+/// `Err(Harness(msg))` when the environment broke (the property stops with Error).
+/// On failure the shrunk input and the seed go to the report.
+pub fn property<S, F, Fut>(cx: &Cx, what: &str, strategy: S, body: F) -> CheckResult
+where
+    S: Strategy,
+    S::Value: std::fmt::Debug + Clone,
+    F: Fn(S::Value) -> Fut,
+    Fut: Future<Output = Result<(), PropError>>,
+{
+    let handle = tokio::runtime::Handle::current();
+    if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread {
+        return Err(CheckError::Harness(
+            "property checks need a multi-thread tokio runtime".into(),
+        ));
+    }
+    let mut seed_bytes = [0u8; 32];
+    seed_bytes[..8].copy_from_slice(&cx.seed.to_le_bytes());
+    let config = Config {
+        cases: cx.cases.max(1),
+        failure_persistence: None,
+        max_shrink_iters: if cx.timing.settle.as_secs() > 60 {
+            8
+        } else {
+            256
+        },
+        ..Config::default()
+    };
+    let mut runner = TestRunner::new_with_rng(
+        config,
+        TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes),
+    );
+    let harness = std::sync::Mutex::new(None::<String>);
+    let result = tokio::task::block_in_place(|| {
+        runner.run(&strategy, |value| {
+            if harness.lock().unwrap().is_some() {
+                return Ok(());
+            }
+            match handle.block_on(body(value)) {
+                Ok(()) => Ok(()),
+                Err(PropError::Fail(msg)) => Err(TestCaseError::fail(msg)),
+                Err(PropError::Harness(msg)) => {
+                    *harness.lock().unwrap() = Some(msg);
+                    Ok(())
+                }
+            }
+        })
+    });
+    if let Some(msg) = harness.into_inner().unwrap() {
+        return Err(CheckError::Harness(msg));
+    }
+    match result {
+        Ok(()) => {
+            cx.note(format!(
+                "property {what}: {} cases passed (seed {})",
+                cx.cases.max(1),
+                cx.seed
+            ));
+            Ok(())
+        }
+        Err(TestError::Fail(reason, value)) => {
+            let shrunk = format!("{value:?}");
+            cx.set_property_failure(PropertyFailure {
+                seed: cx.seed,
+                shrunk: shrunk.clone(),
+            });
+            cx.fail(
+                format!("property {what} (seed {}, shrunk input {shrunk})", cx.seed),
+                "the property to hold for every input",
+                reason.message().to_owned(),
+            )
+        }
+        Err(TestError::Abort(reason)) => Err(CheckError::Harness(format!(
+            "property {what} aborted: {}",
+            reason.message()
+        ))),
+    }
+}
+
+/// Why a property case failed.
+#[derive(Debug)]
+pub enum PropError {
+    /// The contract was broken.
+    Fail(String),
+    /// The environment broke.
+    Harness(String),
+}
+
+impl From<crate::fixture::HookError> for PropError {
+    fn from(e: crate::fixture::HookError) -> Self {
+        PropError::Harness(format!("fixture hook failed: {e}"))
+    }
+}

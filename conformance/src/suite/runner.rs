@@ -1,0 +1,382 @@
+//! The runner: decides each rule's applicability from the profile and the fixture's
+//! hooks, runs the applicable checks (each on its own testbed, under a timeout),
+//! fails a rule that leaves instances behind, and emits the event stream.
+
+use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use futures_util::FutureExt;
+use sha2::{Digest, Sha256};
+
+use super::capture::Capture;
+use super::checks;
+use super::cx::{CheckError, Cx, CxParts, Timing};
+use super::outcome::{Event, Outcome, Report, RuleResult, RunInfo};
+use crate::fixture::Fixture;
+use crate::rules::{CATALOGUE, Need, Rule};
+
+/// How a run goes.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// The seed of every randomised part; the same seed gives the same outcomes.
+    pub seed: u64,
+    /// Rule IDs to run (`None`: all). An entry ending in `*` is a prefix.
+    pub rules: Option<Vec<String>>,
+    /// The limit for one rule's check, cleanup included.
+    pub rule_timeout: Duration,
+    /// Cases per property (capped on a real backend).
+    pub cases: u32,
+    /// Rules run at once.
+    pub concurrency: usize,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            seed: 0x5eed,
+            rules: None,
+            rule_timeout: Duration::from_secs(120),
+            cases: 16,
+            concurrency: 4,
+        }
+    }
+}
+
+/// Cases a property runs on a real backend at most, unless asked for fewer.
+pub const REAL_BACKEND_MAX_CASES: u32 = 4;
+
+/// Whether `rule` is selected by `filter`.
+pub fn selected(rule: &Rule, filter: &Option<Vec<String>>) -> bool {
+    match filter {
+        None => true,
+        Some(ids) => ids.iter().any(|f| match f.strip_suffix('*') {
+            Some(prefix) => rule.id.starts_with(prefix),
+            None => rule.id == f,
+        }),
+    }
+}
+
+/// Why `rule` will not run against `fixture`: `Some((Skipped | NotApplicable, reason))`.
+pub fn applicability(fixture: &dyn Fixture, rule: &Rule) -> Option<(Outcome, String)> {
+    let profile = fixture.profile();
+    if let Some((axis, want)) = rule.gate {
+        let have = profile.value(axis);
+        if have != want {
+            return Some((
+                Outcome::NotApplicable,
+                format!("profile declares {axis}={have}; the rule applies to {axis}={want}"),
+            ));
+        }
+    }
+    for need in rule.needs {
+        match need {
+            Need::Checker if !fixture.has_checker() => {
+                return Some((
+                    Outcome::NotApplicable,
+                    "the provider has no Checker (Check is optional)".into(),
+                ));
+            }
+            Need::TwoLocations if fixture.locations().len() < 2 => {
+                return Some((
+                    Outcome::Skipped,
+                    format!(
+                        "the fixture configures {} location(s); the rule needs two",
+                        fixture.locations().len()
+                    ),
+                ));
+            }
+            _ => {}
+        }
+    }
+    let hooks = fixture.hooks();
+    let missing: Vec<_> = rule
+        .hooks
+        .iter()
+        .filter(|h| !hooks.contains(h))
+        .map(|h| h.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Some((
+            Outcome::Skipped,
+            format!("the fixture lacks the {} hook(s)", missing.join(", ")),
+        ));
+    }
+    None
+}
+
+/// A sha256 over the catalogue's IDs and normative texts, in hex.
+pub fn catalogue_hash() -> String {
+    let mut h = Sha256::new();
+    for r in CATALOGUE {
+        h.update(r.id.as_bytes());
+        h.update(b"\n");
+        h.update(r.text.as_bytes());
+        h.update(b"\n");
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The metadata of a run about to start.
+pub fn run_info(fixture: &dyn Fixture, seed: u64) -> RunInfo {
+    let mut environment = fixture.environment();
+    environment.insert("os".into(), std::env::consts::OS.into());
+    environment.insert("arch".into(), std::env::consts::ARCH.into());
+    RunInfo {
+        run_id: uuid::Uuid::new_v4().simple().to_string(),
+        provider: fixture.provider_name(),
+        provider_version: fixture.provider_version(),
+        profile: fixture.profile(),
+        hooks: fixture.hooks(),
+        suite_version: env!("CARGO_PKG_VERSION").to_owned(),
+        catalogue_hash: catalogue_hash(),
+        seed,
+        real_backend: fixture.is_real_backend(),
+        environment,
+        started_at: SystemTime::now(),
+    }
+}
+
+/// Runs the selected rules and returns the report; `sink` sees every event.
+///
+/// Needs a multi-thread tokio runtime (property checks block in place).
+pub async fn run(
+    fixture: Arc<dyn Fixture>,
+    opts: RunOptions,
+    sink: &mut (dyn FnMut(&Event) + Send),
+) -> Report {
+    let started = Instant::now();
+    let info = run_info(fixture.as_ref(), opts.seed);
+    let mut events = vec![Event::RunStarted(info.clone())];
+    sink(&events[0]);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
+    let gate = Arc::new(tokio::sync::Semaphore::new(opts.concurrency.max(1)));
+    let mut handles = Vec::new();
+    for rule in CATALOGUE.iter().filter(|r| selected(r, &opts.rules)) {
+        let (fixture, opts, tx, gate, run_id) = (
+            fixture.clone(),
+            opts.clone(),
+            tx.clone(),
+            gate.clone(),
+            info.run_id.clone(),
+        );
+        handles.push(tokio::spawn(async move {
+            let _permit = gate.acquire_owned().await;
+            let _ = tx.send(Event::CheckStarted { id: rule.id.into() });
+            let result = run_rule(fixture, rule, &opts, &run_id).await;
+            let _ = tx.send(Event::CheckFinished(result));
+        }));
+    }
+    drop(tx);
+    while let Some(e) = rx.recv().await {
+        sink(&e);
+        events.push(e);
+    }
+    for h in handles {
+        let _ = h.await;
+    }
+    let finished = Event::RunFinished {
+        duration: started.elapsed(),
+        swept: Vec::new(),
+    };
+    sink(&finished);
+    events.push(finished);
+    Report::from_events(&events).expect("the stream starts with RunStarted")
+}
+
+fn rule_seed(seed: u64, id: &str) -> u64 {
+    let mut x = seed
+        ^ id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        });
+    // splitmix64 finaliser
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+fn skipped(rule: &Rule, outcome: Outcome, reason: String) -> RuleResult {
+    RuleResult {
+        id: rule.id.into(),
+        title: rule.title.into(),
+        area: rule.area.as_str().into(),
+        outcome,
+        reason: Some(reason),
+        violations: Vec::new(),
+        evidence: Vec::new(),
+        property: None,
+        duration: Duration::ZERO,
+    }
+}
+
+/// Runs one rule on a testbed of its own and returns its result.
+pub async fn run_rule(
+    fixture: Arc<dyn Fixture>,
+    rule: &'static Rule,
+    opts: &RunOptions,
+    run_id: &str,
+) -> RuleResult {
+    if let Some((outcome, reason)) = applicability(fixture.as_ref(), rule) {
+        return skipped(rule, outcome, reason);
+    }
+    let Some(check) = checks::check_for(rule.id) else {
+        return skipped(
+            rule,
+            Outcome::Error,
+            format!("no check is registered for {}", rule.id),
+        );
+    };
+    let started = Instant::now();
+    let tb = match fixture.open().await {
+        Ok(tb) => tb,
+        Err(e) => {
+            let mut r = skipped(
+                rule,
+                Outcome::Error,
+                format!("could not open a testbed: {e}"),
+            );
+            r.duration = started.elapsed();
+            return r;
+        }
+    };
+    let real = fixture.is_real_backend();
+    let run_short: String = run_id.chars().take(8).collect();
+    let span =
+        tracing::info_span!("conformance.rule", cf_mark = %format!("{}-{}", rule.id, run_short));
+    let cx = Cx::new(CxParts {
+        rule,
+        tb,
+        provider_name: fixture.provider_name(),
+        profile: fixture.profile(),
+        locations: fixture.locations(),
+        run_short,
+        seed: rule_seed(opts.seed, rule.id),
+        cases: if real {
+            opts.cases.min(REAL_BACKEND_MAX_CASES)
+        } else {
+            opts.cases
+        },
+        timing: if real { Timing::real() } else { Timing::fake() },
+        capture: Capture::global(),
+        span,
+    });
+    if cx.locations.is_empty() {
+        return skipped(
+            rule,
+            Outcome::Error,
+            "the fixture configures no location".into(),
+        );
+    }
+    let body = AssertUnwindSafe(check(&cx)).catch_unwind();
+    let verdict = match tokio::time::timeout(opts.rule_timeout, body).await {
+        Ok(Ok(v)) => v,
+        Ok(Err(panic)) => Err(CheckError::Violation(cx.violation(
+            "during the check",
+            "no panic",
+            format!("panicked: {}", panic_text(&panic)),
+        ))),
+        Err(_) => Err(CheckError::Harness(format!(
+            "the check did not finish within {:?}",
+            opts.rule_timeout
+        ))),
+    };
+    sweep(&cx).await;
+    if let Err(e) = cx.tb.teardown().await {
+        cx.note(format!("teardown failed: {e}"));
+    }
+    let violations = std::mem::take(&mut *cx.violations.lock().unwrap());
+    let evidence = std::mem::take(&mut *cx.evidence.lock().unwrap());
+    let property = cx.property.lock().unwrap().take();
+    let (outcome, reason, violations) = match verdict {
+        Ok(()) if violations.is_empty() => (Outcome::Pass, None, violations),
+        Ok(()) => (Outcome::Fail, Some(violations[0].to_string()), violations),
+        Err(CheckError::Violation(v)) => {
+            let mut all = violations;
+            all.insert(0, v);
+            (Outcome::Fail, Some(all[0].to_string()), all)
+        }
+        Err(CheckError::Harness(msg)) if violations.is_empty() => {
+            (Outcome::Error, Some(msg), violations)
+        }
+        Err(CheckError::Harness(msg)) => (
+            Outcome::Fail,
+            Some(format!("{}; then: {msg}", violations[0])),
+            violations,
+        ),
+        Err(CheckError::Skip(msg)) => (Outcome::Skipped, Some(msg), violations),
+    };
+    RuleResult {
+        id: rule.id.into(),
+        title: rule.title.into(),
+        area: rule.area.as_str().into(),
+        outcome,
+        reason,
+        violations,
+        evidence,
+        property,
+        duration: started.elapsed(),
+    }
+}
+
+fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic".into())
+}
+
+/// After a check: anything carrying the rule's tags or names is a leak; it is removed
+/// and the rule fails.
+async fn sweep(cx: &Cx) {
+    let tags = cx.tags.lock().unwrap().clone();
+    let mut leaked = BTreeMap::new();
+    for tag in &tags {
+        match cx.p.list_by_tag(&cx.ctx(), tag).await {
+            Ok(l) => {
+                for i in l.instances {
+                    leaked.insert(i.name.clone(), i.id.clone());
+                }
+                for u in l.unreachable {
+                    cx.note(format!("sweep: {} unreachable: {}", u.location, u.reason));
+                }
+            }
+            Err(e) => cx.note(format!("sweep: listing {tag} failed: {e}")),
+        }
+    }
+    for (name, id) in &leaked {
+        cx.violate(
+            "after the check",
+            "no instance of the rule left behind",
+            format!("{name} ({id}) was still listed; the sweep deleted it"),
+        );
+        let _ = cx.p.delete(&cx.ctx(), id).await;
+    }
+    if let Some(inv) = cx.tb.inventory() {
+        for loc in &cx.locations {
+            match inv.resources(&loc.name).await {
+                Ok(rs) => {
+                    for r in rs.iter().filter(|r| {
+                        r.instance
+                            .as_deref()
+                            .is_some_and(|n| n.starts_with(cx.name_prefix()))
+                            && !leaked.contains_key(r.instance.as_deref().unwrap_or(""))
+                    }) {
+                        cx.violate(
+                            "after the check",
+                            "no backend resource of the rule left behind",
+                            format!(
+                                "{} {} of {} remains at {}",
+                                r.kind,
+                                r.name,
+                                r.instance.as_deref().unwrap_or(""),
+                                loc.name
+                            ),
+                        );
+                    }
+                }
+                Err(e) => cx.note(format!("sweep: inventory of {} failed: {e}", loc.name)),
+            }
+        }
+    }
+}
