@@ -7,6 +7,7 @@
 //! speaking the remote protocol see one behaviour.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
@@ -40,6 +41,7 @@ pub struct FakeConnection {
     black_hole: bool,
     conn: Arc<Mutex<ConnState>>,
     closed: watch::Sender<bool>,
+    dropped: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for FakeConnection {
@@ -60,6 +62,7 @@ impl FakeConnection {
             black_hole,
             conn: Arc::new(Mutex::new(ConnState::default())),
             closed,
+            dropped: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -71,6 +74,18 @@ impl FakeConnection {
     /// The host this connection talks to.
     pub fn fake(&self) -> &FakeLibvirt {
         &self.fake
+    }
+
+    /// Whether the connection was dialled while the fake black-holed dials:
+    /// none of its calls ever answers.
+    pub fn is_black_hole(&self) -> bool {
+        self.black_hole
+    }
+
+    /// Whether an injected fault dropped the connection (as opposed to an
+    /// orderly close).
+    pub fn was_dropped(&self) -> bool {
+        self.dropped.load(Ordering::SeqCst)
     }
 
     /// Whether the connection is closed.
@@ -141,6 +156,7 @@ impl FakeConnection {
                 return Err(CallError::Closed);
             }
             Some(Fault::DropConnection) => {
+                self.dropped.store(true, Ordering::SeqCst);
                 self.close();
                 return Err(CallError::Closed);
             }
@@ -352,6 +368,19 @@ impl FakeConnection {
     ) -> Result<(), CallError> {
         self.call(Procedure::DomainDestroyFlags, |st, _| {
             st.destroy(dom, flags_)
+        })
+        .await
+    }
+
+    /// `DomainShutdownFlags`: the guest shuts down at once (reason
+    /// shutdown).
+    pub async fn domain_shutdown_flags(
+        &self,
+        dom: &DomainRef,
+        flags_: u32,
+    ) -> Result<(), CallError> {
+        self.call(Procedure::DomainShutdownFlags, |st, _| {
+            st.shutdown(dom, flags_)
         })
         .await
     }

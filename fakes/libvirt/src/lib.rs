@@ -20,6 +20,7 @@ mod error;
 mod fake;
 mod fault;
 mod procedure;
+mod server;
 mod state;
 mod trace;
 mod types;
@@ -31,6 +32,7 @@ pub use error::{CallError, LEVEL_ERROR, VirError, code, domain};
 pub use fake::{DialMode, FakeLibvirt};
 pub use fault::{Fault, FaultHandle, FaultRule, Faults, Trigger};
 pub use procedure::Procedure;
+pub use server::{ServerOptions, UnixServer};
 pub use state::{DomainSnapshot, HostConfig, VolumeSnapshot};
 pub use trace::{ConnectionInfo, Trace, TraceEntry};
 pub use types::{

@@ -102,6 +102,8 @@ procedures! {
     DomainUndefineFlags = 231, "DomainUndefineFlags";
     /// `REMOTE_PROC_DOMAIN_DESTROY_FLAGS`.
     DomainDestroyFlags = 234, "DomainDestroyFlags";
+    /// `REMOTE_PROC_DOMAIN_SHUTDOWN_FLAGS`.
+    DomainShutdownFlags = 258, "DomainShutdownFlags";
     /// `REMOTE_PROC_DOMAIN_SET_METADATA`.
     DomainSetMetadata = 264, "DomainSetMetadata";
     /// `REMOTE_PROC_DOMAIN_GET_METADATA`.

@@ -451,6 +451,18 @@ impl State {
         Ok(())
     }
 
+    /// A guest shutdown; the fake's guests always comply at once.
+    pub(crate) fn shutdown(&mut self, h: &DomainRef, flags_: u32) -> Result<(), VirError> {
+        check_flags(flags_, 0x1f, "qemuDomainShutdownFlags")?;
+        let d = self.dom(h)?;
+        if !d.active() {
+            return Err(VirError::domain_not_running());
+        }
+        let uuid = d.uuid;
+        self.stop(uuid, reason::SHUTOFF_SHUTDOWN);
+        Ok(())
+    }
+
     pub(crate) fn undefine(&mut self, h: &DomainRef, flags_: u32) -> Result<(), VirError> {
         check_flags(flags_, 0x7f, "qemuDomainUndefineFlags")?;
         if flags_ & flags::UNDEFINE_NVRAM != 0 && flags_ & flags::UNDEFINE_KEEP_NVRAM != 0 {

@@ -7,3 +7,4 @@ mod faults;
 mod metadata;
 mod props;
 mod storage;
+mod wire;

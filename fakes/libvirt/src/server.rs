@@ -1,0 +1,753 @@
+//! A fake libvirtd: serves a [`FakeLibvirt`] over libvirt's remote protocol
+//! on any byte stream (an in-memory duplex, a Unix socket, TCP), with the
+//! packet format of the `libvirt-wire` crate.
+//!
+//! Like libvirtd it answers keepalive PINGs at once, works on at most
+//! `max_requests` calls per client (5 by default) and stops reading the
+//! socket while that many are in flight, answers calls in the order they
+//! finish (so injected latency on one call never holds the others), streams
+//! uploads with STREAM packets, and closes the socket after `ConnectClose` or
+//! when a dropped-connection fault fires.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use libvirt_wire::{
+    AuthListRet, AuthPolkitRet, AuthType, CallArgs, ConnectGetCapabilitiesRet,
+    ConnectGetHostnameRet, ConnectGetLibVersionRet, ConnectGetUriRet, ConnectListAllDomainsRet,
+    ConnectListAllStoragePoolsRet, ConnectSupportsFeatureRet, DomainCreateWithFlagsRet,
+    DomainDefineXmlFlagsRet, DomainDefineXmlRet, DomainGetInfoRet, DomainGetMetadataRet,
+    DomainGetStateRet, DomainGetXmlDescRet, DomainInterface, DomainInterfaceAddressesRet,
+    DomainIpAddr, DomainLookupByNameRet, DomainLookupByUuidRet, Encode, ErrorCode, ErrorDomain,
+    ErrorLevel, Header, KEEPALIVE_PING, KEEPALIVE_PONG, KEEPALIVE_PROGRAM, MessageType, Packet,
+    REMOTE_PROGRAM, REMOTE_VERSION, RemoteError, Status, StoragePoolGetInfoRet,
+    StoragePoolListAllVolumesRet, StoragePoolLookupByNameRet, StorageVolCreateXmlRet,
+    StorageVolGetInfoRet, StorageVolGetPathRet, StorageVolLookupByNameRet, WireError,
+    encode_error_reply, encode_packet, encode_reply,
+};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::UnixListener;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::task::{JoinHandle, JoinSet};
+use tokio::time::Instant;
+
+use crate::connection::{FakeConnection, Upload};
+use crate::error::{CallError, VirError, code, domain};
+use crate::fake::FakeLibvirt;
+use crate::types::{DomainRef, PoolRef, VolRef};
+
+/// Settings of the fake daemon, defaulting to libvirtd's.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// Calls worked on at once per client (`max_client_requests`, 5).
+    pub max_requests: usize,
+    /// Silence after which the server PINGs a client that asked for
+    /// keepalive (`keepalive_interval`, 5 s); `None` sends no PINGs.
+    pub keepalive_interval: Option<Duration>,
+    /// Unanswered PINGs after which the client is dropped
+    /// (`keepalive_count`, 5).
+    pub keepalive_count: u32,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            max_requests: 5,
+            keepalive_interval: Some(Duration::from_secs(5)),
+            keepalive_count: 5,
+        }
+    }
+}
+
+type Streams = Arc<Mutex<HashMap<u32, mpsc::Sender<Packet>>>>;
+type Tx = mpsc::UnboundedSender<Bytes>;
+
+impl FakeLibvirt {
+    /// Serves one client on `io` until it closes, sends `ConnectClose`, or a
+    /// fault drops it. Each call counts as one dial.
+    pub async fn serve<S>(&self, io: S) -> io::Result<()>
+    where
+        S: AsyncRead + AsyncWrite + Send + 'static,
+    {
+        self.serve_with(io, ServerOptions::default()).await
+    }
+
+    /// [`FakeLibvirt::serve`] with explicit settings.
+    pub async fn serve_with<S>(&self, io: S, opts: ServerOptions) -> io::Result<()>
+    where
+        S: AsyncRead + AsyncWrite + Send + 'static,
+    {
+        serve_connection(self.clone(), io, opts).await
+    }
+
+    /// Spawns a server task on one end of an in-memory pipe and returns the
+    /// other end. Needs a Tokio runtime.
+    pub fn duplex(&self) -> tokio::io::DuplexStream {
+        let (client, server) = tokio::io::duplex(1 << 20);
+        let fake = self.clone();
+        tokio::spawn(async move {
+            let _ = fake.serve(server).await;
+        });
+        client
+    }
+
+    /// Listens on a Unix socket at `path` (replacing a stale socket file) and
+    /// serves every client that connects, until the returned handle is
+    /// dropped or shut down.
+    pub async fn serve_unix(&self, path: impl AsRef<Path>) -> io::Result<UnixServer> {
+        self.serve_unix_with(path, ServerOptions::default()).await
+    }
+
+    /// [`FakeLibvirt::serve_unix`] with explicit settings.
+    pub async fn serve_unix_with(
+        &self,
+        path: impl AsRef<Path>,
+        opts: ServerOptions,
+    ) -> io::Result<UnixServer> {
+        let path = path.as_ref().to_path_buf();
+        if path.exists() {
+            std::fs::remove_file(&path)?;
+        }
+        let listener = UnixListener::bind(&path)?;
+        let fake = self.clone();
+        let task = tokio::spawn(async move {
+            let mut clients = JoinSet::new();
+            loop {
+                tokio::select! {
+                    accepted = listener.accept() => {
+                        let Ok((stream, _)) = accepted else { continue };
+                        let fake = fake.clone();
+                        let opts = opts.clone();
+                        clients.spawn(async move {
+                            let _ = serve_connection(fake, stream, opts).await;
+                        });
+                    }
+                    Some(_) = clients.join_next(), if !clients.is_empty() => {}
+                }
+            }
+        });
+        Ok(UnixServer { path, task })
+    }
+}
+
+/// A Unix-socket listener serving a fake; dropping it stops the listener and
+/// every client connection, and removes the socket file.
+#[derive(Debug)]
+pub struct UnixServer {
+    path: PathBuf,
+    task: JoinHandle<()>,
+}
+
+impl UnixServer {
+    /// The socket path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Stops serving (same as dropping the handle).
+    pub fn shutdown(self) {}
+}
+
+impl Drop for UnixServer {
+    fn drop(&mut self) {
+        self.task.abort();
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+async fn write_loop<W: AsyncWrite>(w: W, mut rx: mpsc::UnboundedReceiver<Bytes>) {
+    let mut w = std::pin::pin!(w);
+    while let Some(b) = rx.recv().await {
+        if w.write_all(&b).await.is_err() || w.flush().await.is_err() {
+            return;
+        }
+    }
+    let _ = w.shutdown().await;
+}
+
+async fn serve_connection<S>(fake: FakeLibvirt, io: S, opts: ServerOptions) -> io::Result<()>
+where
+    S: AsyncRead + AsyncWrite + Send + 'static,
+{
+    let Ok(conn) = fake.connect() else {
+        // A refused dial: close at once.
+        return Ok(());
+    };
+    let (rd, wr) = tokio::io::split(io);
+    let mut rd = std::pin::pin!(rd);
+    if conn.is_black_hole() {
+        // Accept and read, never answer.
+        let mut sink = vec![0u8; 64 * 1024];
+        while matches!(rd.read(&mut sink).await, Ok(n) if n > 0) {}
+        conn.close();
+        return Ok(());
+    }
+    let (tx, rx) = mpsc::unbounded_channel::<Bytes>();
+    let writer = tokio::spawn(write_loop(wr, rx));
+    let budget = Arc::new(Semaphore::new(opts.max_requests.max(1)));
+    let streams: Streams = Arc::default();
+    let mut buf = BytesMut::with_capacity(64 * 1024);
+    let mut closed = std::pin::pin!(conn.closed());
+    let tick = opts.keepalive_interval.unwrap_or(Duration::from_secs(3600));
+    let mut keepalive = tokio::time::interval_at(Instant::now() + tick, tick);
+    let mut last_rx = Instant::now();
+    let mut unanswered = 0u32;
+
+    let result = 'serve: loop {
+        loop {
+            match Packet::decode_from(&mut buf) {
+                Ok(Some(pkt)) => {
+                    last_rx = Instant::now();
+                    unanswered = 0;
+                    tokio::select! {
+                        _ = handle_packet(&conn, pkt, &tx, &budget, &streams) => {}
+                        _ = &mut closed => break 'serve Ok(()),
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    // A peer out of sync cannot be answered: drop it.
+                    break 'serve Err(io::Error::new(io::ErrorKind::InvalidData, e));
+                }
+            }
+        }
+        tokio::select! {
+            n = rd.read_buf(&mut buf) => match n {
+                Ok(0) => break Ok(()),
+                Ok(_) => {}
+                Err(e) => break Err(e),
+            },
+            _ = &mut closed => break Ok(()),
+            _ = keepalive.tick(), if opts.keepalive_interval.is_some() => {
+                if conn.keepalive_requested() && last_rx.elapsed() >= tick {
+                    if unanswered >= opts.keepalive_count {
+                        break Ok(());
+                    }
+                    unanswered += 1;
+                    send(&tx, &Header::keepalive(KEEPALIVE_PING), &());
+                }
+            }
+        }
+    };
+    let dropped = conn.was_dropped();
+    conn.close();
+    drop(tx);
+    streams.lock().expect("stream table poisoned").clear();
+    if dropped {
+        // A dropped connection goes away with whatever was not yet written.
+        writer.abort();
+    }
+    let _ = writer.await;
+    result
+}
+
+fn send<T: Encode + ?Sized>(tx: &Tx, header: &Header, body: &T) {
+    let mut out = BytesMut::new();
+    if encode_packet(&mut out, header, body).is_ok() {
+        let _ = tx.send(out.freeze());
+    }
+}
+
+fn remote_error(e: &VirError) -> RemoteError {
+    RemoteError {
+        code: ErrorCode::from_raw(e.code),
+        domain: ErrorDomain::from_raw(e.domain),
+        message: Some(e.message.clone()),
+        level: ErrorLevel::from_raw(e.level),
+        dom: None,
+        str1: e.str1.clone(),
+        str2: e.str2.clone(),
+        str3: e.str3.clone(),
+        int1: e.int1,
+        int2: e.int2,
+        net: None,
+    }
+}
+
+fn rpc_error(detail: impl Into<String>) -> VirError {
+    VirError::new(code::RPC, domain::RPC, detail)
+}
+
+fn send_error(tx: &Tx, call: &Header, e: &VirError) {
+    let mut out = BytesMut::new();
+    if encode_error_reply(&mut out, call, &remote_error(e)).is_ok() {
+        let _ = tx.send(out.freeze());
+    }
+}
+
+async fn handle_packet(
+    conn: &FakeConnection,
+    pkt: Packet,
+    tx: &Tx,
+    budget: &Arc<Semaphore>,
+    streams: &Streams,
+) {
+    let h = pkt.header;
+    match (h.program, h.kind) {
+        (KEEPALIVE_PROGRAM, MessageType::Message) if h.procedure == KEEPALIVE_PING => {
+            send(tx, &Header::keepalive(KEEPALIVE_PONG), &());
+        }
+        (REMOTE_PROGRAM, MessageType::Call) if h.version == REMOTE_VERSION => {
+            if h.status != Status::Ok {
+                send_error(tx, &h, &rpc_error("Unexpected message status"));
+                return;
+            }
+            // Like libvirtd, stop reading while the client's budget is spent.
+            let Ok(permit) = budget.clone().acquire_owned().await else {
+                return;
+            };
+            tokio::spawn(handle_call(
+                conn.clone(),
+                pkt,
+                tx.clone(),
+                streams.clone(),
+                permit,
+            ));
+        }
+        (REMOTE_PROGRAM, MessageType::Stream) => {
+            let sender = streams
+                .lock()
+                .expect("stream table poisoned")
+                .get(&h.serial)
+                .cloned();
+            // Data for no open stream is ignored, as libvirtd does.
+            if let Some(s) = sender {
+                let _ = s.send(pkt).await;
+            }
+        }
+        (_, MessageType::Call | MessageType::CallWithFds) => {
+            send_error(
+                tx,
+                &h,
+                &rpc_error(format!(
+                    "Cannot find program {} version {}",
+                    h.program, h.version
+                )),
+            );
+        }
+        // Replies, events and holes from a client are dropped unanswered.
+        _ => {}
+    }
+}
+
+async fn handle_call(
+    conn: FakeConnection,
+    pkt: Packet,
+    tx: Tx,
+    streams: Streams,
+    permit: OwnedSemaphorePermit,
+) {
+    let h = pkt.header;
+    let args = match CallArgs::decode(h.remote_procedure(), &pkt.payload) {
+        Ok(a) => a,
+        Err(WireError::UnknownProcedure(n)) => {
+            send_error(&tx, &h, &rpc_error(format!("unknown procedure: {n}")));
+            return;
+        }
+        Err(_) => {
+            send_error(&tx, &h, &rpc_error("Unable to decode message payload"));
+            return;
+        }
+    };
+    match dispatch(&conn, &h, args, &tx, &streams).await {
+        Ok(reply) => {
+            let _ = tx.send(reply);
+        }
+        Err(CallError::Libvirt(e)) => send_error(&tx, &h, &e),
+        // The connection is gone: nothing is answered.
+        Err(CallError::Closed) => {}
+    }
+    drop(permit);
+}
+
+fn reply<T: Encode + ?Sized>(call: &Header, ret: &T) -> Result<Bytes, CallError> {
+    let mut out = BytesMut::new();
+    encode_reply(&mut out, call, ret)
+        .map_err(|e| CallError::Libvirt(rpc_error(format!("unable to encode reply: {e}"))))?;
+    Ok(out.freeze())
+}
+
+fn dom_in(d: &libvirt_wire::Domain) -> DomainRef {
+    DomainRef {
+        name: d.name.clone(),
+        uuid: uuid::Uuid::from_bytes(d.uuid.0),
+        id: d.id,
+    }
+}
+
+fn dom_out(d: &DomainRef) -> libvirt_wire::Domain {
+    libvirt_wire::Domain {
+        name: d.name.clone(),
+        uuid: libvirt_wire::Uuid(*d.uuid.as_bytes()),
+        id: d.id,
+    }
+}
+
+fn pool_in(p: &libvirt_wire::StoragePool) -> PoolRef {
+    PoolRef {
+        name: p.name.clone(),
+        uuid: uuid::Uuid::from_bytes(p.uuid.0),
+    }
+}
+
+fn pool_out(p: &PoolRef) -> libvirt_wire::StoragePool {
+    libvirt_wire::StoragePool {
+        name: p.name.clone(),
+        uuid: libvirt_wire::Uuid(*p.uuid.as_bytes()),
+    }
+}
+
+fn vol_in(v: &libvirt_wire::StorageVol) -> VolRef {
+    VolRef {
+        pool: v.pool.clone(),
+        name: v.name.clone(),
+        key: v.key.clone(),
+    }
+}
+
+fn vol_out(v: &VolRef) -> libvirt_wire::StorageVol {
+    libvirt_wire::StorageVol {
+        pool: v.pool.clone(),
+        name: v.name.clone(),
+        key: v.key.clone(),
+    }
+}
+
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+async fn dispatch(
+    c: &FakeConnection,
+    h: &Header,
+    args: CallArgs,
+    tx: &Tx,
+    streams: &Streams,
+) -> Result<Bytes, CallError> {
+    match args {
+        CallArgs::ConnectOpen(a) => {
+            c.open(a.name.as_deref(), a.flags).await?;
+            reply(h, &())
+        }
+        CallArgs::ConnectClose(()) => {
+            c.connect_close().await?;
+            reply(h, &())
+        }
+        CallArgs::ConnectGetCapabilities(()) => reply(
+            h,
+            &ConnectGetCapabilitiesRet {
+                capabilities: c.get_capabilities().await?,
+            },
+        ),
+        CallArgs::ConnectGetHostname(()) => reply(
+            h,
+            &ConnectGetHostnameRet {
+                hostname: c.get_hostname().await?,
+            },
+        ),
+        CallArgs::ConnectSupportsFeature(a) => reply(
+            h,
+            &ConnectSupportsFeatureRet {
+                supported: c.supports_feature(a.feature).await?,
+            },
+        ),
+        CallArgs::AuthList(()) => {
+            let types = c.auth_list().await?;
+            reply(
+                h,
+                &AuthListRet {
+                    types: types.into_iter().map(AuthType::from_raw).collect(),
+                },
+            )
+        }
+        CallArgs::AuthPolkit(()) => reply(
+            h,
+            &AuthPolkitRet {
+                complete: c.auth_polkit().await?,
+            },
+        ),
+        CallArgs::ConnectGetUri(()) => reply(
+            h,
+            &ConnectGetUriRet {
+                uri: c.get_uri().await?,
+            },
+        ),
+        CallArgs::ConnectGetLibVersion(()) => reply(
+            h,
+            &ConnectGetLibVersionRet {
+                lib_ver: c.get_lib_version().await?,
+            },
+        ),
+        CallArgs::ConnectListAllDomains(a) => {
+            let doms = c.list_all_domains(a.flags).await?;
+            let n = count(doms.len());
+            let domains = if a.need_results != 0 {
+                doms.iter().map(dom_out).collect()
+            } else {
+                Vec::new()
+            };
+            reply(h, &ConnectListAllDomainsRet { domains, ret: n })
+        }
+        CallArgs::ConnectListAllStoragePools(a) => {
+            let pools = c.list_all_storage_pools(a.flags).await?;
+            let n = count(pools.len());
+            let pools = if a.need_results != 0 {
+                pools.iter().map(pool_out).collect()
+            } else {
+                Vec::new()
+            };
+            reply(h, &ConnectListAllStoragePoolsRet { pools, ret: n })
+        }
+        CallArgs::DomainCreate(a) => {
+            c.domain_create(&dom_in(&a.dom)).await?;
+            reply(h, &())
+        }
+        CallArgs::DomainCreateWithFlags(a) => {
+            let d = c.domain_create_with_flags(&dom_in(&a.dom), a.flags).await?;
+            reply(h, &DomainCreateWithFlagsRet { dom: dom_out(&d) })
+        }
+        CallArgs::DomainDefineXml(a) => {
+            let d = c.domain_define_xml(&a.xml).await?;
+            reply(h, &DomainDefineXmlRet { dom: dom_out(&d) })
+        }
+        CallArgs::DomainDefineXmlFlags(a) => {
+            let d = c.domain_define_xml_flags(&a.xml, a.flags).await?;
+            reply(h, &DomainDefineXmlFlagsRet { dom: dom_out(&d) })
+        }
+        CallArgs::DomainDestroy(a) => {
+            c.domain_destroy(&dom_in(&a.dom)).await?;
+            reply(h, &())
+        }
+        CallArgs::DomainDestroyFlags(a) => {
+            c.domain_destroy_flags(&dom_in(&a.dom), a.flags).await?;
+            reply(h, &())
+        }
+        CallArgs::DomainShutdownFlags(a) => {
+            c.domain_shutdown_flags(&dom_in(&a.dom), a.flags).await?;
+            reply(h, &())
+        }
+        CallArgs::DomainUndefineFlags(a) => {
+            c.domain_undefine_flags(&dom_in(&a.dom), a.flags).await?;
+            reply(h, &())
+        }
+        CallArgs::DomainGetXmlDesc(a) => reply(
+            h,
+            &DomainGetXmlDescRet {
+                xml: c.domain_get_xml_desc(&dom_in(&a.dom), a.flags).await?,
+            },
+        ),
+        CallArgs::DomainGetInfo(a) => {
+            let i = c.domain_get_info(&dom_in(&a.dom)).await?;
+            reply(
+                h,
+                &DomainGetInfoRet {
+                    state: i.state as u8,
+                    max_mem: i.max_mem_kib,
+                    memory: i.memory_kib,
+                    nr_virt_cpu: i.nr_virt_cpu,
+                    cpu_time: i.cpu_time_ns,
+                },
+            )
+        }
+        CallArgs::DomainGetState(a) => {
+            let (state, reason) = c.domain_get_state(&dom_in(&a.dom), a.flags).await?;
+            reply(
+                h,
+                &DomainGetStateRet {
+                    state: state as i32,
+                    reason,
+                },
+            )
+        }
+        CallArgs::DomainLookupByName(a) => {
+            let d = c.domain_lookup_by_name(&a.name).await?;
+            reply(h, &DomainLookupByNameRet { dom: dom_out(&d) })
+        }
+        CallArgs::DomainLookupByUuid(a) => {
+            let d = c
+                .domain_lookup_by_uuid(&uuid::Uuid::from_bytes(a.uuid.0))
+                .await?;
+            reply(h, &DomainLookupByUuidRet { dom: dom_out(&d) })
+        }
+        CallArgs::DomainSetMetadata(a) => {
+            c.domain_set_metadata(
+                &dom_in(&a.dom),
+                a.kind,
+                a.metadata.as_deref(),
+                a.key.as_deref(),
+                a.uri.as_deref(),
+                a.flags,
+            )
+            .await?;
+            reply(h, &())
+        }
+        CallArgs::DomainGetMetadata(a) => reply(
+            h,
+            &DomainGetMetadataRet {
+                metadata: c
+                    .domain_get_metadata(&dom_in(&a.dom), a.kind, a.uri.as_deref(), a.flags)
+                    .await?,
+            },
+        ),
+        CallArgs::DomainInterfaceAddresses(a) => {
+            let ifaces = c
+                .domain_interface_addresses(&dom_in(&a.dom), a.source, a.flags)
+                .await?;
+            let ifaces = ifaces
+                .into_iter()
+                .map(|i| DomainInterface {
+                    name: i.name,
+                    hwaddr: i.hwaddr,
+                    addrs: i
+                        .addrs
+                        .into_iter()
+                        .map(|a| DomainIpAddr {
+                            kind: a.kind,
+                            addr: a.addr,
+                            prefix: a.prefix,
+                        })
+                        .collect(),
+                })
+                .collect();
+            reply(h, &DomainInterfaceAddressesRet { ifaces })
+        }
+        CallArgs::StoragePoolLookupByName(a) => {
+            let p = c.storage_pool_lookup_by_name(&a.name).await?;
+            reply(h, &StoragePoolLookupByNameRet { pool: pool_out(&p) })
+        }
+        CallArgs::StoragePoolGetInfo(a) => {
+            let i = c.storage_pool_get_info(&pool_in(&a.pool)).await?;
+            reply(
+                h,
+                &StoragePoolGetInfoRet {
+                    state: i.state as u8,
+                    capacity: i.capacity,
+                    allocation: i.allocation,
+                    available: i.available,
+                },
+            )
+        }
+        CallArgs::StoragePoolRefresh(a) => {
+            c.storage_pool_refresh(&pool_in(&a.pool), a.flags).await?;
+            reply(h, &())
+        }
+        CallArgs::StoragePoolListAllVolumes(a) => {
+            let vols = c
+                .storage_pool_list_all_volumes(&pool_in(&a.pool), a.flags)
+                .await?;
+            let n = count(vols.len());
+            let vols = if a.need_results != 0 {
+                vols.iter().map(vol_out).collect()
+            } else {
+                Vec::new()
+            };
+            reply(h, &StoragePoolListAllVolumesRet { vols, ret: n })
+        }
+        CallArgs::StorageVolCreateXml(a) => {
+            let v = c
+                .storage_vol_create_xml(&pool_in(&a.pool), &a.xml, a.flags)
+                .await?;
+            reply(h, &StorageVolCreateXmlRet { vol: vol_out(&v) })
+        }
+        CallArgs::StorageVolLookupByName(a) => {
+            let v = c
+                .storage_vol_lookup_by_name(&pool_in(&a.pool), &a.name)
+                .await?;
+            reply(h, &StorageVolLookupByNameRet { vol: vol_out(&v) })
+        }
+        CallArgs::StorageVolDelete(a) => {
+            c.storage_vol_delete(&vol_in(&a.vol), a.flags).await?;
+            reply(h, &())
+        }
+        CallArgs::StorageVolGetInfo(a) => {
+            let i = c.storage_vol_get_info(&vol_in(&a.vol)).await?;
+            reply(
+                h,
+                &StorageVolGetInfoRet {
+                    kind: i8::try_from(i.kind).unwrap_or(0),
+                    capacity: i.capacity,
+                    allocation: i.allocation,
+                },
+            )
+        }
+        CallArgs::StorageVolGetPath(a) => reply(
+            h,
+            &StorageVolGetPathRet {
+                name: c.storage_vol_get_path(&vol_in(&a.vol)).await?,
+            },
+        ),
+        CallArgs::StorageVolUpload(a) => {
+            let upload = c
+                .storage_vol_upload(&vol_in(&a.vol), a.offset, a.length, a.flags)
+                .await?;
+            // The stream exists before the REPLY leaves, so data sent right
+            // after it is never lost.
+            let (stx, srx) = mpsc::channel(4);
+            streams
+                .lock()
+                .expect("stream table poisoned")
+                .insert(h.serial, stx);
+            tokio::spawn(upload_loop(upload, srx, tx.clone(), *h, streams.clone()));
+            reply(h, &())
+        }
+    }
+}
+
+/// Feeds one upload stream from its STREAM packets.
+async fn upload_loop(
+    mut upload: Upload,
+    mut rx: mpsc::Receiver<Packet>,
+    tx: Tx,
+    call: Header,
+    streams: Streams,
+) {
+    let done = |streams: &Streams| {
+        // Later packets of this stream are swallowed, as libvirtd does.
+        streams
+            .lock()
+            .expect("stream table poisoned")
+            .remove(&call.serial);
+    };
+    while let Some(p) = rx.recv().await {
+        match p.header.status {
+            Status::Continue => {
+                if let Err(e) = upload.send(&p.payload) {
+                    if let CallError::Libvirt(e) = e {
+                        send_stream_error(&tx, &call, &e);
+                    }
+                    done(&streams);
+                    return;
+                }
+            }
+            Status::Ok => {
+                match upload.finish() {
+                    Ok(()) => send(&tx, &call.stream(Status::Ok), &()),
+                    Err(CallError::Libvirt(e)) => send_stream_error(&tx, &call, &e),
+                    Err(CallError::Closed) => {}
+                }
+                done(&streams);
+                return;
+            }
+            Status::Error => {
+                let _ = upload.abort();
+                send(&tx, &call.stream(Status::Ok), &());
+                done(&streams);
+                return;
+            }
+            Status::Other(n) => {
+                let e = rpc_error(format!("stream aborted with unexpected status {n}"));
+                send_stream_error(&tx, &call, &e);
+                done(&streams);
+                return;
+            }
+        }
+    }
+}
+
+fn send_stream_error(tx: &Tx, call: &Header, e: &VirError) {
+    send(tx, &call.stream(Status::Error), &remote_error(e));
+}

@@ -1,0 +1,319 @@
+//! The fake daemon: raw packets built with `libvirt-wire` in, libvirt's
+//! replies out; keepalive, the 5-request budget, overlapping latency,
+//! uploads, dropped connections and the Unix-socket listener.
+
+use std::time::Duration;
+
+use bytes::BytesMut;
+use libvirt_fake::{FakeLibvirt, Fault, FaultRule, Procedure as P, VolumeContent, code as err};
+use libvirt_wire::{
+    ConnectOpenArgs, DomainDefineXmlArgs, DomainLookupByNameArgs, Encode, ErrorCode, Header,
+    KEEPALIVE_PING, KEEPALIVE_PONG, MessageType, Packet, Procedure, Status,
+    StoragePoolLookupByNameArgs, StoragePoolLookupByNameRet, StorageVolCreateXmlArgs,
+    StorageVolCreateXmlRet, StorageVolUploadArgs, encode_packet, encode_raw,
+};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::time::Instant;
+
+use crate::common::{bios_xml, pool_fake};
+
+struct Raw<S> {
+    io: S,
+    buf: BytesMut,
+    serial: u32,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Raw<S> {
+    fn new(io: S) -> Self {
+        Raw {
+            io,
+            buf: BytesMut::new(),
+            serial: 0,
+        }
+    }
+
+    async fn send<T: Encode + ?Sized>(&mut self, proc_: Procedure, args: &T) -> u32 {
+        self.serial += 1;
+        let mut out = BytesMut::new();
+        encode_packet(&mut out, &Header::call(proc_, self.serial), args).unwrap();
+        self.io.write_all(&out).await.unwrap();
+        self.serial
+    }
+
+    async fn read(&mut self) -> Option<Packet> {
+        loop {
+            if let Some(p) = Packet::decode_from(&mut self.buf).unwrap() {
+                return Some(p);
+            }
+            if self.io.read_buf(&mut self.buf).await.unwrap() == 0 {
+                return None;
+            }
+        }
+    }
+
+    async fn call<T: Encode + ?Sized>(&mut self, proc_: Procedure, args: &T) -> Packet {
+        let serial = self.send(proc_, args).await;
+        let p = self.read().await.expect("a reply");
+        assert_eq!(p.header.serial, serial);
+        p
+    }
+
+    async fn handshake(&mut self) {
+        let p = self.call(Procedure::AuthList, &()).await;
+        assert_eq!(p.header.status, Status::Ok);
+        let open = ConnectOpenArgs {
+            name: Some("qemu:///system".into()),
+            flags: 0,
+        };
+        let p = self.call(Procedure::ConnectOpen, &open).await;
+        assert_eq!(p.header.status, Status::Ok);
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[tokio::test]
+async fn raw_auth_list_call_gets_the_reference_reply() {
+    let fake = FakeLibvirt::new();
+    let mut io = fake.duplex();
+    // AUTH_LIST, serial 1, exactly as the protocol reference spells it.
+    let call = "0000001c200080860000000100000042000000000000000100000000";
+    let bytes: Vec<u8> = (0..call.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&call[i..i + 2], 16).unwrap())
+        .collect();
+    io.write_all(&bytes).await.unwrap();
+    let mut reply = vec![0u8; 36];
+    io.read_exact(&mut reply).await.unwrap();
+    assert_eq!(
+        hex(&reply),
+        "00000024200080860000000100000042000000010000000100000000\
+         0000000100000000"
+    );
+}
+
+#[tokio::test]
+async fn calls_and_errors_over_the_wire() {
+    let fake = FakeLibvirt::new();
+    let mut c = Raw::new(fake.duplex());
+    // Before ConnectOpen the hypervisor is not reachable.
+    let p = c.call(Procedure::ConnectGetHostname, &()).await;
+    assert_eq!(p.header.kind, MessageType::Reply);
+    assert_eq!(p.header.status, Status::Error);
+    let e = p.remote_error().unwrap();
+    assert_eq!(e.code, ErrorCode::InternalError);
+    assert_eq!(
+        e.message(),
+        "internal error: hypervisor connection not open"
+    );
+    c.handshake().await;
+    let p = c
+        .call(
+            Procedure::DomainDefineXml,
+            &DomainDefineXmlArgs {
+                xml: bios_xml("w1"),
+            },
+        )
+        .await;
+    assert_eq!(p.header.status, Status::Ok);
+    let p = c
+        .call(
+            Procedure::DomainLookupByName,
+            &DomainLookupByNameArgs {
+                name: "missing".into(),
+            },
+        )
+        .await;
+    let e = p.remote_error().unwrap();
+    assert_eq!(e.code, ErrorCode::NoDomain);
+    assert_eq!(e.code.to_raw(), err::NO_DOMAIN);
+    assert_eq!(
+        e.message(),
+        "Domain not found: no domain with matching name 'missing'"
+    );
+    assert_eq!((e.int1, e.int2), (-1, -1));
+    assert_eq!(e.str1.as_deref(), Some("Domain not found: %s"));
+    let p = c.call(Procedure::Other(9999), &()).await;
+    let e = p.remote_error().unwrap();
+    assert_eq!(e.code, ErrorCode::Rpc);
+    assert_eq!(e.message(), "RPC error: unknown procedure: 9999");
+    assert_eq!(fake.domains().len(), 1);
+}
+
+#[tokio::test]
+async fn keepalive_ping_gets_a_pong() {
+    let fake = FakeLibvirt::new();
+    let mut c = Raw::new(fake.duplex());
+    let mut out = BytesMut::new();
+    encode_packet(&mut out, &Header::keepalive(KEEPALIVE_PING), &()).unwrap();
+    c.io.write_all(&out).await.unwrap();
+    let p = c.read().await.unwrap();
+    assert_eq!(p.header, Header::keepalive(KEEPALIVE_PONG));
+    assert!(fake.trace().calls().is_empty(), "keepalive is not a call");
+}
+
+#[tokio::test(start_paused = true)]
+async fn injected_latency_overlaps_and_replies_come_out_of_order() {
+    let fake = FakeLibvirt::new();
+    let mut c = Raw::new(fake.duplex());
+    c.handshake().await;
+    fake.faults()
+        .add(FaultRule::on(P::ConnectGetHostname, Fault::Delay(Duration::from_secs(5))).once());
+    let start = Instant::now();
+    let slow = c.send(Procedure::ConnectGetHostname, &()).await;
+    let fast = c.send(Procedure::ConnectGetLibVersion, &()).await;
+    let first = c.read().await.unwrap();
+    assert_eq!(first.header.serial, fast);
+    assert!(start.elapsed() < Duration::from_secs(1));
+    let second = c.read().await.unwrap();
+    assert_eq!(second.header.serial, slow);
+    assert!(start.elapsed() >= Duration::from_secs(5));
+    assert!(start.elapsed() < Duration::from_secs(6));
+}
+
+#[tokio::test(start_paused = true)]
+async fn at_most_five_requests_in_flight_per_client() {
+    let fake = FakeLibvirt::new();
+    let mut c = Raw::new(fake.duplex());
+    c.handshake().await;
+    fake.faults().add(FaultRule::on(
+        P::ConnectGetHostname,
+        Fault::Delay(Duration::from_secs(10)),
+    ));
+    let start = Instant::now();
+    for _ in 0..6 {
+        c.send(Procedure::ConnectGetHostname, &()).await;
+    }
+    let quick = c.send(Procedure::ConnectGetLibVersion, &()).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        fake.trace().count(P::ConnectGetHostname),
+        5,
+        "the sixth call waits for a free slot"
+    );
+    assert_eq!(fake.trace().count(P::ConnectGetLibVersion), 0);
+    let mut got_quick_at = None;
+    for _ in 0..7 {
+        let p = c.read().await.unwrap();
+        if p.header.serial == quick {
+            got_quick_at = Some(start.elapsed());
+        }
+    }
+    let at = got_quick_at.expect("the queued call is answered");
+    assert!(
+        at >= Duration::from_secs(10),
+        "queued behind the budget: {at:?}"
+    );
+    assert!(start.elapsed() >= Duration::from_secs(20));
+}
+
+#[tokio::test]
+async fn upload_stream_over_the_wire() {
+    let fake = pool_fake();
+    let mut c = Raw::new(fake.duplex());
+    c.handshake().await;
+    let p = c
+        .call(
+            Procedure::StoragePoolLookupByName,
+            &StoragePoolLookupByNameArgs {
+                name: "default".into(),
+            },
+        )
+        .await;
+    let pool = p
+        .decode_payload::<StoragePoolLookupByNameRet>()
+        .unwrap()
+        .pool;
+    let p = c
+        .call(
+            Procedure::StorageVolCreateXml,
+            &StorageVolCreateXmlArgs {
+                pool,
+                xml: "<volume><name>seed.iso</name><capacity>8</capacity></volume>".into(),
+                flags: 0,
+            },
+        )
+        .await;
+    let vol = p.decode_payload::<StorageVolCreateXmlRet>().unwrap().vol;
+    let serial = c
+        .send(
+            Procedure::StorageVolUpload,
+            &StorageVolUploadArgs {
+                vol,
+                offset: 0,
+                length: 0,
+                flags: 0,
+            },
+        )
+        .await;
+    let p = c.read().await.unwrap();
+    assert_eq!(
+        (p.header.kind, p.header.status),
+        (MessageType::Reply, Status::Ok)
+    );
+    let stream = Header::call(Procedure::StorageVolUpload, serial);
+    let mut out = BytesMut::new();
+    encode_raw(&mut out, &stream.stream(Status::Continue), b"cidata").unwrap();
+    encode_raw(&mut out, &stream.stream(Status::Continue), b"!!").unwrap();
+    encode_raw(&mut out, &stream.stream(Status::Ok), b"").unwrap();
+    c.io.write_all(&out).await.unwrap();
+    let p = c.read().await.unwrap();
+    assert_eq!(
+        (p.header.kind, p.header.status),
+        (MessageType::Stream, Status::Ok)
+    );
+    assert_eq!(p.header.serial, serial);
+    assert_eq!(
+        fake.volume("default", "seed.iso").unwrap().content,
+        VolumeContent::Bytes(b"cidata!!".to_vec())
+    );
+}
+
+#[tokio::test]
+async fn dropped_connection_fault_closes_the_transport() {
+    let fake = FakeLibvirt::new();
+    let mut c = Raw::new(fake.duplex());
+    c.handshake().await;
+    let h = fake
+        .faults()
+        .add(FaultRule::on(P::ConnectGetHostname, Fault::DropConnection).once());
+    c.send(Procedure::ConnectGetHostname, &()).await;
+    assert!(c.read().await.is_none(), "EOF instead of a reply");
+    assert!(h.fired());
+    // A new dial works.
+    let mut c2 = Raw::new(fake.duplex());
+    c2.handshake().await;
+    assert_eq!(fake.trace().dial_count(), 2);
+}
+
+#[tokio::test]
+async fn connect_close_replies_then_closes() {
+    let fake = FakeLibvirt::new();
+    let mut c = Raw::new(fake.duplex());
+    c.handshake().await;
+    let p = c.call(Procedure::ConnectClose, &()).await;
+    assert_eq!(p.header.status, Status::Ok);
+    assert!(c.read().await.is_none());
+}
+
+#[tokio::test]
+async fn unix_socket_listener_serves_clients() {
+    let fake = FakeLibvirt::new();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("libvirt-sock");
+    let server = fake.serve_unix(&path).await.unwrap();
+    for _ in 0..2 {
+        let stream = tokio::net::UnixStream::connect(server.path())
+            .await
+            .unwrap();
+        let mut c = Raw::new(stream);
+        c.handshake().await;
+        let p = c.call(Procedure::ConnectGetHostname, &()).await;
+        assert_eq!(p.header.status, Status::Ok);
+    }
+    assert_eq!(fake.trace().dial_count(), 2);
+    server.shutdown();
+    assert!(!path.exists());
+}
