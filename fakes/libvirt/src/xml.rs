@@ -211,12 +211,16 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
                             skip_depth = Some(depth);
                         }
                     } else if depth == 0 {
-                        let mut root = BytesStart::new(qname.clone());
+                        // Keep the attributes as written (libvirt quotes with
+                        // apostrophes); only the running id goes.
+                        let mut content = qname.clone();
                         for a in e.attributes().flatten() {
                             if a.key.as_ref() != "id" {
-                                root.push_attribute(a);
+                                let q = if a.value.contains('\'') { '"' } else { '\'' };
+                                content.push_str(&format!(" {}={q}{}{q}", a.key.as_ref(), a.value));
                             }
                         }
+                        let root = BytesStart::from_content(content, qname.len());
                         let out = if is_start {
                             Event::Start(root)
                         } else {
@@ -721,4 +725,100 @@ pub(crate) fn parse_volume(xml: &str) -> Result<ParsedVolume, VirError> {
         ));
     }
     Ok(vol)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NS: &str = "https://example.org/ns";
+
+    #[test]
+    fn inject_qualifies_every_element_without_a_namespace() {
+        let got = inject_namespace(
+            "<instance id='1'><id>7</id><o:x xmlns:o='urn:o'/></instance>",
+            "k",
+            NS,
+        )
+        .unwrap();
+        assert_eq!(
+            got,
+            format!(
+                "<k:instance xmlns:k=\"{NS}\" id=\"1\"><k:id>7</k:id><o:x xmlns:o=\"urn:o\"/></k:instance>"
+            )
+        );
+    }
+
+    #[test]
+    fn strip_undoes_inject_and_keeps_other_namespaces() {
+        let src = "<instance id=\"1\"><id>7</id><o:x xmlns:o=\"urn:o\"/><e></e></instance>";
+        let q = inject_namespace(src, "k", NS).unwrap();
+        assert_eq!(
+            strip_namespace(&q, "k", NS).unwrap(),
+            "<instance id=\"1\"><id>7</id><o:x xmlns:o=\"urn:o\"/><e/></instance>"
+        );
+    }
+
+    #[test]
+    fn elements_under_a_default_namespace_keep_it() {
+        let got = inject_namespace("<a><b xmlns='urn:d'><c/></b><d/></a>", "k", NS).unwrap();
+        assert_eq!(
+            got,
+            format!("<k:a xmlns:k=\"{NS}\"><b xmlns=\"urn:d\"><c/></b><k:d/></k:a>")
+        );
+    }
+
+    #[test]
+    fn malformed_metadata_is_an_xml_error() {
+        for bad in ["<a>", "<a/><b/>", "text", "", "<a></b>"] {
+            let e = inject_namespace(bad, "k", NS).unwrap_err();
+            assert_eq!(e.code, crate::error::code::XML_ERROR, "{bad}");
+        }
+        let e = inject_namespace("<a/>", "no:colon", NS).unwrap_err();
+        assert_eq!(e.code, crate::error::code::INVALID_ARG);
+    }
+
+    #[test]
+    fn domain_body_drops_uuid_metadata_and_id_and_render_restores_them() {
+        let src = format!(
+            "<domain type='kvm' id='3'>\n  <name>a &amp; b</name>\n  <uuid>535260dc-c8f5-4300-8334-20d1fe3c014f</uuid>\n  \
+             <metadata><k:i xmlns:k='{NS}' v='1'/></metadata>\n  <os firmware='efi'><nvram>/n/a.fd</nvram></os>\n</domain>"
+        );
+        let p = parse_domain(&src).unwrap();
+        assert_eq!(p.name, "a & b");
+        assert!(p.uefi);
+        assert_eq!(p.nvram_path.as_deref(), Some("/n/a.fd"));
+        assert_eq!(p.metadata.len(), 1);
+        assert_eq!(p.metadata[0].xml, "<i v=\"1\"/>");
+        assert!(
+            !p.body.contains("uuid") && !p.body.contains("metadata") && !p.body.contains("id='3'")
+        );
+        let uuid = p.uuid.unwrap();
+        let out = render_domain(&p.body, &uuid, Some(4), &p.metadata);
+        assert!(out.starts_with("<domain type='kvm' id='4'>"), "{out}");
+        assert!(out.contains(&format!("<uuid>{uuid}</uuid>")), "{out}");
+        assert!(
+            out.contains(&format!("<k:i xmlns:k=\"{NS}\" v=\"1\"/>")),
+            "{out}"
+        );
+        // The rendered document parses back to the same facts.
+        let again = parse_domain(&out).unwrap();
+        assert_eq!(again.uuid, Some(uuid));
+        assert_eq!(again.metadata, p.metadata);
+    }
+
+    #[test]
+    fn volume_units_and_defaults() {
+        let v = parse_volume(
+            "<volume><name>x</name><capacity unit='G'>2</capacity><allocation unit='KiB'>4</allocation></volume>",
+        )
+        .unwrap();
+        assert_eq!(v.capacity, Some(2 << 30));
+        assert_eq!(v.allocation, Some(4096));
+        let e = parse_volume("<volume><name>x</name></volume>").unwrap_err();
+        assert_eq!(e.message, "XML error: missing capacity element");
+        let e = parse_volume("<volume><name>x</name><capacity unit='Q'>1</capacity></volume>")
+            .unwrap_err();
+        assert_eq!(e.code, crate::error::code::XML_ERROR);
+    }
 }

@@ -317,3 +317,105 @@ async fn unix_socket_listener_serves_clients() {
     server.shutdown();
     assert!(!path.exists());
 }
+
+#[tokio::test(start_paused = true)]
+async fn server_pings_a_silent_keepalive_client_then_drops_it() {
+    let fake = FakeLibvirt::new();
+    let (client, server) = tokio::io::duplex(1 << 16);
+    let opts = libvirt_fake::ServerOptions {
+        keepalive_interval: Some(Duration::from_secs(1)),
+        keepalive_count: 2,
+        ..Default::default()
+    };
+    let task = tokio::spawn({
+        let fake = fake.clone();
+        async move { fake.serve_with(server, opts).await }
+    });
+    let mut c = Raw::new(client);
+    let p = c
+        .call(
+            Procedure::ConnectSupportsFeature,
+            &libvirt_wire::ConnectSupportsFeatureArgs { feature: 10 },
+        )
+        .await;
+    assert_eq!(p.header.status, Status::Ok);
+    let start = Instant::now();
+    let mut pings = 0;
+    while let Some(p) = c.read().await {
+        assert_eq!(p.header, Header::keepalive(KEEPALIVE_PING));
+        pings += 1;
+    }
+    assert_eq!(pings, 2);
+    assert!(start.elapsed() >= Duration::from_secs(2));
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn stream_error_mid_upload_reaches_the_client() {
+    let fake = pool_fake();
+    let mut c = Raw::new(fake.duplex());
+    c.handshake().await;
+    let p = c
+        .call(
+            Procedure::StoragePoolLookupByName,
+            &StoragePoolLookupByNameArgs {
+                name: "default".into(),
+            },
+        )
+        .await;
+    let pool = p
+        .decode_payload::<StoragePoolLookupByNameRet>()
+        .unwrap()
+        .pool;
+    let p = c
+        .call(
+            Procedure::StorageVolCreateXml,
+            &StorageVolCreateXmlArgs {
+                pool,
+                xml: "<volume><name>v</name><capacity>8</capacity></volume>".into(),
+                flags: 0,
+            },
+        )
+        .await;
+    let vol = p.decode_payload::<StorageVolCreateXmlRet>().unwrap().vol;
+    let h = fake.faults().stream_error_after(
+        4,
+        libvirt_fake::VirError::new(
+            err::INTERNAL_ERROR,
+            libvirt_fake::domain::STREAMS,
+            "disk full",
+        ),
+    );
+    let args = StorageVolUploadArgs {
+        vol,
+        offset: 0,
+        length: 0,
+        flags: 0,
+    };
+    let serial = c.send(Procedure::StorageVolUpload, &args).await;
+    assert_eq!(c.read().await.unwrap().header.status, Status::Ok);
+    let stream = Header::call(Procedure::StorageVolUpload, serial);
+    let mut out = BytesMut::new();
+    encode_raw(&mut out, &stream.stream(Status::Continue), b"abcdef").unwrap();
+    c.io.write_all(&out).await.unwrap();
+    let p = c.read().await.unwrap();
+    assert_eq!(
+        (p.header.kind, p.header.status),
+        (MessageType::Stream, Status::Error)
+    );
+    assert_eq!(
+        p.remote_error().unwrap().message(),
+        "internal error: disk full"
+    );
+    assert!(h.fired());
+    // Later packets of the dead stream are swallowed; other calls still work.
+    let mut out = BytesMut::new();
+    encode_raw(&mut out, &stream.stream(Status::Ok), b"").unwrap();
+    c.io.write_all(&out).await.unwrap();
+    let p = c.call(Procedure::ConnectGetHostname, &()).await;
+    assert_eq!(p.header.kind, MessageType::Reply);
+    assert_eq!(
+        fake.volume("default", "v").unwrap().content.bytes(),
+        Some(&b"abcd"[..])
+    );
+}
