@@ -9,6 +9,7 @@
 
 #![deny(missing_docs)]
 
+pub mod contract_doc;
 mod ctx;
 mod error;
 pub mod fixture;
