@@ -380,3 +380,118 @@ async fn sweep(cx: &Cx) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixture::{Hook, HookError, HookResult, Location, Testbed};
+    use crate::profile::Profile;
+    use crate::rules::rule;
+    use rstest::rstest;
+
+    struct Declared {
+        profile: Profile,
+        hooks: Vec<Hook>,
+        checker: bool,
+        locations: usize,
+    }
+
+    impl Fixture for Declared {
+        fn provider_name(&self) -> String {
+            "declared".into()
+        }
+        fn profile(&self) -> Profile {
+            self.profile
+        }
+        fn hooks(&self) -> Vec<Hook> {
+            self.hooks.clone()
+        }
+        fn locations(&self) -> Vec<Location> {
+            (0..self.locations)
+                .map(|i| Location {
+                    name: format!("l{i}"),
+                    placement: format!("z{i}"),
+                })
+                .collect()
+        }
+        fn has_checker(&self) -> bool {
+            self.checker
+        }
+        fn open(&self) -> crate::BoxFuture<'_, HookResult<Box<dyn Testbed>>> {
+            Box::pin(async { Err(HookError::new("no backend")) })
+        }
+    }
+
+    fn fixture(
+        profile: &[(&str, &str)],
+        hooks: &[Hook],
+        checker: bool,
+        locations: usize,
+    ) -> Declared {
+        let mut b = Profile::builder();
+        for (a, v) in profile {
+            b = b.with(a, v).unwrap();
+        }
+        Declared {
+            profile: b.build().unwrap(),
+            hooks: hooks.to_vec(),
+            checker,
+            locations,
+        }
+    }
+
+    #[rstest]
+    #[case::quota_none_is_not_applicable("CRE-QUOTA", &[("quota", "none")], &Hook::ALL, true, 2, Some(Outcome::NotApplicable))]
+    #[case::quota_detected_runs("CRE-QUOTA", &[], &Hook::ALL, true, 2, None)]
+    #[case::missing_capacity_hook_skips("CRE-QUOTA", &[], &[Hook::Faults], true, 2, Some(Outcome::Skipped))]
+    #[case::no_checker("CHK-ORDER", &[], &Hook::ALL, false, 2, Some(Outcome::NotApplicable))]
+    #[case::one_location("LST-ORDER", &[], &Hook::ALL, true, 1, Some(Outcome::Skipped))]
+    #[case::logging_none("GEN-LOGGING", &[("logging", "none")], &Hook::ALL, true, 2, Some(Outcome::NotApplicable))]
+    #[case::hookless_rule_always_runs("CRE-IDEMPOTENT", &[], &[], false, 1, None)]
+    fn applicability_follows_profile_hooks_and_needs(
+        #[case] id: &str,
+        #[case] profile: &[(&str, &str)],
+        #[case] hooks: &[Hook],
+        #[case] checker: bool,
+        #[case] locations: usize,
+        #[case] want: Option<Outcome>,
+    ) {
+        let f = fixture(profile, hooks, checker, locations);
+        let got = applicability(&f, rule(id).unwrap());
+        assert_eq!(got.as_ref().map(|(o, _)| *o), want, "{got:?}");
+        if let Some((_, reason)) = got {
+            assert!(!reason.is_empty());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_testbed_that_cannot_open_is_an_error_not_a_pass() {
+        let f: Arc<dyn Fixture> = Arc::new(fixture(&[], &Hook::ALL, true, 2));
+        let r = run_rule(
+            f,
+            rule("CRE-IDEMPOTENT").unwrap(),
+            &RunOptions::default(),
+            "0123456789",
+        )
+        .await;
+        assert_eq!(r.outcome, Outcome::Error);
+        assert!(r.reason.unwrap().contains("no backend"));
+    }
+
+    #[test]
+    fn filters_select_ids_and_prefixes() {
+        let r = rule("CRE-QUOTA").unwrap();
+        assert!(selected(r, &None));
+        assert!(selected(r, &Some(vec!["CRE-*".into()])));
+        assert!(selected(r, &Some(vec!["CRE-QUOTA".into()])));
+        assert!(!selected(r, &Some(vec!["CRE-QUOT".into()])));
+        assert!(!selected(r, &Some(vec!["GET-*".into()])));
+    }
+
+    #[test]
+    fn rule_seeds_differ_per_rule_and_repeat_per_seed() {
+        assert_eq!(rule_seed(7, "CRE-SECRET"), rule_seed(7, "CRE-SECRET"));
+        assert_ne!(rule_seed(7, "CRE-SECRET"), rule_seed(7, "GET-MALFORMED"));
+        assert_ne!(rule_seed(7, "CRE-SECRET"), rule_seed(8, "CRE-SECRET"));
+    }
+}
