@@ -125,7 +125,19 @@ impl FakeConnection {
         procedure: Procedure,
         op: impl FnOnce(&mut State, Instant) -> Result<T, VirError>,
     ) -> Result<T, CallError> {
-        self.call_conn(procedure, |_, st, now| op(st, now)).await
+        self.call_inner(procedure, &[], |_, st, now| op(st, now))
+            .await
+    }
+
+    /// A call about named objects, which object-bound fault rules match.
+    async fn call_on<T>(
+        &self,
+        procedure: Procedure,
+        objects: &[&str],
+        op: impl FnOnce(&mut State, Instant) -> Result<T, VirError>,
+    ) -> Result<T, CallError> {
+        self.call_inner(procedure, objects, |_, st, now| op(st, now))
+            .await
     }
 
     async fn call_conn<T>(
@@ -133,10 +145,19 @@ impl FakeConnection {
         procedure: Procedure,
         op: impl FnOnce(&mut ConnState, &mut State, Instant) -> Result<T, VirError>,
     ) -> Result<T, CallError> {
+        self.call_inner(procedure, &[], op).await
+    }
+
+    async fn call_inner<T>(
+        &self,
+        procedure: Procedure,
+        objects: &[&str],
+        op: impl FnOnce(&mut ConnState, &mut State, Instant) -> Result<T, VirError>,
+    ) -> Result<T, CallError> {
         if self.is_closed() {
             return Err(CallError::Closed);
         }
-        let fault = self.fake.faults().decide(self.id, procedure);
+        let fault = self.fake.faults().decide(self.id, procedure, objects);
         self.fake
             .trace()
             .record(self.id, procedure, fault.as_ref().map(Fault::kind));
@@ -301,7 +322,7 @@ impl FakeConnection {
 
     /// `DomainLookupByName`.
     pub async fn domain_lookup_by_name(&self, name: &str) -> Result<DomainRef, CallError> {
-        self.call(Procedure::DomainLookupByName, |st, _| {
+        self.call_on(Procedure::DomainLookupByName, &[name], |st, _| {
             st.lookup_by_name(name)
         })
         .await
@@ -336,7 +357,7 @@ impl FakeConnection {
 
     /// `DomainCreate`.
     pub async fn domain_create(&self, dom: &DomainRef) -> Result<(), CallError> {
-        self.call(Procedure::DomainCreate, |st, now| {
+        self.call_on(Procedure::DomainCreate, &[&dom.name], |st, now| {
             st.create(dom, 0, now).map(drop)
         })
         .await
@@ -348,7 +369,7 @@ impl FakeConnection {
         dom: &DomainRef,
         flags_: u32,
     ) -> Result<DomainRef, CallError> {
-        self.call(Procedure::DomainCreateWithFlags, |st, now| {
+        self.call_on(Procedure::DomainCreateWithFlags, &[&dom.name], |st, now| {
             st.create(dom, flags_, now)
         })
         .await
@@ -356,8 +377,10 @@ impl FakeConnection {
 
     /// `DomainDestroy`.
     pub async fn domain_destroy(&self, dom: &DomainRef) -> Result<(), CallError> {
-        self.call(Procedure::DomainDestroy, |st, _| st.destroy(dom, 0))
-            .await
+        self.call_on(Procedure::DomainDestroy, &[&dom.name], |st, _| {
+            st.destroy(dom, 0)
+        })
+        .await
     }
 
     /// `DomainDestroyFlags`.
@@ -366,7 +389,7 @@ impl FakeConnection {
         dom: &DomainRef,
         flags_: u32,
     ) -> Result<(), CallError> {
-        self.call(Procedure::DomainDestroyFlags, |st, _| {
+        self.call_on(Procedure::DomainDestroyFlags, &[&dom.name], |st, _| {
             st.destroy(dom, flags_)
         })
         .await
@@ -379,7 +402,7 @@ impl FakeConnection {
         dom: &DomainRef,
         flags_: u32,
     ) -> Result<(), CallError> {
-        self.call(Procedure::DomainShutdownFlags, |st, _| {
+        self.call_on(Procedure::DomainShutdownFlags, &[&dom.name], |st, _| {
             st.shutdown(dom, flags_)
         })
         .await
@@ -391,7 +414,7 @@ impl FakeConnection {
         dom: &DomainRef,
         flags_: u32,
     ) -> Result<(), CallError> {
-        self.call(Procedure::DomainUndefineFlags, |st, _| {
+        self.call_on(Procedure::DomainUndefineFlags, &[&dom.name], |st, _| {
             st.undefine(dom, flags_)
         })
         .await
@@ -403,14 +426,18 @@ impl FakeConnection {
         dom: &DomainRef,
         flags_: u32,
     ) -> Result<(DomainState, i32), CallError> {
-        self.call(Procedure::DomainGetState, |st, _| st.get_state(dom, flags_))
-            .await
+        self.call_on(Procedure::DomainGetState, &[&dom.name], |st, _| {
+            st.get_state(dom, flags_)
+        })
+        .await
     }
 
     /// `DomainGetInfo`.
     pub async fn domain_get_info(&self, dom: &DomainRef) -> Result<DomainInfo, CallError> {
-        self.call(Procedure::DomainGetInfo, |st, now| st.get_info(dom, now))
-            .await
+        self.call_on(Procedure::DomainGetInfo, &[&dom.name], |st, now| {
+            st.get_info(dom, now)
+        })
+        .await
     }
 
     /// `DomainGetXMLDesc`: the live definition of a running domain unless
@@ -420,7 +447,7 @@ impl FakeConnection {
         dom: &DomainRef,
         flags_: u32,
     ) -> Result<String, CallError> {
-        self.call(Procedure::DomainGetXmlDesc, |st, _| {
+        self.call_on(Procedure::DomainGetXmlDesc, &[&dom.name], |st, _| {
             st.get_xml_desc(dom, flags_)
         })
         .await
@@ -436,7 +463,7 @@ impl FakeConnection {
         uri: Option<&str>,
         flags_: u32,
     ) -> Result<(), CallError> {
-        self.call(Procedure::DomainSetMetadata, |st, _| {
+        self.call_on(Procedure::DomainSetMetadata, &[&dom.name], |st, _| {
             st.set_metadata(dom, kind, metadata, key, uri, flags_)
         })
         .await
@@ -450,7 +477,7 @@ impl FakeConnection {
         uri: Option<&str>,
         flags_: u32,
     ) -> Result<String, CallError> {
-        self.call(Procedure::DomainGetMetadata, |st, _| {
+        self.call_on(Procedure::DomainGetMetadata, &[&dom.name], |st, _| {
             st.get_metadata(dom, kind, uri, flags_)
         })
         .await
@@ -463,9 +490,11 @@ impl FakeConnection {
         source: u32,
         flags_: u32,
     ) -> Result<Vec<Interface>, CallError> {
-        self.call(Procedure::DomainInterfaceAddresses, |st, now| {
-            st.interface_addresses(dom, source, flags_, now)
-        })
+        self.call_on(
+            Procedure::DomainInterfaceAddresses,
+            &[&dom.name],
+            |st, now| st.interface_addresses(dom, source, flags_, now),
+        )
         .await
     }
 
@@ -481,7 +510,7 @@ impl FakeConnection {
 
     /// `StoragePoolLookupByName`.
     pub async fn storage_pool_lookup_by_name(&self, name: &str) -> Result<PoolRef, CallError> {
-        self.call(Procedure::StoragePoolLookupByName, |st, _| {
+        self.call_on(Procedure::StoragePoolLookupByName, &[name], |st, _| {
             st.pool_lookup_by_name(name)
         })
         .await
@@ -489,7 +518,7 @@ impl FakeConnection {
 
     /// `StoragePoolGetInfo`.
     pub async fn storage_pool_get_info(&self, pool: &PoolRef) -> Result<PoolInfo, CallError> {
-        self.call(Procedure::StoragePoolGetInfo, |st, _| {
+        self.call_on(Procedure::StoragePoolGetInfo, &[&pool.name], |st, _| {
             st.pool_get_info(pool)
         })
         .await
@@ -497,7 +526,7 @@ impl FakeConnection {
 
     /// `StoragePoolRefresh`.
     pub async fn storage_pool_refresh(&self, pool: &PoolRef, flags_: u32) -> Result<(), CallError> {
-        self.call(Procedure::StoragePoolRefresh, |st, _| {
+        self.call_on(Procedure::StoragePoolRefresh, &[&pool.name], |st, _| {
             st.pool_refresh(pool, flags_)
         })
         .await
@@ -509,9 +538,11 @@ impl FakeConnection {
         pool: &PoolRef,
         flags_: u32,
     ) -> Result<Vec<VolRef>, CallError> {
-        self.call(Procedure::StoragePoolListAllVolumes, |st, _| {
-            st.pool_list_volumes(pool, flags_)
-        })
+        self.call_on(
+            Procedure::StoragePoolListAllVolumes,
+            &[&pool.name],
+            |st, _| st.pool_list_volumes(pool, flags_),
+        )
         .await
     }
 
@@ -522,7 +553,7 @@ impl FakeConnection {
         xml: &str,
         flags_: u32,
     ) -> Result<VolRef, CallError> {
-        self.call(Procedure::StorageVolCreateXml, |st, _| {
+        self.call_on(Procedure::StorageVolCreateXml, &[&pool.name], |st, _| {
             st.vol_create(pool, xml, flags_)
         })
         .await
@@ -534,16 +565,22 @@ impl FakeConnection {
         pool: &PoolRef,
         name: &str,
     ) -> Result<VolRef, CallError> {
-        self.call(Procedure::StorageVolLookupByName, |st, _| {
-            st.vol_lookup_by_name(pool, name)
-        })
+        self.call_on(
+            Procedure::StorageVolLookupByName,
+            &[&pool.name, name],
+            |st, _| st.vol_lookup_by_name(pool, name),
+        )
         .await
     }
 
     /// `StorageVolGetInfo`.
     pub async fn storage_vol_get_info(&self, vol: &VolRef) -> Result<VolInfo, CallError> {
-        self.call(Procedure::StorageVolGetInfo, |st, _| st.vol_get_info(vol))
-            .await
+        self.call_on(
+            Procedure::StorageVolGetInfo,
+            &[&vol.pool, &vol.name],
+            |st, _| st.vol_get_info(vol),
+        )
+        .await
     }
 
     /// `StorageVolGetInfoFlags`.
@@ -552,29 +589,39 @@ impl FakeConnection {
         vol: &VolRef,
         flags_: u32,
     ) -> Result<VolInfo, CallError> {
-        self.call(Procedure::StorageVolGetInfoFlags, |st, _| {
-            if flags_ & !1 != 0 {
-                return Err(VirError::unsupported_flags(
-                    flags_,
-                    "storageVolGetInfoFlags",
-                ));
-            }
-            st.vol_get_info(vol)
-        })
+        self.call_on(
+            Procedure::StorageVolGetInfoFlags,
+            &[&vol.pool, &vol.name],
+            |st, _| {
+                if flags_ & !1 != 0 {
+                    return Err(VirError::unsupported_flags(
+                        flags_,
+                        "storageVolGetInfoFlags",
+                    ));
+                }
+                st.vol_get_info(vol)
+            },
+        )
         .await
     }
 
     /// `StorageVolGetPath`.
     pub async fn storage_vol_get_path(&self, vol: &VolRef) -> Result<String, CallError> {
-        self.call(Procedure::StorageVolGetPath, |st, _| st.vol_get_path(vol))
-            .await
+        self.call_on(
+            Procedure::StorageVolGetPath,
+            &[&vol.pool, &vol.name],
+            |st, _| st.vol_get_path(vol),
+        )
+        .await
     }
 
     /// `StorageVolDelete`.
     pub async fn storage_vol_delete(&self, vol: &VolRef, flags_: u32) -> Result<(), CallError> {
-        self.call(Procedure::StorageVolDelete, |st, _| {
-            st.vol_delete(vol, flags_)
-        })
+        self.call_on(
+            Procedure::StorageVolDelete,
+            &[&vol.pool, &vol.name],
+            |st, _| st.vol_delete(vol, flags_),
+        )
         .await
     }
 
@@ -588,14 +635,18 @@ impl FakeConnection {
         flags_: u32,
     ) -> Result<Upload, CallError> {
         let session = self
-            .call(Procedure::StorageVolUpload, |st, _| {
-                if flags_ & !1 != 0 {
-                    return Err(VirError::unsupported_flags(flags_, "storageVolUpload"));
-                }
-                let v = st.vol(vol)?;
-                let keep = st.host.upload_keep_limit;
-                Ok(UploadSession::new(offset, length, keep, v.content.clone()))
-            })
+            .call_on(
+                Procedure::StorageVolUpload,
+                &[&vol.pool, &vol.name],
+                |st, _| {
+                    if flags_ & !1 != 0 {
+                        return Err(VirError::unsupported_flags(flags_, "storageVolUpload"));
+                    }
+                    let v = st.vol(vol)?;
+                    let keep = st.host.upload_keep_limit;
+                    Ok(UploadSession::new(offset, length, keep, v.content.clone()))
+                },
+            )
             .await?;
         Ok(Upload {
             conn: self.clone(),

@@ -27,6 +27,8 @@ pub mod code {
     pub const XML_ERROR: i32 = 27;
     /// `VIR_ERR_OPERATION_DENIED`.
     pub const OPERATION_DENIED: i32 = 29;
+    /// `VIR_ERR_SYSTEM_ERROR`.
+    pub const SYSTEM_ERROR: i32 = 38;
     /// `VIR_ERR_RPC`.
     pub const RPC: i32 = 39;
     /// `VIR_ERR_NO_DOMAIN`.
@@ -287,6 +289,16 @@ impl VirError {
     /// `VIR_ERR_INTERNAL_ERROR` with a detail, from the given subsystem.
     pub fn internal(domain: i32, detail: impl Into<String>) -> Self {
         Self::new(code::INTERNAL_ERROR, domain, detail)
+    }
+
+    /// `VIR_ERR_SYSTEM_ERROR` for a missing file: the text and the
+    /// operating system's reason, as `virReportSystemError` writes them.
+    pub fn no_such_file(domain: i32, text: impl Into<String>) -> Self {
+        Self::new(
+            code::SYSTEM_ERROR,
+            domain,
+            format!("{}: No such file or directory", text.into()),
+        )
     }
 
     /// `VIR_ERR_INTERNAL_ERROR` "hypervisor connection not open".

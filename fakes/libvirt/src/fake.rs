@@ -159,6 +159,22 @@ impl FakeLibvirt {
         self.state().pool_hook(name, |_, o, _| *o = bytes)
     }
 
+    /// Makes a pool report exactly `available` free bytes (within its
+    /// capacity), by setting the space its non-volume files use.
+    pub fn set_pool_available(&self, name: &str, available: u64) -> Result<(), VirError> {
+        let info = self
+            .pool_info(name)
+            .ok_or_else(|| VirError::no_pool_name(name))?;
+        let volumes = info
+            .allocation
+            .saturating_sub(self.state().pool_other_allocation(name));
+        let other = info
+            .capacity
+            .saturating_sub(available)
+            .saturating_sub(volumes);
+        self.set_pool_other_allocation(name, other)
+    }
+
     /// Starts or stops a pool.
     pub fn set_pool_active(&self, name: &str, active: bool) -> Result<(), VirError> {
         self.state().pool_hook(name, |_, _, a| *a = active)

@@ -89,6 +89,7 @@ pub struct FaultRule {
     fault: Fault,
     once: bool,
     connection: Option<u64>,
+    object: Option<String>,
 }
 
 impl FaultRule {
@@ -99,6 +100,7 @@ impl FaultRule {
             fault,
             once: false,
             connection: None,
+            object: None,
         }
     }
 
@@ -115,6 +117,13 @@ impl FaultRule {
     /// Fires at most once.
     pub fn once(mut self) -> Self {
         self.once = true;
+        self
+    }
+
+    /// Only counts and hits calls about the domain, pool or volume of this
+    /// name (a volume call matches both its volume and its pool name).
+    pub fn on_object(mut self, name: impl Into<String>) -> Self {
+        self.object = Some(name.into());
         self
     }
 
@@ -313,7 +322,12 @@ impl Faults {
     }
 
     /// Decides the fault for one call.
-    pub(crate) fn decide(&self, connection: u64, procedure: Procedure) -> Option<Fault> {
+    pub(crate) fn decide(
+        &self,
+        connection: u64,
+        procedure: Procedure,
+        objects: &[&str],
+    ) -> Option<Fault> {
         let mut r = self.lock();
         while let Some((fault, handle)) = r.script.pop_front() {
             if !handle.live() {
@@ -330,6 +344,13 @@ impl Faults {
                 continue;
             }
             if a.rule.connection.is_some_and(|c| c != connection) {
+                continue;
+            }
+            if a.rule
+                .object
+                .as_deref()
+                .is_some_and(|o| !objects.contains(&o))
+            {
                 continue;
             }
             let matches = match &a.rule.trigger {

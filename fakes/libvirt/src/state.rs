@@ -397,10 +397,23 @@ impl State {
     ) -> Result<DomainRef, VirError> {
         check_flags(flags_, flags::CREATE_ALL, "qemuDomainCreateWithFlags")?;
         let id = self.next_id;
-        let d = self.dom_mut(h)?;
+        let d = self.dom(h)?;
         if d.active() {
             return Err(VirError::domain_already_running());
         }
+        if let Some(missing) = d
+            .config
+            .parsed
+            .disk_files
+            .iter()
+            .find(|f| self.is_missing_pool_file(f))
+        {
+            return Err(VirError::no_such_file(
+                domain::QEMU,
+                format!("Cannot access storage file '{missing}'"),
+            ));
+        }
+        let d = self.dom_mut(h)?;
         d.live = Some(d.config.clone());
         d.id = id;
         d.started_at = Some(now);
@@ -942,6 +955,17 @@ impl State {
         uuid.is_some_and(|u| self.domains.remove(&u).is_some())
     }
 
+    /// Whether `path` lies directly in a pool's directory without being one
+    /// of its volumes (files elsewhere are not the fake's to judge).
+    fn is_missing_pool_file(&self, path: &str) -> bool {
+        let Some((dir, name)) = path.rsplit_once('/') else {
+            return false;
+        };
+        self.pools
+            .values()
+            .any(|p| p.path.trim_end_matches('/') == dir && !p.volumes.contains_key(name))
+    }
+
     // ----- pools ---------------------------------------------------------
 
     pub(crate) fn add_pool(&mut self, name: &str, path: &str, capacity: u64) -> PoolRef {
@@ -1078,6 +1102,14 @@ impl State {
                     .map(|v| v.capacity)
             })
         });
+        if let Some(bp) = &parsed.backing_path
+            && backing_capacity.is_none()
+        {
+            return Err(VirError::no_such_file(
+                domain::STORAGE,
+                format!("inaccessible backing store volume {bp}"),
+            ));
+        }
         let p = self.pool_mut(h)?;
         if p.volumes.contains_key(&parsed.name) {
             return Err(VirError::vol_exists(&parsed.name));
@@ -1161,6 +1193,10 @@ impl State {
         self.pools
             .get_mut(pool)
             .is_some_and(|p| p.volumes.remove(name).is_some())
+    }
+
+    pub(crate) fn pool_other_allocation(&self, name: &str) -> u64 {
+        self.pools.get(name).map_or(0, |p| p.other_allocation)
     }
 
     pub(crate) fn pool_names(&self) -> Vec<String> {

@@ -30,6 +30,8 @@ pub(crate) struct ParsedDomain {
     pub(crate) vcpus: u16,
     /// The MAC addresses of the interfaces, in document order.
     pub(crate) macs: Vec<String>,
+    /// The `<source file=…>` paths of the disks, in document order.
+    pub(crate) disk_files: Vec<String>,
     /// The top-level elements of `<metadata>` that carry a namespace.
     pub(crate) metadata: Vec<MetadataEntry>,
     /// The document without `<uuid>`, `<metadata>` and the root `id`
@@ -130,6 +132,7 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
     let mut memory_kib = None;
     let mut vcpus = 1;
     let mut macs = Vec::new();
+    let mut disk_files = Vec::new();
     let mut metadata = Vec::new();
     let mut mem_unit: Option<String> = None;
 
@@ -179,6 +182,11 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
                         uefi = true;
                     }
                     ("domain", "os", "nvram") => uefi = true,
+                    ("devices", "disk", "source") => {
+                        if let Some(f) = attr(e, "file") {
+                            disk_files.push(f);
+                        }
+                    }
                     ("devices", "interface", "mac") => {
                         if let Some(m) = attr(e, "address") {
                             macs.push(m);
@@ -330,6 +338,7 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
         memory_kib: memory_kib.unwrap_or(max_mem_kib),
         vcpus,
         macs,
+        disk_files,
         metadata,
         body,
     })

@@ -268,3 +268,20 @@ async fn stream_error_mid_upload_keeps_the_bytes_before() {
     let v = fake.volume("default", "v").unwrap();
     assert_eq!(v.content.bytes(), Some(&b"abcde"[..]));
 }
+
+#[tokio::test]
+async fn faults_can_be_bound_to_one_object() {
+    let fake = FakeLibvirt::new();
+    let c = open(&fake).await;
+    let a = c.domain_define_xml(&bios_xml("a")).await.unwrap();
+    let b = c.domain_define_xml(&bios_xml("b")).await.unwrap();
+    let h = fake
+        .faults()
+        .add(FaultRule::on(Procedure::DomainGetXmlDesc, Fault::busy()).on_object("b"));
+    c.domain_get_xml_desc(&a, 0).await.unwrap();
+    assert_eq!(
+        code(c.domain_get_xml_desc(&b, 0).await),
+        err::OPERATION_TIMEOUT
+    );
+    assert_eq!(h.fire_count(), 1);
+}

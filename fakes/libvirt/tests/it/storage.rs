@@ -192,3 +192,51 @@ async fn upload_length_limit_and_missing_volume() {
         err::NO_STORAGE_VOL
     );
 }
+
+#[tokio::test]
+async fn missing_backing_file_and_missing_disk() {
+    let fake = pool_fake();
+    let c = open(&fake).await;
+    let pool = c.storage_pool_lookup_by_name("default").await.unwrap();
+    let overlay = "<volume><name>root.qcow2</name><capacity>100</capacity>\
+        <target><format type='qcow2'/></target><backingStore>\
+        <path>/var/lib/libvirt/images/base.qcow2</path><format type='qcow2'/></backingStore></volume>";
+    assert_eq!(
+        message(c.storage_vol_create_xml(&pool, overlay, 0).await),
+        "inaccessible backing store volume /var/lib/libvirt/images/base.qcow2: No such file or directory"
+    );
+    let xml = crate::common::bios_xml("d").replace(
+        "<devices>",
+        "<devices><disk type='file' device='disk'><source file='/var/lib/libvirt/images/d.qcow2'/>\
+         <target dev='vda' bus='virtio'/></disk>",
+    );
+    let d = c.domain_define_xml(&xml).await.unwrap();
+    let r = c.domain_create(&d).await;
+    assert_eq!(
+        message(r),
+        "Cannot access storage file '/var/lib/libvirt/images/d.qcow2': No such file or directory"
+    );
+    c.storage_vol_create_xml(
+        &pool,
+        "<volume><name>d.qcow2</name><capacity>100</capacity></volume>",
+        0,
+    )
+    .await
+    .unwrap();
+    c.domain_create(&d).await.unwrap();
+}
+
+#[tokio::test]
+async fn set_pool_available_is_exact() {
+    let fake = pool_fake();
+    let c = open(&fake).await;
+    let pool = c.storage_pool_lookup_by_name("default").await.unwrap();
+    c.storage_vol_create_xml(&pool, &vol_xml("a", "1000", "raw"), 0)
+        .await
+        .unwrap();
+    fake.set_pool_available("default", 5000).unwrap();
+    assert_eq!(
+        c.storage_pool_get_info(&pool).await.unwrap().available,
+        5000
+    );
+}

@@ -419,3 +419,72 @@ async fn stream_error_mid_upload_reaches_the_client() {
         Some(&b"abcd"[..])
     );
 }
+
+#[tokio::test]
+async fn large_upload_over_the_wire_keeps_a_digest() {
+    use sha2::{Digest, Sha256};
+    let fake = pool_fake();
+    let mut c = Raw::new(fake.duplex());
+    c.handshake().await;
+    let p = c
+        .call(
+            Procedure::StoragePoolLookupByName,
+            &StoragePoolLookupByNameArgs {
+                name: "default".into(),
+            },
+        )
+        .await;
+    let pool = p
+        .decode_payload::<StoragePoolLookupByNameRet>()
+        .unwrap()
+        .pool;
+    let size: usize = 32 << 20;
+    let p = c
+        .call(
+            Procedure::StorageVolCreateXml,
+            &StorageVolCreateXmlArgs {
+                pool,
+                xml: format!("<volume><name>base</name><capacity>{size}</capacity></volume>"),
+                flags: 0,
+            },
+        )
+        .await;
+    let vol = p.decode_payload::<StorageVolCreateXmlRet>().unwrap().vol;
+    let args = StorageVolUploadArgs {
+        vol,
+        offset: 0,
+        length: size as u64,
+        flags: 0,
+    };
+    let serial = c.send(Procedure::StorageVolUpload, &args).await;
+    assert_eq!(c.read().await.unwrap().header.status, Status::Ok);
+    let stream = Header::call(Procedure::StorageVolUpload, serial);
+    let chunk: Vec<u8> = (0..262_120u32).map(|i| (i % 251) as u8).collect();
+    let mut hasher = Sha256::new();
+    let mut sent = 0;
+    while sent < size {
+        let n = chunk.len().min(size - sent);
+        let mut out = BytesMut::new();
+        encode_raw(&mut out, &stream.stream(Status::Continue), &chunk[..n]).unwrap();
+        c.io.write_all(&out).await.unwrap();
+        hasher.update(&chunk[..n]);
+        sent += n;
+    }
+    let mut out = BytesMut::new();
+    encode_raw(&mut out, &stream.stream(Status::Ok), b"").unwrap();
+    c.io.write_all(&out).await.unwrap();
+    let p = c.read().await.unwrap();
+    assert_eq!(
+        (p.header.kind, p.header.status),
+        (MessageType::Stream, Status::Ok)
+    );
+    let v = fake.volume("default", "base").unwrap();
+    let want: [u8; 32] = hasher.finalize().into();
+    assert_eq!(
+        v.content,
+        VolumeContent::Digest {
+            size: size as u64,
+            sha256: want
+        }
+    );
+}
