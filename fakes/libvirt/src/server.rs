@@ -63,6 +63,9 @@ impl Default for ServerOptions {
     }
 }
 
+/// Bytes read ahead while a packet waits for its turn.
+const WAIT_BUFFER: usize = 1 << 20;
+
 type Streams = Arc<Mutex<HashMap<u32, mpsc::Sender<Packet>>>>;
 type Tx = mpsc::UnboundedSender<Bytes>;
 
@@ -203,9 +206,21 @@ where
                 Ok(Some(pkt)) => {
                     last_rx = Instant::now();
                     unanswered = 0;
-                    tokio::select! {
-                        _ = handle_packet(&conn, pkt, &tx, &budget, &streams) => {}
-                        _ = &mut closed => break 'serve Ok(()),
+                    let mut handled =
+                        std::pin::pin!(handle_packet(&conn, pkt, &tx, &budget, &streams));
+                    // While the packet waits (for a free slot, or for room in
+                    // an upload), keep buffering a little so a client that
+                    // hangs up is noticed; nothing buffered is dispatched.
+                    loop {
+                        tokio::select! {
+                            _ = &mut handled => break,
+                            _ = &mut closed => break 'serve Ok(()),
+                            n = rd.read_buf(&mut buf), if buf.len() < WAIT_BUFFER => match n {
+                                Ok(0) => break 'serve Ok(()),
+                                Ok(_) => {}
+                                Err(e) => break 'serve Err(e),
+                            },
+                        }
                     }
                 }
                 Ok(None) => break,

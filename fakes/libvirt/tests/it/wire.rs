@@ -488,3 +488,29 @@ async fn large_upload_over_the_wire_keeps_a_digest() {
         }
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_client_hanging_up_behind_a_full_budget_ends_its_session() {
+    let fake = FakeLibvirt::new();
+    let (client, server) = tokio::io::duplex(1 << 16);
+    let task = tokio::spawn({
+        let fake = fake.clone();
+        async move { fake.serve(server).await }
+    });
+    let mut c = Raw::new(client);
+    c.handshake().await;
+    fake.faults()
+        .add(FaultRule::on(P::ConnectGetHostname, Fault::Hang));
+    for _ in 0..6 {
+        c.send(Procedure::ConnectGetHostname, &()).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(fake.trace().count(P::ConnectGetHostname), 5);
+    drop(c);
+    tokio::time::timeout(Duration::from_secs(5), task)
+        .await
+        .expect("the session ends")
+        .unwrap()
+        .unwrap();
+    assert!(fake.trace().connections()[0].closed);
+}
