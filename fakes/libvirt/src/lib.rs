@@ -6,13 +6,53 @@
 //! libvirt's own error numbers, domains and message texts. Calls go through a
 //! [`FakeConnection`], where [`Faults`] can inject errors, delays, hangs and
 //! dropped connections and the [`Trace`] records every call and dial. The
-//! `server` module serves the same model over libvirt's remote protocol
-//! (encoded by the `libvirt-wire` crate) on any byte stream, so the provider's
-//! own RPC client can be tested end to end without libvirtd.
+//! same model is served over libvirt's remote protocol (packets from the
+//! `libvirt-wire` crate) on any byte stream by [`FakeLibvirt::serve`],
+//! [`FakeLibvirt::duplex`] and [`FakeLibvirt::serve_unix`], so the provider's
+//! own RPC client is tested end to end without libvirtd.
 //!
 //! Neighbours: `conformance` runs its suite against `kvm2` on top of this
 //! crate; `libvirt-wire` owns the packet and XDR format. Nothing here depends
 //! on the provider.
+//!
+//! ```
+//! use libvirt_fake::{FakeLibvirt, Fault, FaultRule, Procedure, code};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let fake = FakeLibvirt::new();
+//! fake.add_pool("default", "/var/lib/libvirt/images", 100 << 30);
+//! let conn = fake.connect().unwrap();
+//! conn.auth_list().await.unwrap();
+//! conn.open(Some("qemu:///system"), 0).await.unwrap();
+//!
+//! let dom = conn
+//!     .domain_define_xml("<domain type='kvm'><name>vm</name><memory>1024</memory></domain>")
+//!     .await
+//!     .unwrap();
+//! let running = conn.domain_create_with_flags(&dom, 0).await.unwrap();
+//! assert!(running.id >= 1);
+//!
+//! // The next lookup fails once, and the handle says so.
+//! let busy = fake.faults().add(FaultRule::on(Procedure::DomainLookupByName, Fault::busy()).once());
+//! let err = conn.domain_lookup_by_name("vm").await.unwrap_err();
+//! assert_eq!(err.code(), Some(code::OPERATION_TIMEOUT));
+//! assert!(busy.fired());
+//! assert_eq!(fake.trace().count(Procedure::DomainLookupByName), 1);
+//! # });
+//! ```
+//!
+//! # Fidelity
+//!
+//! Measured on real libvirtd 9.0 and 11.3 and reproduced here: undefining a
+//! UEFI domain whose NVRAM file exists fails without the NVRAM flag, running
+//! or not; undefining a running domain leaves it running as a transient
+//! domain; metadata set without flags on a running domain reaches only the
+//! live definition; a missing metadata element is `VIR_ERR_NO_DOMAIN_METADATA`;
+//! defining a known name with another UUID is `VIR_ERR_OPERATION_FAILED`; the
+//! ARP address source of 9.0 can fail with "wrong nlmsg len" (a switch).
+//! Simplifications: guests shut down at once, NVRAM files and volumes are
+//! names without bytes unless uploaded, firmware is never resolved into the
+//! XML, and volume creation checks only pool space and backing files.
 #![deny(missing_docs)]
 
 mod connection;
