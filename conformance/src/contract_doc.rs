@@ -37,7 +37,7 @@ IDs are stable: a changed rule keeps its ID only if its meaning stays, and new r
   Backend detail lives in the error's source chain.
 - `Check` returns one `HostHealth { location, ready, reason, message, details }` per location.
   Reasons come from a closed shared set (Ready, Unreachable, AuthFailed, HostKeyRejected, Timeout, CredentialsUnavailable) plus reasons the provider declares.
-- Logging tiers: V0 warnings and errors only, V1 one outcome line per operation at info, V2 one debug line per backend call.
+- Logging tiers: V0 warnings and errors only, V1 one outcome line per operation at info, V2 one debug line per backend call. TRACE lies below the tiers and is not counted.
 - A Delete request carries only an ID, so the ownership guard of Delete is the mark: a resource without our mark is never destroyed.
 
 ## Outcomes
