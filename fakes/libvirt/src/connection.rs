@@ -9,6 +9,7 @@
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -164,13 +165,13 @@ impl FakeConnection {
         if self.black_hole {
             std::future::pending::<()>().await;
         }
-        match fault {
-            None => {}
+        let latency = self.fake.state().host.latency / 2;
+        self.travel(latency).await?;
+        let answer = match fault {
+            None => self.run(procedure, op),
             Some(Fault::Delay(d)) => {
-                tokio::select! {
-                    _ = tokio::time::sleep(d) => {}
-                    _ = self.closed() => return Err(CallError::Closed),
-                }
+                self.travel(d).await?;
+                self.run(procedure, op)
             }
             Some(Fault::Hang) => {
                 self.closed().await;
@@ -181,11 +182,32 @@ impl FakeConnection {
                 self.close();
                 return Err(CallError::Closed);
             }
-            Some(Fault::Error(e)) => return Err(CallError::Libvirt(e)),
+            Some(Fault::Error(e)) => Err(CallError::Libvirt(e)),
+        };
+        self.travel(latency).await?;
+        answer
+    }
+
+    /// Waits out one direction of the network round trip.
+    async fn travel(&self, d: Duration) -> Result<(), CallError> {
+        if !d.is_zero() {
+            tokio::select! {
+                _ = tokio::time::sleep(d) => {}
+                _ = self.closed() => return Err(CallError::Closed),
+            }
         }
         if self.is_closed() {
             return Err(CallError::Closed);
         }
+        Ok(())
+    }
+
+    /// Gating, then the operation on the model.
+    fn run<T>(
+        &self,
+        procedure: Procedure,
+        op: impl FnOnce(&mut ConnState, &mut State, Instant) -> Result<T, VirError>,
+    ) -> Result<T, CallError> {
         let mut conn = self.lock_conn();
         let polkit = self.fake.state().host.auth_types.first() == Some(&2);
         if polkit

@@ -135,6 +135,11 @@ impl FakeLibvirt {
         self.state().host.agent_boot_delay = delay;
     }
 
+    /// Sets the network round trip added to every call (half each way).
+    pub fn set_latency(&self, round_trip: Duration) {
+        self.state().host.latency = round_trip;
+    }
+
     // ----- storage hooks -------------------------------------------------
 
     /// Adds an active directory pool (or updates the path and capacity of an

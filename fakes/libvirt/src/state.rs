@@ -49,6 +49,9 @@ pub struct HostConfig {
     /// Whether running domains report an address of their own without a
     /// test having set one.
     pub auto_addresses: bool,
+    /// Network round trip added to every call: half before the call runs,
+    /// half before its answer arrives. Calls in flight overlap.
+    pub latency: Duration,
 }
 
 impl Default for HostConfig {
@@ -64,6 +67,7 @@ impl Default for HostConfig {
             upload_keep_limit: 1 << 20,
             agent_boot_delay: Duration::ZERO,
             auto_addresses: true,
+            latency: Duration::ZERO,
         }
     }
 }

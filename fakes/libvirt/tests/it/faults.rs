@@ -285,3 +285,29 @@ async fn faults_can_be_bound_to_one_object() {
     );
     assert_eq!(h.fire_count(), 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn host_latency_is_paid_once_per_call_and_overlaps() {
+    let fake = FakeLibvirt::new();
+    let c = open(&fake).await;
+    fake.set_latency(Duration::from_millis(200));
+    let start = tokio::time::Instant::now();
+    c.get_hostname().await.unwrap();
+    assert_eq!(start.elapsed(), Duration::from_millis(200));
+    let start = tokio::time::Instant::now();
+    let calls: Vec<_> = (0..4)
+        .map(|_| {
+            let c = c.clone();
+            tokio::spawn(async move { c.get_lib_version().await })
+        })
+        .collect();
+    for call in calls {
+        call.await.unwrap().unwrap();
+    }
+    assert_eq!(start.elapsed(), Duration::from_millis(200), "calls overlap");
+    // An injected error also travels back.
+    fake.faults().push(Fault::busy());
+    let start = tokio::time::Instant::now();
+    assert!(c.get_hostname().await.is_err());
+    assert_eq!(start.elapsed(), Duration::from_millis(200));
+}
