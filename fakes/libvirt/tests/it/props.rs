@@ -97,3 +97,54 @@ proptest! {
         })?;
     }
 }
+
+/// A random metadata element: nested elements with attributes whose values
+/// need escaping.
+fn element() -> impl Strategy<Value = String> {
+    let name = "[a-z][a-z0-9]{0,6}";
+    let value = "[ -~]{0,12}";
+    let leaf = (name, proptest::collection::vec((name, value), 0..3)).prop_map(|(n, attrs)| {
+        let mut seen = std::collections::BTreeSet::new();
+        let attrs: String = attrs
+            .into_iter()
+            .filter(|(k, _)| seen.insert(k.clone()))
+            .map(|(k, v)| {
+                let v = v
+                    .replace('&', "&amp;")
+                    .replace('<', "&lt;")
+                    .replace('"', "&quot;");
+                format!(" {k}=\"{v}\"")
+            })
+            .collect();
+        format!("<{n}{attrs}/>")
+    });
+    leaf.prop_recursive(3, 12, 4, |inner| {
+        ("[a-z][a-z0-9]{0,6}", proptest::collection::vec(inner, 0..4))
+            .prop_map(|(n, kids)| format!("<{n}>{}</{n}>", kids.concat()))
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn metadata_round_trips_through_set_get_and_redefine(m in element()) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let fake = FakeLibvirt::new();
+            let c = open(&fake).await;
+            let d = c.domain_define_xml(&bios_xml("p")).await.unwrap();
+            let ns = crate::common::NS;
+            let el = flags::METADATA_ELEMENT;
+            c.domain_set_metadata(&d, el, Some(&m), Some("k"), Some(ns), 0).await.unwrap();
+            let got = c.domain_get_metadata(&d, el, Some(ns), 0).await.unwrap();
+            // Setting what a get returned changes nothing.
+            c.domain_set_metadata(&d, el, Some(&got), Some("k"), Some(ns), 0).await.unwrap();
+            prop_assert_eq!(&c.domain_get_metadata(&d, el, Some(ns), 0).await.unwrap(), &got);
+            // A redefinition from the described XML keeps it.
+            let xml = c.domain_get_xml_desc(&d, flags::XML_INACTIVE).await.unwrap();
+            c.domain_define_xml(&xml).await.unwrap();
+            prop_assert_eq!(&c.domain_get_metadata(&d, el, Some(ns), 0).await.unwrap(), &got);
+            Ok(())
+        })?;
+    }
+}
