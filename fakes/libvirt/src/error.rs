@@ -259,9 +259,14 @@ impl VirError {
 
     /// `VIR_ERR_INVALID_ARG` for flags a function does not accept.
     pub fn unsupported_flags(flags: u32, function: &str) -> Self {
+        let from = if function.starts_with("storage") {
+            domain::STORAGE
+        } else {
+            domain::QEMU
+        };
         Self::new(
             code::INVALID_ARG,
-            domain::QEMU,
+            from,
             format!("unsupported flags (0x{flags:x}) in function {function}"),
         )
     }

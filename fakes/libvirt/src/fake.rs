@@ -12,9 +12,11 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::connection::FakeConnection;
+use crate::domains::DomainSnapshot;
 use crate::error::{CallError, VirError};
 use crate::fault::Faults;
-use crate::state::{DomainSnapshot, HostConfig, State, VolumeSnapshot};
+use crate::state::{HostConfig, State};
+use crate::storage::VolumeSnapshot;
 use crate::trace::Trace;
 use crate::types::{
     AddressSource, DomainRef, DomainState, Interface, IpAddr, PoolInfo, PoolRef, reason,

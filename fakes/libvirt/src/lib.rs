@@ -56,24 +56,28 @@
 #![deny(missing_docs)]
 
 mod connection;
+mod domains;
 mod error;
 mod fake;
 mod fault;
 mod procedure;
 mod server;
 mod state;
+mod storage;
 mod trace;
 mod types;
 mod upload;
 mod xml;
 
 pub use connection::{FakeConnection, Upload};
+pub use domains::DomainSnapshot;
 pub use error::{CallError, LEVEL_ERROR, VirError, code, domain};
 pub use fake::{DialMode, FakeLibvirt};
 pub use fault::{Fault, FaultHandle, FaultRule, Faults, Trigger};
 pub use procedure::Procedure;
 pub use server::{ServerOptions, UnixServer};
-pub use state::{DomainSnapshot, HostConfig, VolumeSnapshot};
+pub use state::HostConfig;
+pub use storage::VolumeSnapshot;
 pub use trace::{ConnectionInfo, Trace, TraceEntry};
 pub use types::{
     AddressSource, DomainInfo, DomainRef, DomainState, Interface, IpAddr, MetadataEntry, PoolInfo,

@@ -1,0 +1,769 @@
+//! Domain operations of the model: define, start, stop, undefine with the
+//! NVRAM rules, states, XML, metadata and interface addresses, each failing
+//! as libvirt's QEMU driver does; plus the out-of-band controls tests use.
+
+use tokio::time::Instant;
+use uuid::Uuid;
+
+use crate::error::{VirError, code, domain};
+use crate::state::{NVRAM_DIR, State, auto_ip, check_flags, mac_for};
+use crate::types::{
+    AddressSource, DomainInfo, DomainRef, DomainState, Interface, IpAddr, MetadataEntry, flags,
+    reason,
+};
+use crate::xml::{self, ParsedDomain};
+
+/// One definition of a domain (persistent or live).
+#[derive(Debug, Clone)]
+pub(crate) struct Def {
+    pub(crate) parsed: ParsedDomain,
+    pub(crate) metadata: Vec<MetadataEntry>,
+    pub(crate) title: Option<String>,
+    pub(crate) description: Option<String>,
+}
+
+impl Def {
+    pub(crate) fn new(mut parsed: ParsedDomain) -> Self {
+        let metadata = std::mem::take(&mut parsed.metadata);
+        Def {
+            parsed,
+            metadata,
+            title: None,
+            description: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Domain {
+    pub(crate) uuid: Uuid,
+    pub(crate) name: String,
+    pub(crate) persistent: bool,
+    pub(crate) config: Def,
+    pub(crate) live: Option<Def>,
+    pub(crate) state: DomainState,
+    pub(crate) reason: i32,
+    pub(crate) id: i32,
+    pub(crate) started_at: Option<Instant>,
+    pub(crate) auto_ip: String,
+}
+
+impl Domain {
+    pub(crate) fn handle(&self) -> DomainRef {
+        DomainRef {
+            name: self.name.clone(),
+            uuid: self.uuid,
+            id: self.id,
+        }
+    }
+
+    pub(crate) fn active(&self) -> bool {
+        self.live.is_some()
+    }
+
+    pub(crate) fn nvram_path(&self) -> Option<String> {
+        let def = self.live.as_ref().unwrap_or(&self.config);
+        def.parsed.uefi.then(|| {
+            def.parsed
+                .nvram_path
+                .clone()
+                .unwrap_or_else(|| format!("{NVRAM_DIR}/{}_VARS.fd", self.name))
+        })
+    }
+}
+
+/// A read-only view of one domain, for tests and inventories.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DomainSnapshot {
+    /// The handle (name, UUID, id).
+    pub handle: DomainRef,
+    /// Current state.
+    pub state: DomainState,
+    /// Current state reason.
+    pub reason: i32,
+    /// Whether it has a persistent definition.
+    pub persistent: bool,
+    /// Whether it boots with UEFI firmware.
+    pub uefi: bool,
+    /// Its NVRAM path, for UEFI domains.
+    pub nvram_path: Option<String>,
+    /// Whether its NVRAM file exists.
+    pub nvram_exists: bool,
+    /// Metadata of the persistent definition.
+    pub config_metadata: Vec<MetadataEntry>,
+    /// Metadata of the live definition, when running.
+    pub live_metadata: Option<Vec<MetadataEntry>>,
+}
+
+impl State {
+    // ----- domains -------------------------------------------------------
+
+    fn find_name(&self, name: &str) -> Option<&Domain> {
+        self.domains.values().find(|d| d.name == name)
+    }
+
+    fn dom(&self, h: &DomainRef) -> Result<&Domain, VirError> {
+        self.domains
+            .get(&h.uuid)
+            .ok_or_else(|| VirError::no_domain_uuid(&h.uuid, &h.name))
+    }
+
+    fn dom_mut(&mut self, h: &DomainRef) -> Result<&mut Domain, VirError> {
+        self.domains
+            .get_mut(&h.uuid)
+            .ok_or_else(|| VirError::no_domain_uuid(&h.uuid, &h.name))
+    }
+
+    fn dom_by_name_mut(&mut self, name: &str) -> Result<&mut Domain, VirError> {
+        self.domains
+            .values_mut()
+            .find(|d| d.name == name)
+            .ok_or_else(|| VirError::no_domain_name(name))
+    }
+
+    pub(crate) fn define(&mut self, xml_doc: &str, flags_: u32) -> Result<DomainRef, VirError> {
+        check_flags(flags_, flags::DEFINE_VALIDATE, "qemuDomainDefineXMLFlags")?;
+        let parsed = xml::parse_domain(xml_doc)?;
+        let by_name = self.find_name(&parsed.name).map(|d| d.uuid);
+        if let Some(u) = parsed.uuid
+            && let Some(other) = self.domains.get(&u)
+            && other.name != parsed.name
+        {
+            return Err(VirError::new(
+                code::OPERATION_FAILED,
+                domain::DOMAIN,
+                format!("domain '{}' is already defined with uuid {u}", other.name),
+            ));
+        }
+        match (by_name, parsed.uuid) {
+            (Some(existing), Some(given)) if existing != given => Err(VirError::new(
+                code::OPERATION_FAILED,
+                domain::DOMAIN,
+                format!(
+                    "domain '{}' already exists with uuid {existing}",
+                    parsed.name
+                ),
+            )),
+            (Some(existing), _) => {
+                let d = self.domains.get_mut(&existing).expect("found by name");
+                d.config = Def::new(parsed);
+                d.persistent = true;
+                Ok(d.handle())
+            }
+            (None, given) => {
+                let uuid = given.unwrap_or_else(Uuid::new_v4);
+                let ip = auto_ip(self.next_auto_ip);
+                self.next_auto_ip += 1;
+                let name = parsed.name.clone();
+                let d = Domain {
+                    uuid,
+                    name,
+                    persistent: true,
+                    config: Def::new(parsed),
+                    live: None,
+                    state: DomainState::Shutoff,
+                    reason: reason::SHUTOFF_UNKNOWN,
+                    id: -1,
+                    started_at: None,
+                    auto_ip: ip,
+                };
+                let h = d.handle();
+                self.domains.insert(uuid, d);
+                Ok(h)
+            }
+        }
+    }
+
+    pub(crate) fn lookup_by_name(&self, name: &str) -> Result<DomainRef, VirError> {
+        self.find_name(name)
+            .map(Domain::handle)
+            .ok_or_else(|| VirError::no_domain_name(name))
+    }
+
+    pub(crate) fn lookup_by_uuid(&self, uuid: &Uuid) -> Result<DomainRef, VirError> {
+        self.domains.get(uuid).map(Domain::handle).ok_or_else(|| {
+            VirError::new(
+                code::NO_DOMAIN,
+                domain::QEMU,
+                format!("no domain with matching uuid '{uuid}'"),
+            )
+        })
+    }
+
+    pub(crate) fn create(
+        &mut self,
+        h: &DomainRef,
+        flags_: u32,
+        now: Instant,
+    ) -> Result<DomainRef, VirError> {
+        check_flags(flags_, flags::CREATE_ALL, "qemuDomainCreateWithFlags")?;
+        let id = self.next_id;
+        let d = self.dom(h)?;
+        if d.active() {
+            return Err(VirError::domain_already_running());
+        }
+        if let Some(missing) = d
+            .config
+            .parsed
+            .disk_files
+            .iter()
+            .find(|f| self.is_missing_pool_file(f))
+        {
+            return Err(VirError::no_such_file(
+                domain::QEMU,
+                format!("Cannot access storage file '{missing}'"),
+            ));
+        }
+        let d = self.dom_mut(h)?;
+        d.live = Some(d.config.clone());
+        d.id = id;
+        d.started_at = Some(now);
+        if flags_ & flags::START_PAUSED != 0 {
+            d.state = DomainState::Paused;
+            d.reason = reason::PAUSED_USER;
+        } else {
+            d.state = DomainState::Running;
+            d.reason = reason::RUNNING_BOOTED;
+        }
+        let nvram = d.nvram_path();
+        let handle = d.handle();
+        self.next_id += 1;
+        if let Some(p) = nvram {
+            self.nvram_files.insert(p);
+        }
+        Ok(handle)
+    }
+
+    /// Stops a running domain (destroy, or an out-of-band stop); a transient
+    /// domain disappears.
+    fn stop(&mut self, uuid: Uuid, reason_: i32) {
+        let Some(d) = self.domains.get_mut(&uuid) else {
+            return;
+        };
+        d.live = None;
+        d.id = -1;
+        d.state = DomainState::Shutoff;
+        d.reason = reason_;
+        d.started_at = None;
+        if !d.persistent {
+            self.domains.remove(&uuid);
+        }
+    }
+
+    pub(crate) fn destroy(&mut self, h: &DomainRef, flags_: u32) -> Result<(), VirError> {
+        check_flags(
+            flags_,
+            flags::DESTROY_GRACEFUL | flags::DESTROY_REMOVE_LOGS,
+            "qemuDomainDestroyFlags",
+        )?;
+        let d = self.dom(h)?;
+        if !d.active() {
+            return Err(VirError::domain_not_running());
+        }
+        let uuid = d.uuid;
+        self.stop(uuid, reason::SHUTOFF_DESTROYED);
+        Ok(())
+    }
+
+    /// A guest shutdown; the fake's guests always comply at once.
+    pub(crate) fn shutdown(&mut self, h: &DomainRef, flags_: u32) -> Result<(), VirError> {
+        check_flags(flags_, 0x1f, "qemuDomainShutdownFlags")?;
+        let d = self.dom(h)?;
+        if !d.active() {
+            return Err(VirError::domain_not_running());
+        }
+        let uuid = d.uuid;
+        self.stop(uuid, reason::SHUTOFF_SHUTDOWN);
+        Ok(())
+    }
+
+    pub(crate) fn undefine(&mut self, h: &DomainRef, flags_: u32) -> Result<(), VirError> {
+        check_flags(flags_, 0x7f, "qemuDomainUndefineFlags")?;
+        if flags_ & flags::UNDEFINE_NVRAM != 0 && flags_ & flags::UNDEFINE_KEEP_NVRAM != 0 {
+            return Err(VirError::invalid_arg(
+                domain::QEMU,
+                "Flags 'VIR_DOMAIN_UNDEFINE_NVRAM' and 'VIR_DOMAIN_UNDEFINE_KEEP_NVRAM' are mutually exclusive",
+            ));
+        }
+        let d = self.dom(h)?;
+        if !d.persistent {
+            return Err(VirError::new(
+                code::OPERATION_INVALID,
+                domain::QEMU,
+                "cannot undefine transient domain",
+            ));
+        }
+        let uuid = d.uuid;
+        let active = d.active();
+        if let Some(path) = d.nvram_path()
+            && self.nvram_files.contains(&path)
+        {
+            if flags_ & flags::UNDEFINE_NVRAM != 0 {
+                self.nvram_files.remove(&path);
+            } else if flags_ & flags::UNDEFINE_KEEP_NVRAM == 0 {
+                return Err(VirError::undefine_with_nvram());
+            }
+        }
+        if active {
+            let d = self.domains.get_mut(&uuid).expect("resolved above");
+            d.persistent = false;
+        } else {
+            self.domains.remove(&uuid);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn get_state(
+        &self,
+        h: &DomainRef,
+        flags_: u32,
+    ) -> Result<(DomainState, i32), VirError> {
+        check_flags(flags_, 0, "qemuDomainGetState")?;
+        let d = self.dom(h)?;
+        Ok((d.state, d.reason))
+    }
+
+    pub(crate) fn get_info(&self, h: &DomainRef, now: Instant) -> Result<DomainInfo, VirError> {
+        let d = self.dom(h)?;
+        let def = d.live.as_ref().unwrap_or(&d.config);
+        let cpu_time_ns = d
+            .started_at
+            .map(|s| {
+                u64::try_from(now.saturating_duration_since(s).as_nanos() / 10).unwrap_or(u64::MAX)
+            })
+            .unwrap_or(0);
+        Ok(DomainInfo {
+            state: d.state,
+            max_mem_kib: def.parsed.max_mem_kib,
+            memory_kib: def.parsed.memory_kib,
+            nr_virt_cpu: def.parsed.vcpus,
+            cpu_time_ns,
+        })
+    }
+
+    pub(crate) fn get_xml_desc(&self, h: &DomainRef, flags_: u32) -> Result<String, VirError> {
+        check_flags(flags_, flags::XML_ALL, "qemuDomainGetXMLDesc")?;
+        let d = self.dom(h)?;
+        let (def, id) = match (&d.live, flags_ & flags::XML_INACTIVE != 0) {
+            (Some(live), false) => (live, Some(d.id)),
+            _ => (&d.config, None),
+        };
+        Ok(xml::render_domain(
+            &def.parsed.body,
+            &d.uuid,
+            id,
+            &def.metadata,
+        ))
+    }
+
+    /// Picks the definitions a metadata call affects, as libvirt's
+    /// `virDomainObjGetDefs` does.
+    fn metadata_targets(d: &Domain, flags_: u32) -> Result<(bool, bool), VirError> {
+        let mut live = flags_ & flags::AFFECT_LIVE != 0;
+        let mut config = flags_ & flags::AFFECT_CONFIG != 0;
+        if !live && !config {
+            if d.active() {
+                live = true;
+            } else {
+                config = true;
+            }
+        }
+        if live && !d.active() {
+            return Err(VirError::domain_not_running());
+        }
+        if config && !d.persistent {
+            return Err(VirError::new(
+                code::OPERATION_INVALID,
+                domain::DOMAIN,
+                "transient domains do not have any persistent config",
+            ));
+        }
+        Ok((live, config))
+    }
+
+    pub(crate) fn set_metadata(
+        &mut self,
+        h: &DomainRef,
+        kind: i32,
+        metadata: Option<&str>,
+        key: Option<&str>,
+        uri: Option<&str>,
+        flags_: u32,
+    ) -> Result<(), VirError> {
+        check_flags(
+            flags_,
+            flags::AFFECT_LIVE | flags::AFFECT_CONFIG,
+            "qemuDomainSetMetadata",
+        )?;
+        let arg = |what: &str, must: &str| {
+            VirError::invalid_arg(
+                domain::DOMAIN,
+                format!("{what} in virDomainSetMetadata must {must}"),
+            )
+        };
+        enum Change {
+            Title(Option<String>),
+            Description(Option<String>),
+            Element(String, Option<MetadataEntry>),
+        }
+        let change = match kind {
+            flags::METADATA_TITLE | flags::METADATA_DESCRIPTION => {
+                if uri.is_some() {
+                    return Err(arg("uri", "be NULL"));
+                }
+                if key.is_some() {
+                    return Err(arg("key", "be NULL"));
+                }
+                let text = metadata.filter(|m| !m.is_empty()).map(str::to_owned);
+                if kind == flags::METADATA_TITLE {
+                    if text.as_deref().is_some_and(|t| t.contains('\n')) {
+                        return Err(VirError::invalid_arg(
+                            domain::DOMAIN,
+                            "metadata title can't contain newlines",
+                        ));
+                    }
+                    Change::Title(text)
+                } else {
+                    Change::Description(text)
+                }
+            }
+            flags::METADATA_ELEMENT => {
+                let uri = uri.ok_or_else(|| arg("uri", "not be NULL"))?;
+                match metadata {
+                    Some(m) => {
+                        let key = key.ok_or_else(|| arg("key", "not be NULL"))?;
+                        let xml = xml::canonical_metadata(m, key, uri)?;
+                        Change::Element(
+                            uri.to_owned(),
+                            Some(MetadataEntry {
+                                uri: uri.to_owned(),
+                                key: key.to_owned(),
+                                xml,
+                            }),
+                        )
+                    }
+                    None => Change::Element(uri.to_owned(), None),
+                }
+            }
+            other => {
+                return Err(VirError::invalid_arg(
+                    domain::DOMAIN,
+                    format!("unknown metadata type '{other}'"),
+                ));
+            }
+        };
+        let d = self.dom_mut(h)?;
+        let (live, config) = Self::metadata_targets(d, flags_)?;
+        let apply = |def: &mut Def| match &change {
+            Change::Title(t) => def.title = t.clone(),
+            Change::Description(t) => def.description = t.clone(),
+            Change::Element(uri, entry) => {
+                def.metadata.retain(|m| &m.uri != uri);
+                if let Some(e) = entry {
+                    def.metadata.push(e.clone());
+                }
+            }
+        };
+        if live && let Some(l) = d.live.as_mut() {
+            apply(l);
+        }
+        if config {
+            apply(&mut d.config);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn get_metadata(
+        &self,
+        h: &DomainRef,
+        kind: i32,
+        uri: Option<&str>,
+        flags_: u32,
+    ) -> Result<String, VirError> {
+        if flags_ & flags::AFFECT_LIVE != 0 && flags_ & flags::AFFECT_CONFIG != 0 {
+            return Err(VirError::invalid_arg(
+                domain::DOMAIN,
+                "Flags 'VIR_DOMAIN_AFFECT_LIVE' and 'VIR_DOMAIN_AFFECT_CONFIG' are mutually exclusive",
+            ));
+        }
+        check_flags(
+            flags_,
+            flags::AFFECT_LIVE | flags::AFFECT_CONFIG,
+            "qemuDomainGetMetadata",
+        )?;
+        match (kind, uri) {
+            (flags::METADATA_TITLE | flags::METADATA_DESCRIPTION, Some(_)) => {
+                return Err(VirError::invalid_arg(
+                    domain::DOMAIN,
+                    "uri in virDomainGetMetadata must be NULL",
+                ));
+            }
+            (flags::METADATA_ELEMENT, None) => {
+                return Err(VirError::invalid_arg(
+                    domain::DOMAIN,
+                    "uri in virDomainGetMetadata must not be NULL",
+                ));
+            }
+            (flags::METADATA_TITLE | flags::METADATA_DESCRIPTION | flags::METADATA_ELEMENT, _) => {}
+            (other, _) => {
+                return Err(VirError::invalid_arg(
+                    domain::DOMAIN,
+                    format!("unknown metadata type '{other}'"),
+                ));
+            }
+        }
+        let d = self.dom(h)?;
+        let (live, _) = Self::metadata_targets(d, flags_)?;
+        let def = if live {
+            d.live.as_ref().expect("checked active")
+        } else {
+            &d.config
+        };
+        let found = match kind {
+            flags::METADATA_TITLE => def.title.clone(),
+            flags::METADATA_DESCRIPTION => def.description.clone(),
+            _ => {
+                let uri = uri.expect("checked above");
+                def.metadata
+                    .iter()
+                    .find(|m| m.uri == uri)
+                    .map(|m| m.xml.clone())
+            }
+        };
+        found.ok_or_else(VirError::no_metadata)
+    }
+
+    /// Whether the guest finished booting: started at least the boot delay
+    /// ago and not held.
+    fn booted(&self, d: &Domain, now: Instant) -> bool {
+        let held = self.hold_all_boots || self.boot_held.contains(&d.name);
+        !held
+            && d.started_at
+                .is_some_and(|s| now.saturating_duration_since(s) >= self.host.agent_boot_delay)
+    }
+
+    pub(crate) fn interface_addresses(
+        &self,
+        h: &DomainRef,
+        source: u32,
+        flags_: u32,
+        now: Instant,
+    ) -> Result<Vec<Interface>, VirError> {
+        check_flags(flags_, 0, "qemuDomainInterfaceAddresses")?;
+        let d = self.dom(h)?;
+        if !d.active() {
+            return Err(VirError::domain_not_running());
+        }
+        let Some(src) = AddressSource::from_u32(source) else {
+            return Err(VirError::new(
+                code::ARGUMENT_UNSUPPORTED,
+                domain::QEMU,
+                format!("Unknown IP address data source {source}"),
+            ));
+        };
+        let def = d.live.as_ref().expect("active");
+        let mac = def
+            .parsed
+            .macs
+            .first()
+            .cloned()
+            .unwrap_or_else(|| mac_for(&d.uuid));
+        match src {
+            AddressSource::Agent => {
+                if !def.parsed.agent_channel {
+                    return Err(VirError::agent_not_configured());
+                }
+                if !self.booted(d, now) || self.agent_broken.contains(&d.name) {
+                    return Err(VirError::agent_not_connected());
+                }
+                if let Some(set) = self.addresses.get(&(d.name.clone(), src)) {
+                    return Ok(set.clone());
+                }
+                if !self.host.auto_addresses || d.state != DomainState::Running {
+                    return Ok(Vec::new());
+                }
+                Ok(vec![
+                    Interface {
+                        name: "lo".into(),
+                        hwaddr: Some("00:00:00:00:00:00".into()),
+                        addrs: vec![IpAddr::v4("127.0.0.1", 8), IpAddr::v6("::1", 128)],
+                    },
+                    Interface {
+                        name: "eth0".into(),
+                        hwaddr: Some(mac),
+                        addrs: vec![IpAddr::v4(d.auto_ip.clone(), 24)],
+                    },
+                ])
+            }
+            AddressSource::Arp => {
+                if self.arp_failure {
+                    return Err(VirError::arp_wrong_nlmsg_len());
+                }
+                if let Some(set) = self.addresses.get(&(d.name.clone(), src)) {
+                    return Ok(set.clone());
+                }
+                if !self.host.auto_addresses || !self.booted(d, now) {
+                    return Ok(Vec::new());
+                }
+                Ok(vec![Interface {
+                    name: "vnet0".into(),
+                    hwaddr: Some(mac),
+                    addrs: vec![IpAddr::v4(d.auto_ip.clone(), 0)],
+                }])
+            }
+            AddressSource::Lease => Ok(self
+                .addresses
+                .get(&(d.name.clone(), src))
+                .cloned()
+                .unwrap_or_default()),
+        }
+    }
+
+    pub(crate) fn list_all_domains(&self, flags_: u32) -> Result<Vec<DomainRef>, VirError> {
+        check_flags(flags_, 0xffff, "qemuConnectListAllDomains")?;
+        let group = |a: u32, b: u32, pa: bool, pb: bool| -> bool {
+            let fa = flags_ & a != 0;
+            let fb = flags_ & b != 0;
+            !(fa || fb) || (fa && pa) || (fb && pb)
+        };
+        let mut out: Vec<DomainRef> = self
+            .domains
+            .values()
+            .filter(|d| {
+                let running = d.state == DomainState::Running;
+                let paused = d.state == DomainState::Paused;
+                let shutoff = d.state == DomainState::Shutoff;
+                let state_bits = flags::LIST_RUNNING
+                    | flags::LIST_PAUSED
+                    | flags::LIST_SHUTOFF
+                    | flags::LIST_OTHER;
+                let state_ok = flags_ & state_bits == 0
+                    || (flags_ & flags::LIST_RUNNING != 0 && running)
+                    || (flags_ & flags::LIST_PAUSED != 0 && paused)
+                    || (flags_ & flags::LIST_SHUTOFF != 0 && shutoff)
+                    || (flags_ & flags::LIST_OTHER != 0 && !running && !paused && !shutoff);
+                group(
+                    flags::LIST_ACTIVE,
+                    flags::LIST_INACTIVE,
+                    d.active(),
+                    !d.active(),
+                ) && group(
+                    flags::LIST_PERSISTENT,
+                    flags::LIST_TRANSIENT,
+                    d.persistent,
+                    !d.persistent,
+                ) && state_ok
+            })
+            .map(Domain::handle)
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    // ----- out-of-band domain control -----------------------------------
+
+    pub(crate) fn snapshot_domain(&self, name: &str) -> Option<DomainSnapshot> {
+        let d = self.find_name(name)?;
+        let nvram_path = d.nvram_path();
+        Some(DomainSnapshot {
+            handle: d.handle(),
+            state: d.state,
+            reason: d.reason,
+            persistent: d.persistent,
+            uefi: d.config.parsed.uefi,
+            nvram_exists: nvram_path
+                .as_ref()
+                .is_some_and(|p| self.nvram_files.contains(p)),
+            nvram_path,
+            config_metadata: d.config.metadata.clone(),
+            live_metadata: d.live.as_ref().map(|l| l.metadata.clone()),
+        })
+    }
+
+    pub(crate) fn all_domain_snapshots(&self) -> Vec<DomainSnapshot> {
+        let mut names: Vec<&str> = self.domains.values().map(|d| d.name.as_str()).collect();
+        names.sort_unstable();
+        names
+            .into_iter()
+            .filter_map(|n| self.snapshot_domain(n))
+            .collect()
+    }
+
+    pub(crate) fn force_state(
+        &mut self,
+        name: &str,
+        state: DomainState,
+        reason_: i32,
+        now: Instant,
+    ) -> Result<(), VirError> {
+        let d = self.dom_by_name_mut(name)?;
+        let (uuid, active, handle) = (d.uuid, d.active(), d.handle());
+        if state.is_active() && !active {
+            self.create(&handle, 0, now)?;
+        } else if !state.is_active() && active {
+            self.stop(uuid, reason_);
+        }
+        if let Some(d) = self.domains.get_mut(&uuid) {
+            d.state = state;
+            d.reason = reason_;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn set_addresses(
+        &mut self,
+        name: &str,
+        source: AddressSource,
+        ifaces: Option<Vec<Interface>>,
+    ) {
+        let key = (name.to_owned(), source);
+        match ifaces {
+            Some(i) => self.addresses.insert(key, i),
+            None => self.addresses.remove(&key),
+        };
+    }
+
+    pub(crate) fn set_boot_held(&mut self, name: Option<&str>, held: bool) {
+        match name {
+            None => self.hold_all_boots = held,
+            Some(n) if held => {
+                self.boot_held.insert(n.to_owned());
+            }
+            Some(n) => {
+                self.boot_held.remove(n);
+            }
+        }
+    }
+
+    pub(crate) fn set_agent_broken(&mut self, name: &str, broken: bool) {
+        if broken {
+            self.agent_broken.insert(name.to_owned());
+        } else {
+            self.agent_broken.remove(name);
+        }
+    }
+
+    pub(crate) fn set_arp_failure(&mut self, fail: bool) {
+        self.arp_failure = fail;
+    }
+
+    pub(crate) fn nvram_files(&self) -> Vec<String> {
+        self.nvram_files.iter().cloned().collect()
+    }
+
+    pub(crate) fn remove_domain(&mut self, name: &str) -> bool {
+        let uuid = self.find_name(name).map(|d| d.uuid);
+        uuid.is_some_and(|u| self.domains.remove(&u).is_some())
+    }
+
+    /// Whether `path` lies directly in a pool's directory without being one
+    /// of its volumes (files elsewhere are not the fake's to judge).
+    fn is_missing_pool_file(&self, path: &str) -> bool {
+        let Some((dir, name)) = path.rsplit_once('/') else {
+            return false;
+        };
+        self.pools
+            .values()
+            .any(|p| p.path.trim_end_matches('/') == dir && !p.volumes.contains_key(name))
+    }
+}
