@@ -117,7 +117,8 @@ pub struct Keepalive {
 
 struct KeepaliveTimer {
     config: Keepalive,
-    sleep: Pin<Box<Sleep>>,
+    // Created on first poll, so building a connection needs no runtime.
+    sleep: Option<Pin<Box<Sleep>>>,
     unanswered: u32,
     heard: bool,
 }
@@ -132,16 +133,19 @@ impl KeepaliveTimer {
     fn new(config: Keepalive) -> Self {
         KeepaliveTimer {
             config,
-            sleep: Box::pin(tokio::time::sleep(config.interval)),
+            sleep: None,
             unanswered: 0,
             heard: false,
         }
     }
 
     fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Tick> {
-        ready!(self.sleep.as_mut().poll(cx));
-        let next = Instant::now() + self.config.interval;
-        self.sleep.as_mut().reset(next);
+        let interval = self.config.interval;
+        let sleep = self
+            .sleep
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(interval)));
+        ready!(sleep.as_mut().poll(cx));
+        sleep.as_mut().reset(Instant::now() + interval);
         if std::mem::take(&mut self.heard) {
             self.unanswered = 0;
             return Poll::Ready(Tick::Quiet);

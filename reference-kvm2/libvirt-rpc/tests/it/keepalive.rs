@@ -86,3 +86,12 @@ async fn any_packet_counts_as_a_sign_of_life() {
     assert!(!task.is_finished());
     assert!(!client.is_closed());
 }
+
+#[test]
+fn attaching_needs_no_runtime() {
+    let (stream, _server_end) = tokio::io::duplex(64);
+    let (client, connection) = fast(1).attach(stream);
+    assert!(!client.is_closed());
+    drop(connection);
+    assert!(client.is_closed());
+}
