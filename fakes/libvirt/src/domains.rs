@@ -13,6 +13,25 @@ use crate::types::{
 };
 use crate::xml::{self, ParsedDomain};
 
+/// The IPv6 link-local address a guest derives from its MAC (EUI-64), as a
+/// real guest agent reports next to the IPv4 address.
+fn link_local(mac: &str) -> String {
+    let b: Vec<u8> = mac
+        .split(':')
+        .filter_map(|h| u8::from_str_radix(h, 16).ok())
+        .collect();
+    if b.len() != 6 {
+        return "fe80::1".into();
+    }
+    format!(
+        "fe80::{:x}:{:x}:{:x}:{:x}",
+        u16::from_be_bytes([b[0] ^ 2, b[1]]),
+        u16::from_be_bytes([b[2], 0xff]),
+        u16::from_be_bytes([0xfe, b[3]]),
+        u16::from_be_bytes([b[4], b[5]]),
+    )
+}
+
 /// One definition of a domain (persistent or live).
 #[derive(Debug, Clone)]
 pub(crate) struct Def {
@@ -590,8 +609,11 @@ impl State {
                     },
                     Interface {
                         name: "eth0".into(),
+                        addrs: vec![
+                            IpAddr::v4(d.auto_ip.clone(), 24),
+                            IpAddr::v6(link_local(&mac), 64),
+                        ],
                         hwaddr: Some(mac),
-                        addrs: vec![IpAddr::v4(d.auto_ip.clone(), 24)],
                     },
                 ])
             }

@@ -287,6 +287,11 @@ async fn agent_answers_only_after_the_boot_delay() {
     assert_eq!(ifaces[0].name, "lo");
     assert_eq!(ifaces[1].hwaddr.as_deref(), Some("52:54:00:aa:bb:cc"));
     assert_eq!(ifaces[1].addrs[0].kind, 0);
+    // Like a real agent: the link-local IPv6 address from the MAC as well.
+    assert_eq!(
+        ifaces[1].addrs[1],
+        IpAddr::v6("fe80::5054:ff:feaa:bbcc", 64)
+    );
     // A held boot keeps the agent silent even after the delay.
     fake.hold_boot("g");
     assert_eq!(
