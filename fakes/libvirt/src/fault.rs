@@ -57,6 +57,21 @@ impl Fault {
         )
     }
 
+    /// `VIR_ERR_NO_DOMAIN` for a lookup by name, as QEMU words it.
+    pub fn no_domain(name: &str) -> Self {
+        Fault::Error(VirError::no_domain_name(name))
+    }
+
+    /// `VIR_ERR_NO_STORAGE_VOL` for a lookup by name.
+    pub fn no_storage_vol(name: &str) -> Self {
+        Fault::Error(VirError::no_vol_name(name))
+    }
+
+    /// `VIR_ERR_NO_STORAGE_POOL` for a lookup by name.
+    pub fn no_storage_pool(name: &str) -> Self {
+        Fault::Error(VirError::no_pool_name(name))
+    }
+
     /// A short name for traces: `error(42)`, `delay`, `hang`, `drop`.
     pub fn kind(&self) -> String {
         match self {

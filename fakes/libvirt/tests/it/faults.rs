@@ -311,3 +311,18 @@ async fn host_latency_is_paid_once_per_call_and_overlaps() {
     assert!(c.get_hostname().await.is_err());
     assert_eq!(start.elapsed(), Duration::from_millis(200));
 }
+
+#[tokio::test]
+async fn not_found_helpers_carry_the_real_texts() {
+    let fake = pool_fake();
+    let c = open(&fake).await;
+    fake.faults().push(Fault::no_storage_pool("default"));
+    fake.faults().push(Fault::no_storage_vol("base"));
+    fake.faults().push(Fault::no_domain("vm"));
+    assert_eq!(code(c.get_hostname().await), err::NO_STORAGE_POOL);
+    assert_eq!(
+        message(c.get_hostname().await),
+        "Storage volume not found: no storage vol with matching name 'base'"
+    );
+    assert_eq!(code(c.get_hostname().await), err::NO_DOMAIN);
+}
