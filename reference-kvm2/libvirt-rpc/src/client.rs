@@ -80,7 +80,9 @@ impl Shared {
 
 /// A handle for making calls on one connection. Cloning is cheap; every
 /// clone shares the connection. Calls may be made concurrently from many
-/// tasks: they are pipelined, and replies are matched by serial.
+/// tasks: they are pipelined, and replies are matched by serial. libvirtd
+/// reads at most five requests per client at a time; further calls wait in
+/// the transport, and that wait counts against their deadlines.
 ///
 /// # Cancel safety
 ///

@@ -106,6 +106,12 @@ struct Outgoing {
 }
 
 /// Keepalive settings of a connection.
+///
+/// Any packet from the server counts as a sign of life, so PINGs go out only
+/// when the server has been silent for a whole interval. A PING waits behind
+/// data already handed to the transport: a server that stops reading for
+/// longer than `interval * (count + 1)` (for example, during a large upload to
+/// a stalled disk) is declared dead, as libvirt's own client would.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Keepalive {
     /// How long the connection may be silent before a PING is sent.
