@@ -325,3 +325,88 @@ async fn server_events_reach_the_events_channel() {
     assert_eq!(event.decode_payload::<u32>().unwrap(), 7);
     assert!(!client.is_closed());
 }
+
+/// A small deterministic generator, so the test needs no extra dependency.
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self, bound: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % bound
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn randomized_mixture_of_answers_timeouts_and_abandoned_calls() {
+    for seed in 1..=16u64 {
+        let mut rng = XorShift(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let (client, task, mut server) = pair(quiet());
+        let n = 12 + rng.next(20) as usize;
+        // 0: answered in time; 1: times out, answered late; 2: dropped by the caller.
+        let fates: Vec<u64> = (0..n).map(|_| rng.next(3)).collect();
+        let mut handles = Vec::new();
+        for (i, fate) in fates.iter().enumerate() {
+            let timeout = if *fate == 1 {
+                Duration::from_millis(20)
+            } else {
+                Duration::from_secs(60)
+            };
+            let client = client.with_timeout(timeout);
+            let name = format!("vm-{i}");
+            let call = tokio::spawn(async move { client.domain_lookup_by_name(&name).await });
+            handles.push(call);
+        }
+        // Let every call reach the server.
+        let mut received = Vec::new();
+        for _ in 0..n {
+            let (h, args) = server.recv_call().await;
+            let CallArgs::DomainLookupByName(a) = args else {
+                panic!()
+            };
+            received.push((h, a.name));
+        }
+        for (i, fate) in fates.iter().enumerate() {
+            if *fate == 2 {
+                handles[i].abort();
+            }
+        }
+        // Past every short deadline, answer everything in a shuffled order.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        for i in (1..received.len()).rev() {
+            let j = rng.next(i as u64 + 1) as usize;
+            received.swap(i, j);
+        }
+        for (h, name) in &received {
+            server
+                .reply(h, &DomainLookupByNameRet { dom: domain(name) })
+                .await;
+        }
+        for (i, (call, fate)) in handles.into_iter().zip(&fates).enumerate() {
+            match (fate, call.await) {
+                (0, Ok(r)) => assert_eq!(r.unwrap().name, format!("vm-{i}"), "seed {seed}"),
+                (1, Ok(r)) => assert!(r.unwrap_err().is_timeout(), "seed {seed}"),
+                (2, Err(e)) => assert!(e.is_cancelled(), "seed {seed}"),
+                (2, Ok(_)) => {} // finished before the abort landed
+                (f, other) => panic!("seed {seed}: call {i} with fate {f} gave {other:?}"),
+            }
+        }
+        // The connection is intact.
+        let fresh = tokio::spawn({
+            let client = client.clone();
+            async move { client.domain_lookup_by_name("fresh").await }
+        });
+        let (h, _) = server.recv_call().await;
+        server
+            .reply(
+                &h,
+                &DomainLookupByNameRet {
+                    dom: domain("fresh"),
+                },
+            )
+            .await;
+        assert_eq!(fresh.await.unwrap().unwrap().name, "fresh", "seed {seed}");
+        assert!(!task.is_finished(), "seed {seed}");
+    }
+}
