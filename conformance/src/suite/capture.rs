@@ -6,6 +6,7 @@
 //! after a span closes). The suite marks its rule and operation spans with a
 //! `cf_mark` field; [`Capture::find_mark`] finds them again.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -46,7 +47,18 @@ pub struct EventRecord {
 #[derive(Default)]
 struct Store {
     spans: Vec<SpanRecord>,
+    span_index: HashMap<u64, usize>,
+    children: HashMap<u64, Vec<u64>>,
+    marks: HashMap<String, u64>,
     events: Vec<EventRecord>,
+    events_by_span: HashMap<u64, Vec<usize>>,
+}
+
+/// A point in the capture; records made after it can be searched alone.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Checkpoint {
+    spans: usize,
+    events: usize,
 }
 
 /// The process-wide capture.
@@ -82,61 +94,76 @@ impl Capture {
         self.store.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The sequence number of the span whose fields contain `cf_mark=<mark>`.
+    /// The sequence number of the span created with the field `cf_mark = <mark>`.
     pub fn find_mark(&self, mark: &str) -> Option<u64> {
-        let needle = format!("cf_mark={mark:?}");
-        self.lock()
-            .spans
-            .iter()
-            .rev()
-            .find(|s| s.fields.contains(&needle))
-            .map(|s| s.seq)
+        self.lock().marks.get(mark).copied()
     }
 
     /// Direct children of span `seq`.
     pub fn children(&self, seq: u64) -> Vec<SpanRecord> {
-        self.lock()
-            .spans
-            .iter()
-            .filter(|s| s.parent == Some(seq))
-            .cloned()
+        let store = self.lock();
+        store
+            .children
+            .get(&seq)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| store.span_index.get(c).map(|i| store.spans[*i].clone()))
             .collect()
+    }
+
+    fn subtree(store: &Store, seq: u64) -> Vec<u64> {
+        let mut out = vec![seq];
+        let mut i = 0;
+        while i < out.len() {
+            if let Some(kids) = store.children.get(&out[i]) {
+                out.extend(kids.iter().copied());
+            }
+            i += 1;
+        }
+        out
     }
 
     /// Every span below `seq`, at any depth.
     pub fn descendants(&self, seq: u64) -> Vec<SpanRecord> {
         let store = self.lock();
-        let mut set = std::collections::HashSet::from([seq]);
-        let mut out = Vec::new();
-        // Spans are recorded in creation order, so parents come before children.
-        for s in &store.spans {
-            if s.parent.is_some_and(|p| set.contains(&p)) {
-                set.insert(s.seq);
-                out.push(s.clone());
-            }
-        }
-        out
+        Self::subtree(&store, seq)
+            .into_iter()
+            .skip(1)
+            .filter_map(|c| store.span_index.get(&c).map(|i| store.spans[*i].clone()))
+            .collect()
     }
 
     /// Events emitted inside span `seq` or any span below it.
     pub fn events_under(&self, seq: u64) -> Vec<EventRecord> {
-        self.lock()
-            .events
+        let store = self.lock();
+        let mut idx: Vec<usize> = Self::subtree(&store, seq)
             .iter()
-            .filter(|e| e.scope.contains(&seq))
-            .cloned()
-            .collect()
+            .filter_map(|s| store.events_by_span.get(s))
+            .flatten()
+            .copied()
+            .collect();
+        idx.sort_unstable();
+        idx.into_iter().map(|i| store.events[i].clone()).collect()
     }
 
-    /// Whether `needle` appears in any span name, span field or event captured so far.
-    pub fn contains(&self, needle: &str) -> Option<String> {
+    /// The current end of the capture.
+    pub fn checkpoint(&self) -> Checkpoint {
         let store = self.lock();
-        for s in &store.spans {
+        Checkpoint {
+            spans: store.spans.len(),
+            events: store.events.len(),
+        }
+    }
+
+    /// Where `needle` appears in a span name, span field or event recorded since `from`.
+    pub fn contains_since(&self, from: Checkpoint, needle: &str) -> Option<String> {
+        let store = self.lock();
+        for s in store.spans.iter().skip(from.spans) {
             if s.name.contains(needle) || s.fields.contains(needle) {
                 return Some(format!("span {} {}", s.name, s.fields));
             }
         }
-        for e in &store.events {
+        for e in store.events.iter().skip(from.events) {
             if e.text.contains(needle) || e.target.contains(needle) {
                 return Some(format!("{} event: {}", e.level, e.text));
             }
@@ -144,9 +171,9 @@ impl Capture {
         None
     }
 
-    /// How many events have been captured in all.
-    pub fn event_count(&self) -> usize {
-        self.lock().events.len()
+    /// Where `needle` appears anywhere in the capture.
+    pub fn contains(&self, needle: &str) -> Option<String> {
+        self.contains_since(Checkpoint::default(), needle)
     }
 }
 
@@ -155,28 +182,37 @@ struct CaptureLayer {
 }
 
 #[derive(Default)]
-struct Text(String);
+struct Text {
+    text: String,
+    mark: Option<String>,
+}
 
 impl Visit for Text {
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        if !self.0.is_empty() {
-            self.0.push(' ');
+        if !self.text.is_empty() {
+            self.text.push(' ');
         }
         if field.name() == "message" {
-            let _ = write!(self.0, "{value:?}");
+            let _ = write!(self.text, "{value:?}");
         } else {
-            let _ = write!(self.0, "{}={value:?}", field.name());
+            let _ = write!(self.text, "{}={value:?}", field.name());
+        }
+        if field.name() == "cf_mark" {
+            self.mark = Some(format!("{value:?}").trim_matches('"').to_owned());
         }
     }
 
     fn record_str(&mut self, field: &Field, value: &str) {
-        if !self.0.is_empty() {
-            self.0.push(' ');
+        if !self.text.is_empty() {
+            self.text.push(' ');
         }
         if field.name() == "message" {
-            self.0.push_str(value);
+            self.text.push_str(value);
         } else {
-            let _ = write!(self.0, "{}={value:?}", field.name());
+            let _ = write!(self.text, "{}={value:?}", field.name());
+        }
+        if field.name() == "cf_mark" {
+            self.mark = Some(value.to_owned());
         }
     }
 }
@@ -194,11 +230,20 @@ where
         let mut text = Text::default();
         attrs.record(&mut text);
         span.extensions_mut().insert(Seq(seq));
-        self.cap.lock().spans.push(SpanRecord {
+        let mut store = self.cap.lock();
+        if let Some(mark) = text.mark.take() {
+            store.marks.insert(mark, seq);
+        }
+        if let Some(p) = parent {
+            store.children.entry(p).or_default().push(seq);
+        }
+        let at = store.spans.len();
+        store.span_index.insert(seq, at);
+        store.spans.push(SpanRecord {
             seq,
             parent,
             name: attrs.metadata().name().to_owned(),
-            fields: text.0,
+            fields: text.text,
         });
     }
 
@@ -210,27 +255,58 @@ where
         let mut text = Text::default();
         values.record(&mut text);
         let mut store = self.cap.lock();
-        if let Some(s) = store.spans.iter_mut().rev().find(|s| s.seq == seq) {
-            s.fields.push(' ');
-            s.fields.push_str(&text.0);
+        if let Some(i) = store.span_index.get(&seq).copied() {
+            store.spans[i].fields.push(' ');
+            store.spans[i].fields.push_str(&text.text);
         }
     }
 
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
         let mut text = Text::default();
         event.record(&mut text);
-        let scope = ctx
+        let scope: Vec<u64> = ctx
             .event_scope(event)
             .map(|sc| {
                 sc.filter_map(|s| s.extensions().get::<Seq>().map(|q| q.0))
                     .collect()
             })
             .unwrap_or_default();
-        self.cap.lock().events.push(EventRecord {
+        let mut store = self.cap.lock();
+        let at = store.events.len();
+        if let Some(inner) = scope.first() {
+            store.events_by_span.entry(*inner).or_default().push(at);
+        }
+        store.events.push(EventRecord {
             level: *event.metadata().level(),
             target: event.metadata().target().to_owned(),
-            text: text.0,
+            text: text.text,
             scope,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attributes_events_to_marked_spans_and_finds_needles() {
+        let cap = Capture::global().expect("no other global subscriber in this test binary");
+        let before = cap.checkpoint();
+        let op = tracing::info_span!("conformance.op", cf_mark = %"t-op-1");
+        op.in_scope(|| {
+            let child = tracing::debug_span!("backend.Call", n = 1);
+            child.in_scope(|| tracing::debug!(secret = "needle-42", "inside"));
+            tracing::info!("done");
+        });
+        tracing::warn!("outside");
+        let seq = cap.find_mark("t-op-1").expect("the marked span");
+        let kids = cap.children(seq);
+        assert_eq!(kids.len(), 1);
+        assert_eq!(kids[0].name, "backend.Call");
+        let evs = cap.events_under(seq);
+        assert_eq!(evs.len(), 2, "{evs:?}");
+        assert!(cap.contains_since(before, "needle-42").is_some());
+        assert!(cap.contains_since(cap.checkpoint(), "needle-42").is_none());
     }
 }

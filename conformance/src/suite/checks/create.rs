@@ -490,6 +490,7 @@ pub async fn cre_secret(cx: &Cx) -> CheckResult {
         let loc = loc.clone();
         async move {
             let sentinel = format!("sentinel-{s}");
+            let from = cap.checkpoint();
             SENTINELS.lock().unwrap().push(sentinel.clone());
             let payload = CloudInit::new(format!(
                 "#cloud-config\nchpasswd:\n  list: |\n    root:{sentinel}\nwrite_files:\n  - path: /etc/token\n    content: {sentinel}\n"
@@ -524,7 +525,7 @@ pub async fn cre_secret(cx: &Cx) -> CheckResult {
                     "the cloud-init payload appeared in an error or request rendering: {t}"
                 )));
             }
-            if let Some(where_) = cap.contains(&sentinel) {
+            if let Some(where_) = cap.contains_since(from, &sentinel) {
                 return Err(PropError::Fail(format!(
                     "the cloud-init payload appeared in captured telemetry: {where_}"
                 )));
