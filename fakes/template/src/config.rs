@@ -1,0 +1,226 @@
+//! The provider's configuration: its name, the sites and the placements that map to
+//! them, where the credential files live, sizes, and the two behaviour switches that
+//! change the declared profile (blocking Create, fail-whole listings).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use conformance::Profile;
+use conformance::fixture::Verbosity;
+use conformance::profile::{
+    BackendTest, ChildSpans, ClientKind, CreateReturn, CreatedAt, Credentials, DeleteReturn,
+    GcMark, IpSource, ListPartial, Logging, NotFoundMode, ProvisioningState, QuotaMode,
+    SecondaryResources, Timeouts,
+};
+
+/// One configured site and the placement zone that maps to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SiteConfig {
+    /// The site's name, used in IDs and reports.
+    pub name: String,
+    /// The placement zone a request names to land here.
+    pub placement: String,
+}
+
+/// A shared, adjustable logging tier; every provider built from one config shares it.
+#[derive(Clone, Debug)]
+pub struct LogTier(Arc<AtomicU8>);
+
+impl Default for LogTier {
+    fn default() -> Self {
+        LogTier::new(Verbosity::V1)
+    }
+}
+
+impl LogTier {
+    /// A tier starting at `v`.
+    pub fn new(v: Verbosity) -> LogTier {
+        let t = LogTier(Arc::default());
+        t.set(v);
+        t
+    }
+
+    /// Sets the tier.
+    pub fn set(&self, v: Verbosity) {
+        let n = match v {
+            Verbosity::V0 => 0,
+            Verbosity::V1 => 1,
+            Verbosity::V2 => 2,
+        };
+        self.0.store(n, Ordering::Relaxed);
+    }
+
+    /// The current tier.
+    pub fn get(&self) -> Verbosity {
+        match self.0.load(Ordering::Relaxed) {
+            0 => Verbosity::V0,
+            1 => Verbosity::V1,
+            _ => Verbosity::V2,
+        }
+    }
+}
+
+/// How a [`TemplateProvider`](crate::TemplateProvider) is set up.
+#[derive(Clone, Debug)]
+pub struct TemplateConfig {
+    /// The provider name every error carries (default `template`).
+    pub name: String,
+    /// The sites, in configuration order.
+    pub sites: Vec<SiteConfig>,
+    /// The directory holding one credential file per site, `<site>.token`, read on
+    /// every dial.
+    pub credentials_dir: PathBuf,
+    /// The size of each instance's disk, in bytes.
+    pub disk_bytes: u64,
+    /// Whether Create waits until the instance is Running (`create-return=blocking`).
+    pub create_blocks: bool,
+    /// Whether one unreachable site fails the whole listing (`list-partial=fail-whole`).
+    pub list_fail_whole: bool,
+    /// The logging tier.
+    pub verbosity: LogTier,
+    /// Deliberate defects, for the mutants only.
+    pub(crate) quirks: Quirks,
+}
+
+impl TemplateConfig {
+    /// The default two sites (`site-a` in `zone-a`, `site-b` in `zone-b`) with their
+    /// credential files under `credentials_dir`.
+    pub fn new(credentials_dir: impl Into<PathBuf>) -> TemplateConfig {
+        TemplateConfig {
+            name: "template".into(),
+            sites: vec![
+                SiteConfig {
+                    name: "site-a".into(),
+                    placement: "zone-a".into(),
+                },
+                SiteConfig {
+                    name: "site-b".into(),
+                    placement: "zone-b".into(),
+                },
+            ],
+            credentials_dir: credentials_dir.into(),
+            disk_bytes: 256 << 20,
+            create_blocks: false,
+            list_fail_whole: false,
+            verbosity: LogTier::default(),
+            quirks: Quirks::default(),
+        }
+    }
+
+    /// The credential file of `site`.
+    pub fn token_file(&self, site: &str) -> PathBuf {
+        self.credentials_dir.join(format!("{site}.token"))
+    }
+
+    /// The site a placement maps to.
+    pub fn site_for(&self, placement: &str) -> Option<&SiteConfig> {
+        self.sites.iter().find(|s| s.placement == placement)
+    }
+
+    /// Whether `site` is configured.
+    pub fn has_site(&self, site: &str) -> bool {
+        self.sites.iter().any(|s| s.name == site)
+    }
+
+    /// The profile this configuration declares.
+    pub fn profile(&self) -> Profile {
+        let (create_return, provisioning) = if self.create_blocks {
+            (CreateReturn::Blocking, ProvisioningState::CreateBlocks)
+        } else {
+            (CreateReturn::Early, ProvisioningState::GetReports)
+        };
+        let list_partial = if self.list_fail_whole {
+            ListPartial::FailWhole
+        } else {
+            ListPartial::Partial
+        };
+        Profile::builder()
+            .with_create_return(create_return)
+            .with_provisioning_state(provisioning)
+            .with_child_spans(ChildSpans::SpanDecorator)
+            .with_quota(QuotaMode::Detected)
+            .with_credentials(Credentials::MountedFiles)
+            .with_client_kind(ClientKind::Sdk)
+            .with_gc_mark(GcMark::BackendTags)
+            .with_created_at(CreatedAt::WrittenAtCreate)
+            .with_ip_source(IpSource::Allocated)
+            .with_list_partial(list_partial)
+            .with_not_found(NotFoundMode::ErrorCode)
+            .with_delete_return(DeleteReturn::Waits)
+            .with_secondary_resources(SecondaryResources::Explicit)
+            .with_timeouts(Timeouts::PerOperation)
+            .with_logging(Logging::Tiered)
+            .with_backend_test(BackendTest::None)
+            .build()
+            .expect("the template profile is a legal combination")
+    }
+}
+
+/// Deliberate defects below the provider's API, each switched on by one mutant in
+/// `mutants.rs`. The correct provider has all of them off.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Quirks {
+    /// A repeated Create whose cloud-init differs writes a second seed.
+    pub reapply_cloud_init: bool,
+    /// A repeated Create returns the ID without completing missing steps.
+    pub no_resume: bool,
+    /// An unmarked instance of the requested name is adopted.
+    pub adopt_unmarked: bool,
+    /// An instance with a foreign uid is adopted.
+    pub adopt_foreign: bool,
+    /// Create skips the capacity precheck.
+    pub no_quota_precheck: bool,
+    /// A backend not-found inside Create surfaces as NotFound.
+    pub create_not_found: bool,
+    /// Create logs the cloud-init payload at debug level.
+    pub log_cloud_init: bool,
+    /// Create does not validate the uid.
+    pub skip_uid_validation: bool,
+    /// Create writes no creation time.
+    pub no_created_at: bool,
+    /// Create takes no per-name lock and pauses between lookup and define.
+    pub create_unlocked: bool,
+    /// Get answers Transient while another operation holds the name.
+    pub get_busy_while_locked: bool,
+    /// Get reads a dropped connection as a missing instance.
+    pub get_closed_as_not_found: bool,
+    /// Get reports a paused instance as Provisioning.
+    pub paused_is_provisioning: bool,
+    /// Get accepts link-local and loopback addresses.
+    pub any_address_is_usable: bool,
+    /// Get reports the creation time this process wrote, not the backend's.
+    pub created_at_in_memory: bool,
+    /// Get reports a missing instance as Transient.
+    pub get_not_found_as_transient: bool,
+    /// Delete leaves the seed behind.
+    pub delete_keeps_seed: bool,
+    /// Delete does not stop a running instance first.
+    pub delete_without_stop: bool,
+    /// Delete fails on a part that is already gone.
+    pub delete_requires_parts: bool,
+    /// Delete takes no per-name lock and pauses between lookup and stop.
+    pub delete_unlocked: bool,
+    /// Delete ignores the ownership guard.
+    pub delete_ignores_mark: bool,
+    /// Listing includes unmarked instances.
+    pub list_unmarked: bool,
+    /// One unreadable instance fails the listing.
+    pub list_unreadable_fatal: bool,
+    /// Transient backend errors inside Create surface as Permanent.
+    pub create_transient_as_permanent: bool,
+    /// Log an info line per backend call even at V0.
+    pub log_calls_at_v0: bool,
+    /// Backend calls get no span.
+    pub no_call_spans: bool,
+    /// Backend call spans are not children of the operation span.
+    pub detached_call_spans: bool,
+    /// The credential files are read once, at the first dial, and cached.
+    pub credentials_read_once: bool,
+    /// Operations share one lock across all names.
+    pub global_lock: bool,
+    /// Check visits the sites one after another.
+    pub check_sequential: bool,
+    /// Check uses the operations' cached connection.
+    pub check_on_cached_connection: bool,
+}

@@ -1,0 +1,437 @@
+//! The fixture that runs the conformance suite against the template provider: every
+//! testbed gets a fresh [`SimBackend`], a fresh credential directory and a fresh
+//! provider, and offers all seven hooks straight from the backend.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use conformance::fixture::{
+    BackendCall, Capacity, FaultId, FaultSpec, Faults, Fixture, Hook, HookError, HookResult,
+    Inventory, Location, Observation, Part, Plant, Planting, Power, Reachability, Resource,
+    Rotation, StateControl, Testbed, Verbosity,
+};
+use conformance::{BoxFuture, CloudInit, CreateRequest, Profile, Provider, ProviderId};
+
+use crate::backend::{BackendConfig, SimBackend, initial_token};
+use crate::config::{LogTier, Quirks, TemplateConfig};
+use crate::id::{instance_id, parse_id};
+use crate::provider::TemplateProvider;
+
+/// Builds the provider a testbed hands out; mutants replace it.
+pub(crate) type Build = fn(TemplateProvider) -> Arc<dyn Provider>;
+
+fn plain(p: TemplateProvider) -> Arc<dyn Provider> {
+    Arc::new(p)
+}
+
+/// The template provider's fixture.
+///
+/// `TemplateFixture::default()` is the provider as shipped: early Create, partial
+/// listings, a 5 ms boot and 0.2 ms per backend call. The builder methods switch the
+/// two profile variants and tune the timing.
+#[derive(Clone)]
+pub struct TemplateFixture {
+    name: String,
+    boot_delay: Duration,
+    latency: Duration,
+    create_blocks: bool,
+    list_fail_whole: bool,
+    quirks: Quirks,
+    build: Build,
+}
+
+impl Default for TemplateFixture {
+    fn default() -> Self {
+        let b = BackendConfig::default();
+        TemplateFixture {
+            name: "template".into(),
+            boot_delay: b.boot_delay,
+            latency: b.latency,
+            create_blocks: false,
+            list_fail_whole: false,
+            quirks: Quirks::default(),
+            build: plain,
+        }
+    }
+}
+
+impl TemplateFixture {
+    /// Sets the provider name.
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Sets how long a started instance takes to get its address.
+    pub fn with_boot_delay(mut self, d: Duration) -> Self {
+        self.boot_delay = d;
+        self
+    }
+
+    /// Sets the latency of every backend call.
+    pub fn with_latency(mut self, d: Duration) -> Self {
+        self.latency = d;
+        self
+    }
+
+    /// Makes Create wait until Running (`create-return=blocking`).
+    pub fn blocking(mut self) -> Self {
+        self.create_blocks = true;
+        self
+    }
+
+    /// Makes one unreachable site fail the whole listing (`list-partial=fail-whole`).
+    pub fn fail_whole(mut self) -> Self {
+        self.list_fail_whole = true;
+        self
+    }
+
+    pub(crate) fn with_quirks(mut self, quirks: Quirks) -> Self {
+        self.quirks = quirks;
+        self
+    }
+
+    pub(crate) fn with_build(mut self, build: Build) -> Self {
+        self.build = build;
+        self
+    }
+
+    fn config(&self, dir: &std::path::Path, verbosity: LogTier) -> TemplateConfig {
+        let mut c = TemplateConfig::new(dir);
+        c.name = self.name.clone();
+        c.create_blocks = self.create_blocks;
+        c.list_fail_whole = self.list_fail_whole;
+        c.verbosity = verbosity;
+        c.quirks = self.quirks;
+        c
+    }
+
+    fn backend_config(&self, sites: Vec<String>) -> BackendConfig {
+        BackendConfig {
+            sites,
+            boot_delay: self.boot_delay,
+            latency: self.latency,
+            ..BackendConfig::default()
+        }
+    }
+
+    /// The provider this fixture hands out, over a throwaway backend (no I/O).
+    fn sample(&self) -> Arc<dyn Provider> {
+        let config = self.config(std::path::Path::new("/nonexistent"), LogTier::default());
+        let sites = config.sites.iter().map(|s| s.name.clone()).collect();
+        let backend = SimBackend::new(&self.backend_config(sites));
+        (self.build)(TemplateProvider::new(config, backend))
+    }
+}
+
+impl Fixture for TemplateFixture {
+    fn provider_name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn profile(&self) -> Profile {
+        self.sample().profile()
+    }
+
+    fn provider_version(&self) -> String {
+        env!("CARGO_PKG_VERSION").to_owned()
+    }
+
+    fn hooks(&self) -> Vec<Hook> {
+        Hook::ALL.to_vec()
+    }
+
+    fn locations(&self) -> Vec<Location> {
+        TemplateConfig::new("")
+            .sites
+            .into_iter()
+            .map(|s| Location {
+                name: s.name,
+                placement: s.placement,
+            })
+            .collect()
+    }
+
+    fn has_checker(&self) -> bool {
+        self.sample().checker().is_some()
+    }
+
+    fn environment(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            ("backend".into(), "in-memory simulated backend".into()),
+            ("bootDelay".into(), format!("{:?}", self.boot_delay)),
+            ("callLatency".into(), format!("{:?}", self.latency)),
+        ])
+    }
+
+    fn open(&self) -> BoxFuture<'_, HookResult<Box<dyn Testbed>>> {
+        Box::pin(async move {
+            let dir = tempfile::tempdir().map_err(|e| HookError::new(format!("temp dir: {e}")))?;
+            let config = self.config(dir.path(), LogTier::new(Verbosity::V1));
+            let sites: Vec<String> = config.sites.iter().map(|s| s.name.clone()).collect();
+            for s in &sites {
+                std::fs::write(config.token_file(s), initial_token(s)).map_err(|e| {
+                    HookError::new(format!("writing the credential file of {s}: {e}"))
+                })?;
+            }
+            let backend = SimBackend::new(&self.backend_config(sites));
+            let provider = (self.build)(TemplateProvider::new(config.clone(), backend.clone()));
+            Ok(Box::new(TemplateTestbed {
+                config,
+                backend,
+                provider,
+                build: self.build,
+                rotations: std::sync::atomic::AtomicU64::new(0),
+                _dir: dir,
+            }) as Box<dyn Testbed>)
+        })
+    }
+}
+
+/// One rule's backend, credential directory and provider.
+pub struct TemplateTestbed {
+    config: TemplateConfig,
+    backend: SimBackend,
+    provider: Arc<dyn Provider>,
+    build: Build,
+    rotations: std::sync::atomic::AtomicU64,
+    _dir: tempfile::TempDir,
+}
+
+impl TemplateTestbed {
+    /// The backend under this testbed.
+    pub fn backend(&self) -> &SimBackend {
+        &self.backend
+    }
+}
+
+fn hook<T>(r: Result<T, String>) -> HookResult<T> {
+    r.map_err(HookError)
+}
+
+impl Testbed for TemplateTestbed {
+    fn provider(&self) -> Arc<dyn Provider> {
+        self.provider.clone()
+    }
+
+    fn restart(&self) -> HookResult<Arc<dyn Provider>> {
+        Ok((self.build)(TemplateProvider::new(
+            self.config.clone(),
+            self.backend.clone(),
+        )))
+    }
+
+    fn request(&self, name: &str, tag: &str, location: &Location) -> CreateRequest {
+        CreateRequest {
+            name: name.to_owned(),
+            uid: format!("owner-{name}"),
+            tag: tag.to_owned(),
+            placement: location.placement.clone(),
+            image: None,
+            cloud_init: CloudInit::new(format!("#cloud-config\nhostname: {name}\n")),
+        }
+    }
+
+    fn id_for(&self, location: &str, name: &str) -> ProviderId {
+        instance_id(location, name)
+    }
+
+    fn location_of(&self, id: &ProviderId) -> Option<String> {
+        parse_id(id).map(|(site, _)| site.to_owned())
+    }
+
+    fn malformed_ids(&self) -> Vec<String> {
+        [
+            "",
+            "sites",
+            "sites/site-a",
+            "sites/site-a/instances",
+            "sites/site-a/instances/",
+            "sites//instances/web",
+            "sites/site-a/instances/web/disk",
+            "/sites/site-a/instances/web",
+            "hosts/site-a/domains/web",
+            "sites/site-a/instances/Web",
+            "sites/site-a/instances/../web",
+            "sites/site-a/instances/web<1>",
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+
+    fn unconfigured_id(&self, name: &str) -> ProviderId {
+        instance_id("site-z", name)
+    }
+
+    fn inventory(&self) -> Option<&dyn Inventory> {
+        Some(self)
+    }
+    fn planting(&self) -> Option<&dyn Planting> {
+        Some(self)
+    }
+    fn state_control(&self) -> Option<&dyn StateControl> {
+        Some(self)
+    }
+    fn capacity(&self) -> Option<&dyn Capacity> {
+        Some(self)
+    }
+    fn faults(&self) -> Option<&dyn Faults> {
+        Some(self)
+    }
+    fn rotation(&self) -> Option<&dyn Rotation> {
+        Some(self)
+    }
+    fn observation(&self) -> Option<&dyn Observation> {
+        Some(self)
+    }
+
+    fn teardown(&self) -> BoxFuture<'_, HookResult<()>> {
+        Box::pin(async move {
+            self.backend.clear_faults();
+            Ok(())
+        })
+    }
+}
+
+impl Inventory for TemplateTestbed {
+    fn resources<'a>(&'a self, location: &'a str) -> BoxFuture<'a, HookResult<Vec<Resource>>> {
+        Box::pin(async move { hook(self.backend.resources(location)) })
+    }
+}
+
+impl Planting for TemplateTestbed {
+    fn plant<'a>(
+        &'a self,
+        location: &'a str,
+        name: &'a str,
+        what: Plant,
+    ) -> BoxFuture<'a, HookResult<()>> {
+        Box::pin(async move { hook(self.backend.plant(location, name, what)) })
+    }
+
+    fn inspect<'a>(
+        &'a self,
+        location: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, HookResult<Option<String>>> {
+        Box::pin(async move { hook(self.backend.inspect(location, name)) })
+    }
+
+    fn remove_part<'a>(
+        &'a self,
+        location: &'a str,
+        name: &'a str,
+        part: Part,
+    ) -> BoxFuture<'a, HookResult<()>> {
+        Box::pin(async move {
+            hook(match part {
+                Part::Secondary => self.backend.remove_secondary(location, name),
+                Part::Primary => self.backend.remove_primary(location, name),
+                Part::Container => self.backend.remove_container(location),
+            })
+        })
+    }
+
+    fn remove<'a>(&'a self, location: &'a str, name: &'a str) -> BoxFuture<'a, HookResult<()>> {
+        Box::pin(async move { hook(self.backend.remove_all(location, name)) })
+    }
+}
+
+impl StateControl for TemplateTestbed {
+    fn set_power<'a>(
+        &'a self,
+        location: &'a str,
+        name: &'a str,
+        power: Power,
+    ) -> BoxFuture<'a, HookResult<()>> {
+        Box::pin(async move { hook(self.backend.set_power(location, name, power)) })
+    }
+
+    fn set_addresses<'a>(
+        &'a self,
+        location: &'a str,
+        name: &'a str,
+        addrs: Vec<IpAddr>,
+    ) -> BoxFuture<'a, HookResult<()>> {
+        Box::pin(async move { hook(self.backend.set_addresses(location, name, addrs)) })
+    }
+
+    fn fail_address_lookup<'a>(
+        &'a self,
+        location: &'a str,
+        name: &'a str,
+        fail: bool,
+    ) -> BoxFuture<'a, HookResult<()>> {
+        Box::pin(async move { hook(self.backend.fail_address_lookup(location, name, fail)) })
+    }
+
+    fn hold_boot(&self, hold: bool) -> BoxFuture<'_, HookResult<()>> {
+        Box::pin(async move {
+            self.backend.hold_boot(hold);
+            Ok(())
+        })
+    }
+}
+
+impl Capacity for TemplateTestbed {
+    fn set_free<'a>(
+        &'a self,
+        location: &'a str,
+        bytes: Option<u64>,
+    ) -> BoxFuture<'a, HookResult<()>> {
+        Box::pin(async move { hook(self.backend.set_free(location, bytes)) })
+    }
+}
+
+impl Faults for TemplateTestbed {
+    fn inject(&self, spec: FaultSpec) -> HookResult<FaultId> {
+        hook(self.backend.inject(spec))
+    }
+
+    fn fired(&self, id: FaultId) -> bool {
+        self.backend.fired(id)
+    }
+
+    fn clear(&self) {
+        self.backend.clear_faults();
+    }
+
+    fn set_reachability<'a>(
+        &'a self,
+        location: &'a str,
+        r: Reachability,
+    ) -> BoxFuture<'a, HookResult<()>> {
+        Box::pin(async move { hook(self.backend.set_reachability(location, r)) })
+    }
+}
+
+impl Rotation for TemplateTestbed {
+    fn rotate<'a>(&'a self, location: &'a str) -> BoxFuture<'a, HookResult<()>> {
+        Box::pin(async move {
+            let n = self
+                .rotations
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                + 1;
+            let token = format!("token-{location}-{n}");
+            std::fs::write(self.config.token_file(location), &token)
+                .map_err(|e| HookError::new(format!("writing the credential file: {e}")))?;
+            hook(self.backend.set_token(location, token))
+        })
+    }
+}
+
+impl Observation for TemplateTestbed {
+    fn calls(&self) -> Vec<BackendCall> {
+        self.backend.calls()
+    }
+
+    fn dials(&self, location: &str) -> u64 {
+        self.backend.dials(location)
+    }
+
+    fn set_verbosity(&self, v: Verbosity) {
+        self.config.verbosity.set(v);
+    }
+}

@@ -1,0 +1,406 @@
+//! Mutant providers: the template provider with exactly one behaviour broken, each
+//! declaring the rules the suite must then fail.
+//!
+//! A defect below the API is a flag inside the provider (`Quirks`); a defect visible at
+//! the API is a small wrapper ([`Twisted`]) around the correct provider. Wrappers like
+//! these exist only here: faults for the real suite are injected below the provider.
+//! The kill-matrix test runs the whole suite against every mutant and checks that the
+//! failed rules are exactly the declared ones.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use conformance::profile::{CreateReturn, ListPartial, ProvisioningState};
+use conformance::{
+    BoxFuture, Checker, CreateRequest, Ctx, Error, ErrorKind, HealthReason, HostHealth, Instance,
+    Listing, Op, Profile, Provider, ProviderId,
+};
+
+use crate::config::Quirks;
+use crate::fixture::TemplateFixture;
+use crate::id::parse_id;
+use crate::provider::TemplateProvider;
+
+/// One mutant: a fixture whose provider breaks one behaviour.
+pub struct Mutant {
+    /// A short name for the broken behaviour.
+    pub name: &'static str,
+    /// The rule IDs the suite must fail, and no others.
+    pub declared: &'static [&'static str],
+    /// Builds the mutant's fixture.
+    pub build: fn() -> TemplateFixture,
+}
+
+impl std::fmt::Debug for Mutant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mutant")
+            .field("name", &self.name)
+            .field("declared", &self.declared)
+            .finish()
+    }
+}
+
+/// What a [`Twisted`] wrapper changes at the API.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Twist {
+    DeclaresBlocking,
+    DeclaresEarly,
+    DeclaresPartial,
+    DeclaresFailWhole,
+    PlacementTransient,
+    ErrorCarriesCloudInit,
+    MalformedGetNotFound,
+    UnconfiguredGetNotFound,
+    MalformedDeleteOk,
+    UnconfiguredDeletePermanent,
+    RepeatDeleteNotFound,
+    CancelIsPermanent,
+    NoProviderName,
+    ListReversed,
+    ListSkipsEmptyUid,
+    ListTruncatesCreatedAt,
+    CheckReversed,
+    CheckTimeoutIsUnreachable,
+    CheckInventsReason,
+}
+
+/// The correct provider with one API-visible behaviour twisted.
+struct Twisted {
+    inner: TemplateProvider,
+    twist: Twist,
+    deleted: Mutex<HashSet<ProviderId>>,
+}
+
+impl Twisted {
+    fn err(&self, e: Error) -> Error {
+        match self.twist {
+            Twist::NoProviderName => {
+                let mut out = Error::new("", e.op(), e.kind().clone(), e.message().to_owned());
+                if let Some(s) = std::error::Error::source(&e) {
+                    out = out.with_source(s.to_string());
+                }
+                out
+            }
+            _ => e,
+        }
+    }
+
+    fn on_cancel(&self, ctx: &Ctx, e: Error) -> Error {
+        if self.twist == Twist::CancelIsPermanent && e.is_transient() && ctx.token().is_cancelled()
+        {
+            return Error::new(
+                self.inner.name(),
+                e.op(),
+                ErrorKind::Permanent,
+                e.message().to_owned(),
+            );
+        }
+        e
+    }
+}
+
+#[deny(clippy::missing_trait_methods)]
+impl Provider for Twisted {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn profile(&self) -> Profile {
+        let p = self.inner.profile();
+        let b = Profile::builder()
+            .with_child_spans(p.child_spans())
+            .with_quota(p.quota())
+            .with_credentials(p.credentials())
+            .with_client_kind(p.client_kind())
+            .with_gc_mark(p.gc_mark())
+            .with_created_at(p.created_at())
+            .with_ip_source(p.ip_source())
+            .with_not_found(p.not_found())
+            .with_delete_return(p.delete_return())
+            .with_secondary_resources(p.secondary_resources())
+            .with_timeouts(p.timeouts())
+            .with_logging(p.logging())
+            .with_backend_test(p.backend_test())
+            .with_create_return(p.create_return())
+            .with_provisioning_state(p.provisioning_state())
+            .with_list_partial(p.list_partial());
+        let b = match self.twist {
+            Twist::DeclaresBlocking => b
+                .with_create_return(CreateReturn::Blocking)
+                .with_provisioning_state(ProvisioningState::CreateBlocks),
+            Twist::DeclaresEarly => b
+                .with_create_return(CreateReturn::Early)
+                .with_provisioning_state(ProvisioningState::GetReports),
+            Twist::DeclaresPartial => b.with_list_partial(ListPartial::Partial),
+            Twist::DeclaresFailWhole => b.with_list_partial(ListPartial::FailWhole),
+            _ => b,
+        };
+        b.build().expect("a legal profile")
+    }
+
+    fn create<'a>(
+        &'a self,
+        ctx: &'a Ctx,
+        req: &'a CreateRequest,
+    ) -> BoxFuture<'a, conformance::Result<ProviderId>> {
+        Box::pin(async move {
+            if self.twist == Twist::PlacementTransient
+                && self.inner.config().site_for(&req.placement).is_none()
+            {
+                return Err(Error::new(
+                    self.inner.name(),
+                    Op::Create,
+                    ErrorKind::Transient,
+                    "placement not mapped yet",
+                ));
+            }
+            let r = self.inner.create(ctx, req).await;
+            if let Ok(id) = &r {
+                self.deleted.lock().unwrap().remove(id);
+            }
+            r.map_err(|e| {
+                let e = self.on_cancel(ctx, self.err(e));
+                if self.twist == Twist::ErrorCarriesCloudInit {
+                    let msg = format!("{} (user data {:?})", e.message(), req.cloud_init.expose());
+                    return Error::new(self.inner.name(), e.op(), e.kind().clone(), msg);
+                }
+                e
+            })
+        })
+    }
+
+    fn get<'a>(
+        &'a self,
+        ctx: &'a Ctx,
+        id: &'a ProviderId,
+    ) -> BoxFuture<'a, conformance::Result<Instance>> {
+        Box::pin(async move {
+            let parsed = parse_id(id);
+            let missing = |why: &str| Err(Error::not_found(self.inner.name(), Op::Get, why));
+            match (self.twist, parsed) {
+                (Twist::MalformedGetNotFound, None) => return missing("no such instance"),
+                (Twist::UnconfiguredGetNotFound, Some((site, _)))
+                    if !self.inner.config().has_site(site) =>
+                {
+                    return missing("no such instance");
+                }
+                _ => {}
+            }
+            self.inner
+                .get(ctx, id)
+                .await
+                .map_err(|e| self.on_cancel(ctx, self.err(e)))
+        })
+    }
+
+    fn delete<'a>(
+        &'a self,
+        ctx: &'a Ctx,
+        id: &'a ProviderId,
+    ) -> BoxFuture<'a, conformance::Result<()>> {
+        Box::pin(async move {
+            let parsed = parse_id(id);
+            match (self.twist, parsed) {
+                (Twist::MalformedDeleteOk, None) => return Ok(()),
+                (Twist::UnconfiguredDeletePermanent, Some((site, _)))
+                    if !self.inner.config().has_site(site) =>
+                {
+                    return Err(Error::permanent(
+                        self.inner.name(),
+                        Op::Delete,
+                        "unknown site",
+                    ));
+                }
+                (Twist::RepeatDeleteNotFound, _) if self.deleted.lock().unwrap().contains(id) => {
+                    return Err(Error::not_found(
+                        self.inner.name(),
+                        Op::Delete,
+                        "already deleted",
+                    ));
+                }
+                _ => {}
+            }
+            let r = self.inner.delete(ctx, id).await;
+            if r.is_ok() && self.twist == Twist::RepeatDeleteNotFound {
+                self.deleted.lock().unwrap().insert(id.clone());
+            }
+            r.map_err(|e| self.on_cancel(ctx, self.err(e)))
+        })
+    }
+
+    fn list_by_tag<'a>(
+        &'a self,
+        ctx: &'a Ctx,
+        tag: &'a str,
+    ) -> BoxFuture<'a, conformance::Result<Listing>> {
+        Box::pin(async move {
+            let mut l = self
+                .inner
+                .list_by_tag(ctx, tag)
+                .await
+                .map_err(|e| self.on_cancel(ctx, self.err(e)))?;
+            match self.twist {
+                Twist::ListReversed => l.instances.reverse(),
+                Twist::ListSkipsEmptyUid => l.instances.retain(|i| !i.uid.is_empty()),
+                Twist::ListTruncatesCreatedAt => {
+                    for i in &mut l.instances {
+                        i.created_at = i.created_at.map(|t| {
+                            let secs = t
+                                .duration_since(std::time::UNIX_EPOCH)
+                                .unwrap_or_default()
+                                .as_secs();
+                            std::time::UNIX_EPOCH + Duration::from_secs(secs)
+                        });
+                    }
+                }
+                _ => {}
+            }
+            Ok(l)
+        })
+    }
+
+    fn checker(&self) -> Option<&dyn Checker> {
+        Some(self)
+    }
+}
+
+#[deny(clippy::missing_trait_methods)]
+impl Checker for Twisted {
+    fn check<'a>(&'a self, ctx: &'a Ctx) -> BoxFuture<'a, Vec<HostHealth>> {
+        Box::pin(async move {
+            let mut h = self.inner.check(ctx).await;
+            match self.twist {
+                Twist::CheckReversed => h.reverse(),
+                Twist::CheckTimeoutIsUnreachable => {
+                    for x in &mut h {
+                        if x.reason == HealthReason::Timeout {
+                            x.reason = HealthReason::Unreachable;
+                        }
+                    }
+                }
+                Twist::CheckInventsReason => {
+                    for x in &mut h {
+                        if x.reason == HealthReason::Unreachable {
+                            x.reason = HealthReason::Other("Down".into());
+                        }
+                    }
+                }
+                _ => {}
+            }
+            h
+        })
+    }
+
+    fn extra_reasons(&self) -> &'static [&'static str] {
+        self.inner.extra_reasons()
+    }
+}
+
+macro_rules! twisted {
+    ($($f:ident => $t:ident),* $(,)?) => {
+        $(fn $f(p: TemplateProvider) -> Arc<dyn Provider> {
+            Arc::new(Twisted { inner: p, twist: Twist::$t, deleted: Mutex::default() })
+        })*
+    };
+}
+
+twisted! {
+    declares_blocking => DeclaresBlocking,
+    declares_early => DeclaresEarly,
+    declares_partial => DeclaresPartial,
+    declares_fail_whole => DeclaresFailWhole,
+    placement_transient => PlacementTransient,
+    error_carries_cloud_init => ErrorCarriesCloudInit,
+    malformed_get_not_found => MalformedGetNotFound,
+    unconfigured_get_not_found => UnconfiguredGetNotFound,
+    malformed_delete_ok => MalformedDeleteOk,
+    unconfigured_delete_permanent => UnconfiguredDeletePermanent,
+    repeat_delete_not_found => RepeatDeleteNotFound,
+    cancel_is_permanent => CancelIsPermanent,
+    no_provider_name => NoProviderName,
+    list_reversed => ListReversed,
+    list_skips_empty_uid => ListSkipsEmptyUid,
+    list_truncates_created_at => ListTruncatesCreatedAt,
+    check_reversed => CheckReversed,
+    check_timeout_is_unreachable => CheckTimeoutIsUnreachable,
+    check_invents_reason => CheckInventsReason,
+}
+
+/// Opens a connection to every site while the provider is being built.
+fn dials_at_new(p: TemplateProvider) -> Arc<dyn Provider> {
+    if let Ok(rt) = tokio::runtime::Handle::try_current()
+        && rt.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+    {
+        let ctx = Ctx::with_timeout(Duration::from_secs(1));
+        let _ = tokio::task::block_in_place(|| rt.block_on(p.list_by_tag(&ctx, "warm-up")));
+    }
+    Arc::new(p)
+}
+
+fn quirk(set: fn(&mut Quirks)) -> TemplateFixture {
+    let mut q = Quirks::default();
+    set(&mut q);
+    TemplateFixture::default().with_quirks(q)
+}
+
+macro_rules! mutants {
+    ($($name:literal [$($rule:literal),*] => $build:expr;)*) => {
+        /// Every mutant, with the rules it must break.
+        pub static MUTANTS: &[Mutant] = &[$(Mutant { name: $name, declared: &[$($rule),*], build: $build }),*];
+    };
+}
+
+mutants! {
+    "create-reapplies-cloud-init" ["CRE-IDEMPOTENT"] => || quirk(|q| q.reapply_cloud_init = true);
+    "create-does-not-resume" ["CRE-RESUME"] => || quirk(|q| q.no_resume = true);
+    "early-declares-blocking" ["CRE-RETURN"] => || TemplateFixture::default().with_build(declares_blocking);
+    "blocking-declares-early" ["CRE-RETURN"] => || TemplateFixture::default().blocking().with_build(declares_early);
+    "unknown-placement-is-transient" ["CRE-PLACEMENT"] => || TemplateFixture::default().with_build(placement_transient);
+    "adopts-unmarked" ["CRE-ADOPT-GUARD"] => || quirk(|q| q.adopt_unmarked = true);
+    "adopts-foreign-uid" ["CRE-ADOPT-GUARD"] => || quirk(|q| q.adopt_foreign = true);
+    "no-quota-precheck" ["CRE-QUOTA"] => || quirk(|q| q.no_quota_precheck = true);
+    "create-backend-not-found-leaks" ["CRE-BACKEND-NOTFOUND"] => || quirk(|q| q.create_not_found = true);
+    "logs-cloud-init-at-debug" ["CRE-SECRET"] => || quirk(|q| q.log_cloud_init = true);
+    "error-carries-cloud-init" ["CRE-SECRET"] => || TemplateFixture::default().with_build(error_carries_cloud_init);
+    "skips-uid-validation" ["CRE-INVALID"] => || quirk(|q| q.skip_uid_validation = true);
+    "no-created-at" ["CRE-MARK"] => || quirk(|q| q.no_created_at = true);
+    "create-without-lock" ["CRE-CONCURRENT"] => || quirk(|q| q.create_unlocked = true);
+    "get-not-found-is-transient" ["GET-AFTER-DELETE"] => || quirk(|q| q.get_not_found_as_transient = true);
+    "get-busy-while-locked" ["GET-DURING-DELETE"] => || quirk(|q| q.get_busy_while_locked = true);
+    "get-dropped-connection-is-not-found" ["GET-BUSY"] => || quirk(|q| q.get_closed_as_not_found = true);
+    "paused-is-provisioning" ["GET-STATE"] => || quirk(|q| q.paused_is_provisioning = true);
+    "link-local-is-usable" ["GET-STATE"] => || quirk(|q| q.any_address_is_usable = true);
+    "malformed-get-is-not-found" ["GET-MALFORMED"] => || TemplateFixture::default().with_build(malformed_get_not_found);
+    "unconfigured-get-is-not-found" ["GET-UNCONFIGURED"] => || TemplateFixture::default().with_build(unconfigured_get_not_found);
+    "created-at-in-memory" ["GET-STATELESS"] => || quirk(|q| q.created_at_in_memory = true);
+    "malformed-delete-is-ok" ["DEL-MALFORMED"] => || TemplateFixture::default().with_build(malformed_delete_ok);
+    "repeat-delete-is-not-found" ["DEL-IDEMPOTENT"] => || TemplateFixture::default().with_build(repeat_delete_not_found);
+    "delete-keeps-seed" ["DEL-COMPLETE"] => || quirk(|q| q.delete_keeps_seed = true);
+    "delete-without-stop" ["DEL-RUNNING"] => || quirk(|q| q.delete_without_stop = true);
+    "delete-requires-every-part" ["DEL-PARTIAL"] => || quirk(|q| q.delete_requires_parts = true);
+    "unconfigured-delete-is-permanent" ["DEL-UNCONFIGURED"] => || TemplateFixture::default().with_build(unconfigured_delete_permanent);
+    "delete-without-lock" ["DEL-CONCURRENT"] => || quirk(|q| q.delete_unlocked = true);
+    "delete-ignores-ownership" ["DEL-OWNERSHIP"] => || quirk(|q| q.delete_ignores_mark = true);
+    "list-leaks-unmarked" ["LST-MARKED-ONLY"] => || quirk(|q| q.list_unmarked = true);
+    "list-skips-empty-uid" ["LST-EMPTY-UID"] => || TemplateFixture::default().with_build(list_skips_empty_uid);
+    "list-reversed" ["LST-ORDER"] => || TemplateFixture::default().with_build(list_reversed);
+    "fail-whole-declares-partial" ["LST-PARTIAL"] => || TemplateFixture::default().fail_whole().with_build(declares_partial);
+    "partial-declares-fail-whole" ["LST-PARTIAL"] => || TemplateFixture::default().with_build(declares_fail_whole);
+    "list-unreadable-is-fatal" ["LST-UNREADABLE"] => || quirk(|q| q.list_unreadable_fatal = true);
+    "list-truncates-created-at" ["LST-AGREES"] => || TemplateFixture::default().with_build(list_truncates_created_at);
+    "cancel-is-permanent" ["GEN-CANCEL"] => || TemplateFixture::default().with_build(cancel_is_permanent);
+    "error-without-provider-name" ["GEN-ERROR-NAME"] => || TemplateFixture::default().with_build(no_provider_name);
+    "logs-every-call-at-v0" ["GEN-LOGGING"] => || quirk(|q| q.log_calls_at_v0 = true);
+    "no-call-spans" ["GEN-SPANS"] => || quirk(|q| q.no_call_spans = true);
+    "call-spans-detached" ["GEN-SPANS"] => || quirk(|q| q.detached_call_spans = true);
+    "dials-at-new" ["GEN-NO-IO-AT-NEW"] => || TemplateFixture::default().with_build(dials_at_new);
+    "credentials-read-once" ["GEN-ROTATION"] => || quirk(|q| q.credentials_read_once = true);
+    "global-lock" ["GEN-PARALLEL"] => || quirk(|q| q.global_lock = true);
+    "create-transient-is-permanent" ["GEN-MODEL"] => || quirk(|q| q.create_transient_as_permanent = true);
+    "check-reversed" ["CHK-ORDER"] => || TemplateFixture::default().with_build(check_reversed);
+    "check-sequential" ["CHK-CONCURRENT"] => || quirk(|q| q.check_sequential = true);
+    "check-timeout-is-unreachable" ["CHK-DEADLINE"] => || TemplateFixture::default().with_build(check_timeout_is_unreachable);
+    "check-invents-a-reason" ["CHK-REASONS"] => || TemplateFixture::default().with_build(check_invents_reason);
+    "check-on-the-operations-connection" ["CHK-ISOLATED"] => || quirk(|q| q.check_on_cached_connection = true);
+}
