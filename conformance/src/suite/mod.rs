@@ -4,6 +4,7 @@
 
 pub mod capture;
 pub mod checks;
+pub mod cli;
 pub mod cx;
 pub mod harness;
 pub mod outcome;

@@ -1,0 +1,227 @@
+//! The Markdown report, for pull requests and the repository's `reports/` folder: a
+//! header with the run's identity and declared profile, the summary counts, failures
+//! and errors in full, then one table per area.
+//!
+//! Text from the provider or the run is escaped so it cannot open a table cell, a
+//! link, an HTML tag or a code span; multi-line text goes in fenced blocks whose
+//! fence is longer than any backtick run inside.
+
+use std::fmt::Write as _;
+
+use super::view::{
+    by_area, class_label, counts, human_duration, judged, outcome_label, pass_percent, problems,
+    verdict, violation_line,
+};
+use crate::profile::Axis;
+use crate::suite::outcome::{Report, RuleResult, rfc3339};
+
+/// Renders `report` as a Markdown document.
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    let _ = write_report(&mut out, report);
+    // Every block ends with a blank line; the file ends with one newline.
+    let end = out.trim_end_matches('\n').len();
+    out.truncate(end);
+    out.push('\n');
+    out
+}
+
+fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
+    let run = &report.run;
+    let s = &report.summary;
+    writeln!(out, "# Conformance report: {}\n", text(&run.provider))?;
+    let ratio = match pass_percent(s) {
+        Some(p) => format!("{p} % of {} judged rules passed", judged(s)),
+        None => "no rule was judged".to_owned(),
+    };
+    writeln!(
+        out,
+        "**{}**: {} pass, {} fail, {} error, {} skipped, {} not applicable, of {} rules; {ratio}.\n",
+        verdict(s),
+        s.pass,
+        s.fail,
+        s.error,
+        s.skipped,
+        s.not_applicable,
+        s.total()
+    )?;
+
+    writeln!(out, "| Run | |\n| --- | --- |")?;
+    let hooks: Vec<&str> = run.hooks.iter().map(|h| h.as_str()).collect();
+    let rows = [
+        ("Provider", text(&run.provider)),
+        ("Provider version", text(&run.provider_version)),
+        ("Suite version", text(&run.suite_version)),
+        ("Report schema", text(&report.schema_version)),
+        ("Catalogue hash", text(&run.catalogue_hash)),
+        (
+            "Seed",
+            format!("{} (replay with `--seed {}`)", run.seed, run.seed),
+        ),
+        ("Run ID", text(&run.run_id)),
+        ("Started", rfc3339(run.started_at)),
+        ("Wall time", human_duration(report.duration)),
+        (
+            "Backend",
+            if run.real_backend { "real" } else { "fake" }.to_owned(),
+        ),
+        (
+            "Hooks",
+            if hooks.is_empty() {
+                "none".to_owned()
+            } else {
+                hooks.join(", ")
+            },
+        ),
+    ];
+    for (k, v) in rows {
+        writeln!(out, "| {k} | {v} |")?;
+    }
+
+    writeln!(out)?;
+    writeln!(out, "## Profile\n")?;
+    writeln!(out, "| Axis | Declared | Class |\n| --- | --- | --- |")?;
+    for (axis, value) in run.profile.entries() {
+        writeln!(
+            out,
+            "| {} | {value} | {} |",
+            axis.key(),
+            class_label(Axis::class(axis))
+        )?;
+    }
+
+    writeln!(out)?;
+    writeln!(out, "## Summary\n")?;
+    writeln!(out, "| Outcome | Rules |\n| --- | ---: |")?;
+    for (o, n) in counts(s) {
+        writeln!(out, "| {} | {n} |", outcome_label(o))?;
+    }
+    writeln!(out, "| **Total** | **{}** |", s.total())?;
+
+    let problems = problems(&report.results);
+    writeln!(out)?;
+    writeln!(out, "## Failures and errors\n")?;
+    if problems.is_empty() {
+        writeln!(out, "None.\n")?;
+    }
+    for r in problems {
+        write_problem(out, r)?;
+    }
+
+    writeln!(out, "## Results by area\n")?;
+    for group in by_area(&report.results) {
+        writeln!(out, "### {}\n", text(&group.title))?;
+        writeln!(
+            out,
+            "| ID | Title | Outcome | Reason | Time |\n| --- | --- | --- | --- | ---: |"
+        )?;
+        for r in group.results {
+            writeln!(
+                out,
+                "| {} | {} | {} | {} | {} |",
+                text(&r.id),
+                text(&r.title),
+                outcome_label(r.outcome),
+                r.reason.as_deref().map(text).unwrap_or_default(),
+                human_duration(r.duration)
+            )?;
+        }
+        writeln!(out)?;
+    }
+
+    if !run.environment.is_empty() {
+        writeln!(out, "## Environment\n")?;
+        writeln!(out, "| Key | Value |\n| --- | --- |")?;
+        for (k, v) in &run.environment {
+            writeln!(out, "| {} | {} |", text(k), text(v))?;
+        }
+        writeln!(out)?;
+    }
+    if !report.swept.is_empty() {
+        writeln!(out, "## Swept after the run\n")?;
+        for s in &report.swept {
+            writeln!(out, "- {}", text(s))?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+fn write_problem(out: &mut String, r: &RuleResult) -> std::fmt::Result {
+    writeln!(
+        out,
+        "### {}: {} ({})\n",
+        text(&r.id),
+        text(&r.title),
+        outcome_label(r.outcome)
+    )?;
+    if let Some(reason) = &r.reason {
+        writeln!(out, "{}\n", text(reason))?;
+    }
+    if !r.violations.is_empty() {
+        writeln!(out, "Violations:\n")?;
+        for v in &r.violations {
+            writeln!(out, "- {}", text(&violation_line(v)))?;
+        }
+        writeln!(out)?;
+    }
+    if let Some(p) = &r.property {
+        writeln!(
+            out,
+            "Property failed with seed {}; shrunk input:\n\n{}",
+            p.seed,
+            fenced(&p.shrunk)
+        )?;
+    }
+    if !r.evidence.is_empty() {
+        writeln!(out, "Evidence:\n\n{}", fenced(&r.evidence.join("\n")))?;
+    }
+    Ok(())
+}
+
+/// Escapes text for a table cell or a paragraph: nothing in it opens markup, and a
+/// line break stays inside the cell.
+fn text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\n' => out.push_str("<br>"),
+            '\r' => {}
+            '\\' | '|' | '`' | '*' | '_' | '[' | ']' | '#' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A fenced code block holding `s` verbatim.
+fn fenced(s: &str) -> String {
+    let longest = s.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    format!("{fence}text\n{}\n{fence}\n", s.trim_end_matches('\n'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cell_text_cannot_open_markup() {
+        assert_eq!(text("a|b"), "a\\|b");
+        assert_eq!(text("<script>"), "&lt;script&gt;");
+        assert_eq!(text("one\ntwo"), "one<br>two");
+        assert_eq!(text("[x](y)"), "\\[x\\](y)");
+    }
+
+    #[test]
+    fn fences_outgrow_backticks_inside() {
+        assert_eq!(fenced("plain"), "```text\nplain\n```\n");
+        assert_eq!(fenced("a ```` b"), "`````text\na ```` b\n`````\n");
+    }
+}

@@ -1,0 +1,165 @@
+//! What the human-facing formats (Markdown, HTML, the CLI) show the same way: the
+//! order of results, the grouping by area, the verdict, the pass ratio and how a
+//! duration reads.
+
+use std::time::Duration;
+
+use crate::profile::AxisClass;
+use crate::rules::Area;
+use crate::suite::outcome::{Outcome, RuleResult, Summary};
+
+/// The run's verdict in one word.
+pub(crate) fn verdict(s: &Summary) -> &'static str {
+    if s.ok() { "PASS" } else { "FAIL" }
+}
+
+/// Rules that ran to a verdict: passed, failed or errored.
+pub(crate) fn judged(s: &Summary) -> usize {
+    s.pass + s.fail + s.error
+}
+
+/// Passed rules as a whole percentage of judged rules, rounded down so that a run
+/// with any failure never shows 100 %; `None` when nothing was judged.
+pub(crate) fn pass_percent(s: &Summary) -> Option<usize> {
+    let judged = judged(s);
+    (judged > 0).then(|| s.pass * 100 / judged)
+}
+
+/// Fails, then errors, each in report (catalogue) order.
+pub(crate) fn problems(results: &[RuleResult]) -> Vec<&RuleResult> {
+    let mut out: Vec<&RuleResult> = results
+        .iter()
+        .filter(|r| r.outcome == Outcome::Fail)
+        .collect();
+    out.extend(results.iter().filter(|r| r.outcome == Outcome::Error));
+    out
+}
+
+/// One group of results under an area heading.
+pub(crate) struct AreaGroup<'a> {
+    /// The heading (`Create`, `ListByTag`, …, or the raw area name if unknown).
+    pub title: String,
+    /// The area's results, in report order.
+    pub results: Vec<&'a RuleResult>,
+}
+
+/// Results grouped by area, areas in catalogue order; areas the catalogue does not
+/// know come last, in order of appearance. Empty areas are left out.
+pub(crate) fn by_area(results: &[RuleResult]) -> Vec<AreaGroup<'_>> {
+    let mut groups: Vec<(String, AreaGroup<'_>)> = Area::ALL
+        .iter()
+        .map(|a| {
+            (
+                a.as_str().to_owned(),
+                AreaGroup {
+                    title: a.title().to_owned(),
+                    results: Vec::new(),
+                },
+            )
+        })
+        .collect();
+    for r in results {
+        match groups.iter_mut().find(|(key, _)| *key == r.area) {
+            Some((_, g)) => g.results.push(r),
+            None => groups.push((
+                r.area.clone(),
+                AreaGroup {
+                    title: r.area.clone(),
+                    results: vec![r],
+                },
+            )),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(_, g)| g)
+        .filter(|g| !g.results.is_empty())
+        .collect()
+}
+
+/// The outcome as people read it (`Not applicable` rather than `NotApplicable`).
+pub(crate) fn outcome_label(o: Outcome) -> &'static str {
+    match o {
+        Outcome::NotApplicable => "Not applicable",
+        other => other.as_str(),
+    }
+}
+
+/// The CSS class and anchor-safe name of an outcome.
+pub(crate) fn outcome_slug(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Pass => "pass",
+        Outcome::Fail => "fail",
+        Outcome::Error => "error",
+        Outcome::Skipped => "skipped",
+        Outcome::NotApplicable => "na",
+    }
+}
+
+/// Each outcome with its count, in report order.
+pub(crate) fn counts(s: &Summary) -> [(Outcome, usize); 5] {
+    [
+        (Outcome::Pass, s.pass),
+        (Outcome::Fail, s.fail),
+        (Outcome::Error, s.error),
+        (Outcome::Skipped, s.skipped),
+        (Outcome::NotApplicable, s.not_applicable),
+    ]
+}
+
+/// An axis class as reports print it.
+pub(crate) fn class_label(c: AxisClass) -> &'static str {
+    match c {
+        AxisClass::BehaviourChecked => "behaviour-checked",
+        AxisClass::DeclaredOnly => "declared-only",
+    }
+}
+
+/// A violation as one sentence.
+pub(crate) fn violation_line(v: &crate::suite::outcome::Violation) -> String {
+    format!(
+        "at {}: expected {}, got {}",
+        v.location, v.expected, v.actual
+    )
+}
+
+/// A duration as people read it: `0 ms`, `12 ms`, `3.4 s`, `2 min 05 s`.
+pub fn human_duration(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{} ms", d.as_millis())
+    } else if d < Duration::from_secs(60) {
+        format!("{:.1} s", d.as_secs_f64())
+    } else {
+        let s = d.as_secs();
+        format!("{} min {:02} s", s / 60, s % 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_at_their_scale() {
+        assert_eq!(human_duration(Duration::ZERO), "0 ms");
+        assert_eq!(human_duration(Duration::from_micros(12_700)), "12 ms");
+        assert_eq!(human_duration(Duration::from_millis(3_460)), "3.5 s");
+        assert_eq!(human_duration(Duration::from_secs(125)), "2 min 05 s");
+    }
+
+    #[test]
+    fn pass_ratio_never_rounds_a_failure_up_to_all() {
+        let s = Summary {
+            pass: 199,
+            fail: 1,
+            ..Summary::default()
+        };
+        assert_eq!(pass_percent(&s), Some(99));
+        assert_eq!(pass_percent(&Summary::default()), None);
+        let skipped_only = Summary {
+            skipped: 3,
+            ..Summary::default()
+        };
+        assert_eq!(pass_percent(&skipped_only), None);
+    }
+}

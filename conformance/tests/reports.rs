@@ -1,0 +1,703 @@
+//! The reporters over one fixed sample run that has every outcome, violations, a
+//! failed property and evidence: a snapshot per format, the JSON checked against
+//! the committed schema, the JUnit file read back, the HTML escaped and rendered by
+//! headless Chromium, and the CLI end to end.
+//!
+//! The sample is built with fixed run IDs, times and durations, so the snapshots
+//! need no redaction.
+
+#![cfg(feature = "suite")]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use conformance::fixture::{Fixture, Hook, HookError, HookResult, Location, Testbed};
+use conformance::profile::Axis;
+use conformance::rules::Area;
+use conformance::suite::cli;
+use conformance::suite::outcome::{
+    Event, Outcome, PropertyFailure, REPORT_SCHEMA_VERSION, Report, RuleResult, RunInfo, Violation,
+};
+use conformance::suite::report::{self, Format};
+use conformance::{BoxFuture, Profile};
+use serde_json::Value;
+
+// ---------------------------------------------------------------------------
+// The sample run.
+
+fn result(id: &str, area: &str, title: &str, outcome: Outcome, millis: u64) -> RuleResult {
+    RuleResult {
+        id: id.into(),
+        title: title.into(),
+        area: area.into(),
+        outcome,
+        reason: None,
+        violations: Vec::new(),
+        evidence: Vec::new(),
+        property: None,
+        duration: Duration::from_micros(millis * 1000 + 250),
+    }
+}
+
+fn sample_events() -> Vec<Event> {
+    let profile = Profile::builder()
+        .with("quota", "none")
+        .unwrap()
+        .build()
+        .unwrap();
+    let info = RunInfo {
+        run_id: "0f9e8d7c6b5a49388271605f4e3d2c1b".into(),
+        provider: "kvm2".into(),
+        provider_version: "0.1.0".into(),
+        profile,
+        hooks: vec![Hook::Inventory, Hook::Faults, Hook::Observation],
+        suite_version: "0.0.0-sample".into(),
+        catalogue_hash: "5e".repeat(32),
+        seed: 42,
+        real_backend: false,
+        environment: BTreeMap::from([
+            ("arch".to_owned(), "x86_64".to_owned()),
+            ("backend".to_owned(), "libvirt-fake 0.1.0".to_owned()),
+            ("os".to_owned(), "linux".to_owned()),
+        ]),
+        started_at: SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_212_800),
+    };
+
+    let mut idempotent = result(
+        "CRE-IDEMPOTENT",
+        "create",
+        "Repeating Create changes nothing",
+        Outcome::Pass,
+        12,
+    );
+    idempotent.evidence = vec![
+        "case same-request: the same ID came back".into(),
+        "inventory before and after: 3 resources".into(),
+    ];
+
+    let mut quota = result(
+        "CRE-QUOTA",
+        "create",
+        "Too little capacity is QuotaExceeded",
+        Outcome::NotApplicable,
+        0,
+    );
+    quota.duration = Duration::ZERO;
+    quota.reason = Some("profile declares quota=none; the rule applies to quota=detected".into());
+
+    let secret_violations = vec![
+        Violation {
+            rule: "CRE-SECRET".into(),
+            location: "create at verbosity V2".into(),
+            expected: "no cloud-init payload in any log line".into(),
+            actual: "the payload appeared in a debug line: user-data=<b>\"s3cr3t\"</b> & more"
+                .into(),
+        },
+        Violation {
+            rule: "CRE-SECRET".into(),
+            location: "error from a failed create".into(),
+            expected: "no cloud-init payload in the error chain".into(),
+            actual: "the payload appeared in the source error".into(),
+        },
+    ];
+    let mut secret = result(
+        "CRE-SECRET",
+        "create",
+        "The cloud-init payload never leaks",
+        Outcome::Fail,
+        840,
+    );
+    secret.reason = Some(secret_violations[0].to_string());
+    secret.violations = secret_violations;
+    secret.property = Some(PropertyFailure {
+        seed: 0x1d2c_3b4a,
+        shrunk: "[Create { name: \"a-0\", verbosity: V2 }, Restart, Get { name: \"a-0\" }]".into(),
+    });
+    secret.evidence = vec![
+        "captured 214 log lines and 61 spans".into(),
+        "sentinel: a 32-byte random marker inside user-data".into(),
+    ];
+
+    let mut malformed = result(
+        "GET-MALFORMED",
+        "get",
+        "A malformed ID is Permanent",
+        Outcome::Pass,
+        3,
+    );
+    malformed.evidence = vec![
+        "case \"\": Permanent".into(),
+        "case \"hosts//x\": Permanent".into(),
+    ];
+
+    let mut busy = result(
+        "GET-BUSY",
+        "get",
+        "A busy backend is Transient",
+        Outcome::Error,
+        5_003,
+    );
+    busy.reason = Some("could not open a testbed: connection refused".into());
+
+    let mut partial = result(
+        "DEL-PARTIAL",
+        "delete",
+        "Delete tolerates missing parts",
+        Outcome::Skipped,
+        0,
+    );
+    partial.duration = Duration::ZERO;
+    partial.reason = Some("the fixture lacks the planting hook(s)".into());
+
+    let order_violation = Violation {
+        rule: "LST-ORDER".into(),
+        location: "list across two hosts".into(),
+        expected: "host-a before host-b".into(),
+        actual: "host-b first".into(),
+    };
+    let mut order = result(
+        "LST-ORDER",
+        "list",
+        "Listings come in configuration order",
+        Outcome::Fail,
+        61_500,
+    );
+    order.reason = Some(order_violation.to_string());
+    order.violations = vec![order_violation];
+
+    let mut check = result(
+        "CHK-ORDER",
+        "check",
+        "One entry per location, in order",
+        Outcome::NotApplicable,
+        0,
+    );
+    check.duration = Duration::ZERO;
+    check.reason = Some("the provider has no Checker (Check is optional)".into());
+
+    let results = vec![
+        order, check, busy, idempotent, partial, secret, malformed, quota,
+    ];
+    let mut events = vec![Event::RunStarted(info)];
+    for r in results {
+        events.push(Event::CheckStarted { id: r.id.clone() });
+        events.push(Event::CheckFinished(r));
+    }
+    events.push(Event::RunFinished {
+        duration: Duration::from_millis(67_890),
+        swept: vec!["cf-0f9e8d7c-lst-order-1".into()],
+    });
+    events
+}
+
+fn sample() -> Report {
+    Report::from_events(&sample_events()).expect("the sample starts with RunStarted")
+}
+
+#[test]
+fn the_sample_covers_every_outcome() {
+    let r = sample();
+    for o in Outcome::ALL {
+        assert!(r.results.iter().any(|x| x.outcome == o), "{o:?} missing");
+    }
+    assert_eq!(r.results[0].id, "CRE-IDEMPOTENT", "catalogue order");
+}
+
+// ---------------------------------------------------------------------------
+// Snapshots.
+
+#[test]
+fn json_snapshot() {
+    insta::assert_snapshot!("report.json", report::json::render(&sample()));
+}
+
+#[test]
+fn junit_snapshot() {
+    insta::assert_snapshot!("junit.xml", report::junit::render(&sample()));
+}
+
+#[test]
+fn markdown_snapshot() {
+    insta::assert_snapshot!("report.md", report::markdown::render(&sample()));
+}
+
+#[test]
+fn html_snapshot() {
+    insta::assert_snapshot!("report.html", report::html::render(&sample()));
+}
+
+// ---------------------------------------------------------------------------
+// JSON and its schema.
+
+fn schema() -> Value {
+    serde_json::from_str(report::json::SCHEMA).expect("the schema is JSON")
+}
+
+/// Validates `instance` against the committed schema; the error lists every failure.
+fn validate(instance: &Value) -> Result<(), String> {
+    let mut compiler = boon::Compiler::new();
+    let mut schemas = boon::Schemas::new();
+    compiler
+        .add_resource("urn:report-schema", schema())
+        .map_err(|e| format!("add the schema: {e}"))?;
+    let index = compiler
+        .compile("urn:report-schema", &mut schemas)
+        .map_err(|e| format!("compile the schema: {e:#}"))?;
+    schemas
+        .validate(instance, index)
+        .map_err(|e| format!("{e:#}"))
+}
+
+fn json_of(report: &Report) -> Value {
+    serde_json::from_str(&report::json::render(report)).expect("the report is JSON")
+}
+
+#[test]
+fn the_sample_report_matches_the_schema() {
+    validate(&json_of(&sample())).unwrap();
+}
+
+#[test]
+fn an_empty_run_matches_the_schema() {
+    let events = vec![sample_events().remove(0)];
+    validate(&json_of(&Report::from_events(&events).unwrap())).unwrap();
+}
+
+/// A named way to break a valid report.
+type Breakage = (&'static str, Box<dyn Fn(&mut Value)>);
+
+#[test]
+fn the_schema_rejects_broken_reports() {
+    let good = json_of(&sample());
+    let broken: Vec<Breakage> = vec![
+        (
+            "unknown outcome",
+            Box::new(|v| v["results"][0]["outcome"] = "Maybe".into()),
+        ),
+        (
+            "missing field",
+            Box::new(|v| {
+                v["summary"].as_object_mut().unwrap().remove("fail");
+            }),
+        ),
+        (
+            "extra field",
+            Box::new(|v| v["run"]["colour"] = "blue".into()),
+        ),
+        (
+            "unknown axis value",
+            Box::new(|v| v["run"]["profile"]["quota"] = "lots".into()),
+        ),
+        (
+            "fail without violations",
+            Box::new(|v| {
+                let fail = v["results"]
+                    .as_array_mut()
+                    .unwrap()
+                    .iter_mut()
+                    .find(|r| r["outcome"] == "Fail")
+                    .unwrap();
+                fail["violations"] = Value::Array(vec![]);
+            }),
+        ),
+        (
+            "other version",
+            Box::new(|v| v["schema_version"] = "0.9.0".into()),
+        ),
+        (
+            "negative duration",
+            Box::new(|v| v["duration"] = (-1.0).into()),
+        ),
+    ];
+    for (what, breaks) in broken {
+        let mut v = good.clone();
+        breaks(&mut v);
+        assert!(
+            validate(&v).is_err(),
+            "the schema accepted a report with {what}"
+        );
+    }
+}
+
+fn enum_of(v: &Value) -> Vec<String> {
+    v["enum"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no enum in {v}"))
+        .iter()
+        .map(|x| x.as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn the_schema_names_what_the_code_emits() {
+    let s = schema();
+    assert_eq!(
+        s["properties"]["schema_version"]["const"],
+        REPORT_SCHEMA_VERSION
+    );
+    assert!(
+        s["$id"].as_str().unwrap().ends_with(REPORT_SCHEMA_VERSION),
+        "the $id carries the version"
+    );
+    assert_eq!(s["$schema"], "https://json-schema.org/draft/2020-12/schema");
+    let defs = &s["$defs"];
+    let outcomes: Vec<_> = Outcome::ALL.iter().map(|o| o.as_str().to_owned()).collect();
+    assert_eq!(enum_of(&defs["outcome"]), outcomes);
+    let areas: Vec<_> = Area::ALL.iter().map(|a| a.as_str().to_owned()).collect();
+    assert_eq!(enum_of(&defs["area"]), areas);
+    let hooks: Vec<_> = Hook::ALL
+        .iter()
+        .map(|h| {
+            serde_json::to_value(h)
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(enum_of(&defs["hook"]), hooks);
+    let axes = defs["profile"]["properties"].as_object().unwrap();
+    let keys: Vec<_> = axes.keys().cloned().collect();
+    let mut want: Vec<_> = Axis::ALL.iter().map(|a| a.key().to_owned()).collect();
+    want.sort();
+    assert_eq!(keys, want, "one property per axis");
+    for a in Axis::ALL {
+        assert_eq!(enum_of(&axes[a.key()]), a.values(), "{}", a.key());
+    }
+    let required: Vec<_> = defs["profile"]["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap().to_owned())
+        .collect();
+    let want: Vec<_> = Axis::ALL.iter().map(|a| a.key().to_owned()).collect();
+    assert_eq!(required, want, "every axis is required, in contract order");
+}
+
+// ---------------------------------------------------------------------------
+// JUnit.
+
+#[test]
+fn junit_reads_back_with_every_outcome_mapped() {
+    let xml = report::junit::render(&sample());
+    let doc = quick_junit::Report::deserialize_from_str(&xml).expect("valid junit");
+    assert_eq!(doc.test_suites.len(), 1);
+    let suite = &doc.test_suites[0];
+    assert_eq!(suite.name.as_str(), "kvm2");
+    assert_eq!((suite.tests, suite.failures, suite.errors), (8, 2, 1));
+    let skipped = suite
+        .test_cases
+        .iter()
+        .filter(|c| matches!(c.status, quick_junit::TestCaseStatus::Skipped { .. }))
+        .count();
+    assert_eq!(skipped, 3);
+    let case = |name: &str| {
+        suite
+            .test_cases
+            .iter()
+            .find(|c| c.name.as_str() == name)
+            .unwrap_or_else(|| panic!("no testcase {name}"))
+    };
+    match &case("conformance::create::CRE-SECRET").status {
+        quick_junit::TestCaseStatus::NonSuccess {
+            kind: quick_junit::NonSuccessKind::Failure,
+            message,
+            description,
+            ..
+        } => {
+            assert!(
+                message
+                    .as_ref()
+                    .unwrap()
+                    .as_str()
+                    .contains("create at verbosity V2")
+            );
+            let text = description.as_ref().unwrap().as_str();
+            assert!(text.contains("property seed 489438026"), "{text}");
+            assert!(text.contains("captured 214 log lines"), "{text}");
+        }
+        other => panic!("CRE-SECRET: {other:?}"),
+    }
+    match &case("conformance::check::CHK-ORDER").status {
+        quick_junit::TestCaseStatus::Skipped { message, ty, .. } => {
+            assert_eq!(ty.as_ref().unwrap().as_str(), "NotApplicable");
+            assert!(message.as_ref().unwrap().as_str().contains("Checker"));
+        }
+        other => panic!("CHK-ORDER: {other:?}"),
+    }
+    assert!(matches!(
+        case("conformance::get::GET-BUSY").status,
+        quick_junit::TestCaseStatus::NonSuccess {
+            kind: quick_junit::NonSuccessKind::Error,
+            ..
+        }
+    ));
+    assert_eq!(
+        case("conformance::list::LST-ORDER").time,
+        Some(Duration::from_millis(61_500)),
+        "seconds, to the millisecond"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// HTML.
+
+const HOSTILE: &str = "<script>alert('x')</script>";
+
+fn hostile() -> Report {
+    let mut r = sample();
+    r.run.provider = format!("evil{HOSTILE}");
+    r.run.provider_version = HOSTILE.into();
+    r.run.run_id = HOSTILE.into();
+    r.run.environment.insert(HOSTILE.into(), HOSTILE.into());
+    r.swept.push(HOSTILE.into());
+    for x in &mut r.results {
+        x.id = format!("{}{HOSTILE}", x.id);
+        x.title = HOSTILE.into();
+        x.reason = Some(format!("\"{HOSTILE}\" & more"));
+        x.evidence.push(HOSTILE.into());
+        for v in &mut x.violations {
+            v.location = HOSTILE.into();
+            v.actual = HOSTILE.into();
+        }
+        if let Some(p) = &mut x.property {
+            p.shrunk = HOSTILE.into();
+        }
+    }
+    r
+}
+
+#[test]
+fn html_escapes_every_piece_of_text() {
+    let html = report::html::render(&hostile());
+    assert!(!html.contains("<script"), "an unescaped tag got through");
+    assert!(
+        !html.contains("alert('x')"),
+        "an unescaped quote got through"
+    );
+    assert!(html.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"));
+    assert!(html.contains("&quot;&lt;script&gt;"));
+}
+
+#[test]
+fn html_is_self_contained() {
+    let html = report::html::render(&sample());
+    for needle in ["<script", "<link", "src=", "@import", "url(", "http://"] {
+        assert!(
+            !html.contains(needle),
+            "the page fetches or runs something: {needle}"
+        );
+    }
+    assert!(html.contains("Content-Security-Policy"));
+}
+
+#[test]
+fn markdown_escapes_markup_outside_code_blocks() {
+    let md = report::markdown::render(&hostile());
+    let mut fence: Option<String> = None;
+    for line in md.lines() {
+        let ticks: String = line.chars().take_while(|c| *c == '`').collect();
+        match &fence {
+            Some(f) if line == f.as_str() => fence = None,
+            Some(_) => {}
+            None if ticks.len() >= 3 => fence = Some(ticks),
+            None => assert!(!line.contains("<script"), "unescaped: {line}"),
+        }
+    }
+    assert!(fence.is_none(), "a code block was left open");
+    assert!(md.contains("```text\n<script>alert('x')</script>\n```"));
+}
+
+/// Where Debian's chromium is, if it is installed.
+fn chromium() -> Option<PathBuf> {
+    let fixed = PathBuf::from("/usr/bin/chromium");
+    if fixed.exists() {
+        return Some(fixed);
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join("chromium"))
+            .find(|p| p.exists())
+    })
+}
+
+/// Renders `page` in headless Chromium and returns the DOM it built.
+fn dump_dom(chromium: &Path, page: &Path, profile: &Path) -> String {
+    let mut child = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", page.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start chromium");
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        match child.try_wait().expect("wait for chromium") {
+            Some(_) => break,
+            None if Instant::now() > deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("chromium did not finish within 90 s");
+            }
+            None => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+    let out = child.wait_with_output().expect("chromium output");
+    let dom = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        dom.contains("</html>"),
+        "chromium printed no DOM ({}); stderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dom
+}
+
+/// The text of the element with `id` in a serialised DOM.
+fn text_of<'a>(dom: &'a str, id: &str) -> &'a str {
+    let marker = format!("id=\"{id}\">");
+    let start = dom
+        .find(&marker)
+        .unwrap_or_else(|| panic!("no element #{id} in the DOM"))
+        + marker.len();
+    let len = dom[start..].find('<').unwrap_or(0);
+    &dom[start..start + len]
+}
+
+#[test]
+fn html_renders_the_summary_in_chromium() {
+    let Some(chromium) = chromium() else {
+        eprintln!(
+            "skipping html_renders_the_summary_in_chromium: chromium is not installed \
+             (/usr/bin/chromium or on PATH); `apt-get install chromium` enables it"
+        );
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let report = hostile();
+    let page = dir.path().join("report.html");
+    std::fs::write(&page, report::html::render(&report)).unwrap();
+    let dom = dump_dom(&chromium, &page, &dir.path().join("profile"));
+    assert_eq!(
+        text_of(&dom, "provider"),
+        "evil&lt;script&gt;alert('x')&lt;/script&gt;"
+    );
+    assert_eq!(text_of(&dom, "verdict"), "FAIL");
+    let s = &report.summary;
+    for (id, want) in [
+        ("count-pass", s.pass),
+        ("count-fail", s.fail),
+        ("count-error", s.error),
+        ("count-skipped", s.skipped),
+        ("count-na", s.not_applicable),
+        ("count-total", s.total()),
+    ] {
+        assert_eq!(text_of(&dom, id), want.to_string(), "#{id}");
+    }
+    assert_eq!(text_of(&dom, "pass-ratio"), "40%");
+    assert!(!dom.contains("<script"), "the DOM holds a script element");
+}
+
+// ---------------------------------------------------------------------------
+// The CLI, end to end.
+
+/// A fixture whose testbeds never open: every rule that would run is an Error.
+struct Unopenable;
+
+impl Fixture for Unopenable {
+    fn provider_name(&self) -> String {
+        "unopenable".into()
+    }
+    fn profile(&self) -> Profile {
+        Profile::builder().build().unwrap()
+    }
+    fn hooks(&self) -> Vec<Hook> {
+        vec![Hook::Inventory]
+    }
+    fn locations(&self) -> Vec<Location> {
+        vec![Location {
+            name: "only".into(),
+            placement: "zone-a".into(),
+        }]
+    }
+    fn has_checker(&self) -> bool {
+        false
+    }
+    fn open(&self) -> BoxFuture<'_, HookResult<Box<dyn Testbed>>> {
+        Box::pin(async { Err(HookError::new("no backend here")) })
+    }
+}
+
+#[test]
+fn the_cli_runs_and_writes_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("reports");
+    let code = cli::main_with(
+        Arc::new(Unopenable),
+        [
+            "conformance".as_ref(),
+            "--rules".as_ref(),
+            "CRE-*,CHK-ORDER".as_ref(),
+            "--seed".as_ref(),
+            "9".as_ref(),
+            "--out".as_ref(),
+            out.as_os_str(),
+        ],
+    );
+    assert_eq!(code, cli::EXIT_FAILED, "errors make the run fail");
+    for f in Format::ALL {
+        assert!(
+            out.join(f.file_name()).exists(),
+            "{} missing",
+            f.file_name()
+        );
+    }
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    validate(&json).unwrap();
+    assert_eq!(json["run"]["seed"], 9);
+    let results = json["results"].as_array().unwrap();
+    assert!(
+        results
+            .iter()
+            .all(|r| r["id"].as_str().unwrap().starts_with("CRE-") || r["id"] == "CHK-ORDER")
+    );
+    assert!(results.iter().any(|r| r["outcome"] == "Error"));
+    let chk = results.iter().find(|r| r["id"] == "CHK-ORDER").unwrap();
+    assert_eq!(chk["outcome"], "NotApplicable");
+    let xml = std::fs::read_to_string(out.join("junit.xml")).unwrap();
+    quick_junit::Report::deserialize_from_str(&xml).expect("valid junit");
+}
+
+#[test]
+fn write_all_writes_only_the_asked_formats() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = report::write_all(&sample(), dir.path(), &[Format::Html, Format::Json]).unwrap();
+    assert_eq!(
+        paths,
+        [
+            dir.path().join("report.json"),
+            dir.path().join("report.html")
+        ]
+    );
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+}
