@@ -1,0 +1,176 @@
+//! Check: every host concurrently, each on a fresh connection of its own (never
+//! the operations' one): library version, hostname, pool lookup and info.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use conformance::{BoxFuture, Checker, Ctx, HealthReason, HostHealth, Interrupted};
+use libvirt_wire::{ErrorCode, StoragePoolState};
+use tracing::{Instrument, info};
+
+use crate::backend::rpc;
+use crate::config::HostConfig;
+use crate::dialer::DialError;
+use crate::errors::Failure;
+use crate::provider::Kvm2;
+
+/// Reasons kvm2 adds to the shared vocabulary.
+pub const EXTRA_REASONS: &[&str] = &["PoolNotFound", "PoolNotActive"];
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+fn unhealthy(host: &HostConfig, reason: HealthReason, message: String) -> HostHealth {
+    let mut details = BTreeMap::new();
+    details.insert("user".to_owned(), host.user.clone());
+    HostHealth {
+        location: host.name.clone(),
+        ready: false,
+        reason,
+        message,
+        details,
+    }
+}
+
+/// The health reason for a failure before the pool was reached.
+fn reason_of(f: &Failure) -> HealthReason {
+    match f {
+        Failure::Dial(d) => match d {
+            DialError::Timeout => HealthReason::Timeout,
+            DialError::AuthFailed(_) | DialError::BadCredentials(_) => HealthReason::AuthFailed,
+            DialError::HostKeyRejected(_) => HealthReason::HostKeyRejected,
+            DialError::CredentialsUnavailable(_) => HealthReason::CredentialsUnavailable,
+            DialError::Unreachable(_) | DialError::Other(_) => HealthReason::Unreachable,
+        },
+        Failure::Interrupted(_) => HealthReason::Timeout,
+        Failure::Rpc { err, .. } if err.is_timeout() => HealthReason::Timeout,
+        f if f.is(ErrorCode::AuthFailed) || f.is(ErrorCode::AccessDenied) => {
+            HealthReason::AuthFailed
+        }
+        _ => HealthReason::Unreachable,
+    }
+}
+
+impl Kvm2 {
+    async fn check_host(&self, ctx: &Ctx, host: &HostConfig) -> HostHealth {
+        let i = &*self.inner;
+        let r = ctx
+            .run(async {
+                let s = i
+                    .hosts
+                    .dedicated(ctx, &i.config, &i.verbosity, host)
+                    .await
+                    .map_err(|f| (reason_of(&f), f.to_string()))?;
+                let step = |f: Failure| (reason_of(&f), f.to_string());
+                let version = rpc!(s, "ConnectGetLibVersion", |c| c.connect_get_lib_version())
+                    .map_err(step)?;
+                let hostname =
+                    rpc!(s, "ConnectGetHostname", |c| c.connect_get_hostname()).map_err(step)?;
+                let mut details = BTreeMap::new();
+                details.insert("user".to_owned(), host.user.clone());
+                details.insert("hostname".to_owned(), hostname);
+                details.insert(
+                    "libvirtVersion".to_owned(),
+                    format!(
+                        "{}.{}.{}",
+                        version / 1_000_000,
+                        version / 1000 % 1000,
+                        version % 1000
+                    ),
+                );
+                let pool_name = i.config.pool.as_str();
+                details.insert("pool".to_owned(), pool_name.to_owned());
+                let pool = match rpc!(s, "StoragePoolLookupByName", |c| c
+                    .storage_pool_lookup_by_name(pool_name))
+                {
+                    Ok(p) => p,
+                    Err(f) if f.is(ErrorCode::NoStoragePool) => {
+                        return Ok((
+                            HealthReason::Other("PoolNotFound".into()),
+                            format!("storage pool {pool_name} does not exist"),
+                            details,
+                        ));
+                    }
+                    Err(f) => return Err(step(f)),
+                };
+                let info = rpc!(s, "StoragePoolGetInfo", |c| c.storage_pool_get_info(&pool))
+                    .map_err(step)?;
+                let state = StoragePoolState::from_raw(i32::from(info.state));
+                details.insert(
+                    "poolState".to_owned(),
+                    state
+                        .name()
+                        .map(|n| n.trim_start_matches("VIR_STORAGE_POOL_").to_lowercase())
+                        .unwrap_or_else(|| state.to_string()),
+                );
+                details.insert(
+                    "poolCapacityGiB".to_owned(),
+                    format!("{:.1}", info.capacity as f64 / GIB),
+                );
+                details.insert(
+                    "poolAvailableGiB".to_owned(),
+                    format!("{:.1}", info.available as f64 / GIB),
+                );
+                if state != StoragePoolState::Running {
+                    return Ok((
+                        HealthReason::Other("PoolNotActive".into()),
+                        format!("storage pool {pool_name} is not active"),
+                        details,
+                    ));
+                }
+                Ok((
+                    HealthReason::Ready,
+                    "libvirt answers and the pool is active".to_owned(),
+                    details,
+                ))
+            })
+            .await;
+        match r {
+            Ok(Ok((reason, message, details))) => HostHealth {
+                location: host.name.clone(),
+                ready: reason == HealthReason::Ready,
+                reason,
+                message,
+                details,
+            },
+            Ok(Err((reason, message))) => unhealthy(host, reason, message),
+            Err(Interrupted::DeadlineExceeded) => unhealthy(
+                host,
+                HealthReason::Timeout,
+                "no answer before the deadline".into(),
+            ),
+            Err(Interrupted::Cancelled) => unhealthy(
+                host,
+                HealthReason::Timeout,
+                "the check was cancelled".into(),
+            ),
+        }
+    }
+}
+
+impl Checker for Kvm2 {
+    fn check<'a>(&'a self, ctx: &'a Ctx) -> BoxFuture<'a, Vec<HostHealth>> {
+        let span = tracing::info_span!(parent: ctx.span(), "kvm2.check");
+        let verbosity = self.inner.verbosity.clone();
+        Box::pin(
+            async move {
+                let started = Instant::now();
+                let out = futures_util::future::join_all(
+                    self.inner.config.hosts.iter().map(|h| self.check_host(ctx, h)),
+                )
+                .await;
+                if verbosity.load(Ordering::Relaxed) >= 1 {
+                    let summary: Vec<String> =
+                        out.iter().map(|h| format!("{}={}", h.location, h.reason)).collect();
+                    info!(op = "check", elapsed_ms = started.elapsed().as_millis() as u64, hosts = %summary.join(", "), "checked");
+                }
+                out
+            }
+            .instrument(span),
+        )
+    }
+
+    fn extra_reasons(&self) -> &'static [&'static str] {
+        EXTRA_REASONS
+    }
+}

@@ -1,0 +1,294 @@
+//! Create: the adoption guard, the quota precheck, the volumes, the define with
+//! the mark, the start, and the wait for an address under the overall deadline.
+//!
+//! Every step first looks for what an interrupted earlier attempt left, so a
+//! repeated Create completes the same instance instead of doubling anything.
+
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use conformance::{CreateRequest, Ctx, Interrupted, ProviderId, Quota, validate_request};
+use libvirt_wire::{
+    DOMAIN_AFFECT_LIVE, DOMAIN_METADATA_ELEMENT, Domain, DomainState, ErrorCode, StoragePool,
+    StoragePoolState, StorageVol,
+};
+
+use crate::backend::{Session, rpc};
+use crate::errors::Failure;
+use crate::get::{MarkRead, address, lookup_domain, read_mark};
+use crate::id::format_id;
+use crate::names::{image_marker, image_volume, overlay_volume, seed_volume};
+use crate::provider::Kvm2;
+use crate::seed::{SeedData, seed_iso};
+use crate::state::may_have_address;
+use crate::xml::{
+    DomainSpec, METADATA_KEY, Mark, domain_define_xml, metadata_element, overlay_volume_xml,
+    raw_volume_xml,
+};
+
+/// Headroom the quota precheck adds to what a new instance needs.
+const HEADROOM: u64 = 16 << 20;
+
+/// The volume named `name` in `pool`, or `None`.
+pub(crate) async fn lookup_volume(
+    s: &Session<'_>,
+    pool: &StoragePool,
+    name: &str,
+) -> Result<Option<StorageVol>, Failure> {
+    match rpc!(s, "StorageVolLookupByName", |c| c
+        .storage_vol_lookup_by_name(pool, name))
+    {
+        Ok(v) => Ok(Some(v)),
+        Err(f) if f.is(ErrorCode::NoStorageVol) => Ok(None),
+        Err(f) => Err(f),
+    }
+}
+
+/// Creates a volume, or finds the one a concurrent creator just made.
+async fn create_volume(
+    s: &Session<'_>,
+    pool: &StoragePool,
+    name: &str,
+    xml: &str,
+) -> Result<StorageVol, Failure> {
+    match rpc!(s, "StorageVolCreateXML", |c| c
+        .storage_vol_create_xml(pool, xml, 0))
+    {
+        Ok(v) => Ok(v),
+        Err(f) if f.is(ErrorCode::StorageVolExist) || f.is(ErrorCode::OperationFailed) => {
+            lookup_volume(s, pool, name).await?.ok_or(f)
+        }
+        Err(f) => Err(f),
+    }
+}
+
+impl Kvm2 {
+    pub(crate) async fn create_impl(
+        &self,
+        ctx: &Ctx,
+        req: &CreateRequest,
+    ) -> Result<ProviderId, Failure> {
+        validate_request(req).map_err(|e| Failure::Refused(e.to_string()))?;
+        let cfg = &self.inner.config;
+        let host = cfg
+            .host_for_zone(&req.placement)
+            .ok_or_else(|| Failure::Refused(format!("unknown placement {:?}", req.placement)))?
+            .name
+            .clone();
+        let image = cfg
+            .image(req.image.as_deref())
+            .ok_or_else(|| Failure::Refused(format!("unknown image {:?}", req.image)))?;
+        let _guard = self.lock_name(ctx, format!("{host}/{}", req.name)).await?;
+        let cctx = ctx.narrowed(cfg.timeouts.create);
+        match self.create_steps(&cctx, req, &host, image).await {
+            Err(Failure::Interrupted(Interrupted::DeadlineExceeded))
+                if ctx.interrupted().is_none() =>
+            {
+                Err(Failure::NotYet(format!(
+                    "{} on {host} is not running with an address within {:?}; the next create resumes it",
+                    req.name, cfg.timeouts.create
+                )))
+            }
+            other => other,
+        }
+    }
+
+    async fn create_steps(
+        &self,
+        ctx: &Ctx,
+        req: &CreateRequest,
+        host: &str,
+        image: &crate::config::ImageConfig,
+    ) -> Result<ProviderId, Failure> {
+        let cfg = &self.inner.config;
+        let s = self.session(ctx, host).await?;
+        let id = format_id(host, &req.name);
+        if let Some(dom) = lookup_domain(&s, &req.name).await? {
+            match read_mark(&s, &dom).await? {
+                MarkRead::Unmarked => {
+                    return Err(Failure::Refused(format!(
+                        "domain {} on {host} exists without kvm2's mark; it is left alone",
+                        req.name
+                    )));
+                }
+                MarkRead::Unreadable(e) => {
+                    return Err(Failure::Refused(format!(
+                        "domain {} on {host} exists and its mark is unreadable ({e}); it is left alone",
+                        req.name
+                    )));
+                }
+                MarkRead::Marked(m) if !m.uid.is_empty() && m.uid != req.uid => {
+                    return Err(Failure::Refused(format!(
+                        "domain {} on {host} belongs to another owner; it is left alone",
+                        req.name
+                    )));
+                }
+                MarkRead::Marked(_) => {}
+            }
+            let (state, reason) = rpc!(s, "DomainGetState", |c| c.domain_get_state(&dom))?;
+            let dom = if state == DomainState::Shutoff
+                && reason == libvirt_wire::DOMAIN_SHUTOFF_UNKNOWN
+            {
+                self.start(&s, &dom, req).await?
+            } else {
+                dom
+            };
+            self.wait_for_address(&s, &dom).await?;
+            return Ok(id);
+        }
+
+        let pool_name = cfg.pool.as_str();
+        let pool = rpc!(s, "StoragePoolLookupByName", |c| c
+            .storage_pool_lookup_by_name(pool_name))?;
+        let overlay_name = overlay_volume(&req.name);
+        let mut overlay = lookup_volume(&s, &pool, &overlay_name).await?;
+        let marker = image_marker(image);
+        if overlay.is_none() {
+            let info = rpc!(s, "StoragePoolGetInfo", |c| c.storage_pool_get_info(&pool))?;
+            if StoragePoolState::from_raw(i32::from(info.state)) != StoragePoolState::Running {
+                return Err(Failure::Refused(format!(
+                    "storage pool {pool_name} on {host} is not active"
+                )));
+            }
+            let cached = lookup_volume(&s, &pool, &marker).await?.is_some();
+            if !cached {
+                return Err(Failure::Refused(format!(
+                    "image {} is not in the cache of {host} (no {marker} in pool {pool_name})",
+                    image.name
+                )));
+            }
+            let needed = (cfg.sizes.disk_gib << 30) + HEADROOM;
+            if info.available < needed {
+                return Err(Failure::Quota(Quota {
+                    what: format!("storage pool {pool_name} on {host}"),
+                    available: info.available,
+                    needed,
+                }));
+            }
+        } else if lookup_volume(&s, &pool, &marker).await?.is_none() {
+            return Err(Failure::Refused(format!(
+                "image {} is not in the cache of {host}",
+                image.name
+            )));
+        }
+        let base_name = image_volume(image);
+        let base = lookup_volume(&s, &pool, &base_name).await?.ok_or_else(|| {
+            Failure::Missing(format!("image volume {base_name} vanished on {host}"))
+        })?;
+        let base_path = rpc!(s, "StorageVolGetPath", |c| c.storage_vol_get_path(&base))?;
+        let overlay = match overlay.take() {
+            Some(v) => v,
+            None => {
+                let xml = overlay_volume_xml(&overlay_name, cfg.sizes.disk_gib, &base_path);
+                create_volume(&s, &pool, &overlay_name, &xml).await?
+            }
+        };
+        let root_path = rpc!(s, "StorageVolGetPath", |c| c.storage_vol_get_path(&overlay))?;
+
+        // The seed is written again on every attempt that has not defined the
+        // domain yet: an interrupted upload leaves nothing half written behind.
+        let iso = Bytes::from(seed_iso(&SeedData {
+            instance_id: &req.name,
+            hostname: &req.name,
+            user_data: req.cloud_init.expose().as_bytes(),
+            extra_vendor_data: None,
+        }));
+        let seed_name = seed_volume(&req.name);
+        let seed = match lookup_volume(&s, &pool, &seed_name).await? {
+            Some(v) => v,
+            None => {
+                let xml = raw_volume_xml(&seed_name, iso.len() as u64, "raw");
+                create_volume(&s, &pool, &seed_name, &xml).await?
+            }
+        };
+        let len = iso.len() as u64;
+        let target = &seed;
+        rpc!(s, "StorageVolUpload", cfg.timeouts.upload, |c| async move {
+            let mut up = c.storage_vol_upload(target, 0, len, 0).await?;
+            up.write(iso).await?;
+            up.finish().await
+        })?;
+        let seed_path = rpc!(s, "StorageVolGetPath", |c| c.storage_vol_get_path(&seed))?;
+
+        let spec = DomainSpec {
+            name: req.name.clone(),
+            domain_type: cfg.domain_type,
+            vcpus: cfg.sizes.vcpus,
+            memory_mib: cfg.sizes.memory_mib,
+            firmware: image.firmware,
+            root_path,
+            seed_path,
+            bridge: cfg.bridge.clone(),
+            namespace: cfg.namespace.clone(),
+            mark: Mark {
+                tag: req.tag.clone(),
+                uid: req.uid.clone(),
+                created_at: Some(SystemTime::now()),
+            },
+        };
+        let xml = domain_define_xml(&spec);
+        let dom = rpc!(s, "DomainDefineXML", |c| c.domain_define_xml(&xml))?;
+        let dom = self.start(&s, &dom, req).await?;
+        self.wait_for_address(&s, &dom).await?;
+        Ok(id)
+    }
+
+    /// Starts a defined domain and writes the mark into its live definition.
+    async fn start(
+        &self,
+        s: &Session<'_>,
+        dom: &Domain,
+        req: &CreateRequest,
+    ) -> Result<Domain, Failure> {
+        let cfg = &self.inner.config;
+        let started = rpc!(s, "DomainCreateWithFlags", cfg.timeouts.start, |c| c
+            .domain_create_with_flags(dom, 0));
+        let dom = match started {
+            Ok(d) => d,
+            Err(f) if f.is(ErrorCode::OperationInvalid) => dom.clone(),
+            Err(f) => return Err(f),
+        };
+        let mark = match read_mark(s, &dom).await? {
+            MarkRead::Marked(m) => m,
+            _ => Mark {
+                tag: req.tag.clone(),
+                uid: req.uid.clone(),
+                created_at: Some(SystemTime::now()),
+            },
+        };
+        let element = metadata_element(&mark);
+        let ns = cfg.namespace.as_str();
+        rpc!(s, "DomainSetMetadata", |c| c.domain_set_metadata(
+            &dom,
+            DOMAIN_METADATA_ELEMENT,
+            Some(&element),
+            Some(METADATA_KEY),
+            Some(ns),
+            DOMAIN_AFFECT_LIVE
+        ))?;
+        Ok(dom)
+    }
+
+    /// Polls until the domain runs with a usable address; the caller's deadline bounds it.
+    async fn wait_for_address(&self, s: &Session<'_>, dom: &Domain) -> Result<(), Failure> {
+        let mut pause = Duration::from_millis(50);
+        loop {
+            let (state, _) = rpc!(s, "DomainGetState", |c| c.domain_get_state(dom))?;
+            if may_have_address(state) {
+                if address(s, dom).await.is_some() {
+                    return Ok(());
+                }
+            } else if state != DomainState::NoState {
+                return Err(Failure::NotYet(format!(
+                    "domain {} is {state} while booting",
+                    dom.name
+                )));
+            }
+            s.ctx
+                .run(tokio::time::sleep(pause))
+                .await
+                .map_err(Failure::Interrupted)?;
+            pause = (pause * 2).min(Duration::from_secs(2));
+        }
+    }
+}

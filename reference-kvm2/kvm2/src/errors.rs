@@ -1,0 +1,153 @@
+//! Failures inside kvm2 and the one function that classifies them into the
+//! contract's four kinds.
+
+use std::fmt;
+
+use conformance::{Error, ErrorKind, Interrupted, Op, Quota};
+use libvirt_wire::ErrorCode;
+
+use crate::dialer::DialError;
+
+/// What went wrong, before classification.
+#[derive(Debug)]
+pub enum Failure {
+    /// A libvirt call failed.
+    Rpc {
+        /// The call, e.g. `DomainLookupByName`.
+        call: &'static str,
+        /// The RPC client's error.
+        err: libvirt_rpc::Error,
+    },
+    /// Opening a connection failed.
+    Dial(DialError),
+    /// The context's deadline passed or its token fired.
+    Interrupted(Interrupted),
+    /// The request or configuration is unusable, or a guard refused.
+    Refused(String),
+    /// The instance does not exist (or is not kvm2's).
+    Missing(String),
+    /// Capacity is short.
+    Quota(Quota),
+    /// A passing condition (no address yet, overall deadline).
+    NotYet(String),
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Rpc { call, err } => write!(f, "{call}: {err}"),
+            Failure::Dial(e) => write!(f, "{e}"),
+            Failure::Interrupted(i) => write!(f, "{i}"),
+            Failure::Refused(m) | Failure::Missing(m) | Failure::NotYet(m) => f.write_str(m),
+            Failure::Quota(q) => write!(
+                f,
+                "{}: {} bytes available, {} needed",
+                q.what, q.available, q.needed
+            ),
+        }
+    }
+}
+
+impl Failure {
+    /// The libvirt error code, when libvirt answered with an error.
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            Failure::Rpc { err, .. } => err.as_remote().map(|r| r.code),
+            _ => None,
+        }
+    }
+
+    /// Whether libvirt answered with `code`.
+    pub fn is(&self, code: ErrorCode) -> bool {
+        self.code() == Some(code)
+    }
+
+    /// Whether the connection under the call is gone.
+    pub fn connection_lost(&self) -> bool {
+        matches!(self, Failure::Rpc { err, .. } if err.is_closed())
+    }
+}
+
+/// Classifies a failure of operation `op` into one of the contract's kinds.
+///
+/// - no domain / no storage volume → NotFound, but Transient inside Create;
+/// - no storage pool, XML error, no support, invalid argument, authentication
+///   failed, access denied → Permanent;
+/// - SSH authentication failure, rejected host key, unusable key → Permanent;
+///   missing key or known_hosts file → Transient (the secret is not mounted yet);
+/// - cancellation, deadlines, network errors, EOF and anything else → Transient.
+pub fn classify(op: Op, f: &Failure) -> ErrorKind {
+    match f {
+        Failure::Rpc { err, .. } => match err.as_remote().map(|r| r.code) {
+            Some(ErrorCode::NoDomain | ErrorCode::NoStorageVol) => {
+                if op == Op::Create {
+                    ErrorKind::Transient
+                } else {
+                    ErrorKind::NotFound
+                }
+            }
+            Some(
+                ErrorCode::NoStoragePool
+                | ErrorCode::XmlError
+                | ErrorCode::NoSupport
+                | ErrorCode::InvalidArg
+                | ErrorCode::AuthFailed
+                | ErrorCode::AccessDenied,
+            ) => ErrorKind::Permanent,
+            _ => ErrorKind::Transient,
+        },
+        Failure::Dial(d) => match d {
+            DialError::AuthFailed(_)
+            | DialError::HostKeyRejected(_)
+            | DialError::BadCredentials(_) => ErrorKind::Permanent,
+            _ => ErrorKind::Transient,
+        },
+        Failure::Interrupted(_) | Failure::NotYet(_) => ErrorKind::Transient,
+        Failure::Refused(_) => ErrorKind::Permanent,
+        Failure::Missing(_) if op == Op::Create => ErrorKind::Transient,
+        Failure::Missing(_) => ErrorKind::NotFound,
+        Failure::Quota(q) => ErrorKind::QuotaExceeded(q.clone()),
+    }
+}
+
+/// The contract error for a failure: provider name, operation, kind, and the
+/// backend error in the source chain.
+pub fn to_error(provider: &str, op: Op, f: Failure) -> Error {
+    let kind = classify(op, &f);
+    let message = match &f {
+        Failure::Rpc { call, .. } => format!("{call} failed"),
+        other => other.to_string(),
+    };
+    let e = Error::new(provider, op, kind, message);
+    match f {
+        Failure::Rpc { err, .. } => e.with_source(err),
+        Failure::Dial(d) => e.with_source(d),
+        Failure::Interrupted(i) => e.with_source(i),
+        _ => e,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case(Op::Get, Failure::Missing("x".into()), "NotFound")]
+    #[case(Op::Create, Failure::Missing("x".into()), "Transient")]
+    #[case(Op::Create, Failure::Refused("x".into()), "Permanent")]
+    #[case(Op::Get, Failure::Interrupted(Interrupted::Cancelled), "Transient")]
+    #[case(Op::Get, Failure::Dial(DialError::Timeout), "Transient")]
+    #[case(Op::Get, Failure::Dial(DialError::Unreachable("refused".into())), "Transient")]
+    #[case(Op::Get, Failure::Dial(DialError::CredentialsUnavailable("no key".into())), "Transient")]
+    #[case(Op::Get, Failure::Dial(DialError::AuthFailed("denied".into())), "Permanent")]
+    #[case(Op::Get, Failure::Dial(DialError::HostKeyRejected("unknown".into())), "Permanent")]
+    #[case(Op::Get, Failure::Dial(DialError::BadCredentials("parse".into())), "Permanent")]
+    #[case(Op::Create, Failure::NotYet("no address".into()), "Transient")]
+    fn kinds(#[case] op: Op, #[case] f: Failure, #[case] want: &str) {
+        assert_eq!(classify(op, &f).name(), want);
+        let e = to_error("kvm2-home", op, f);
+        assert_eq!(e.provider(), "kvm2-home");
+        assert_eq!(e.kind().name(), want);
+    }
+}

@@ -1,0 +1,1 @@
+//! The conformance fixture (in progress).
