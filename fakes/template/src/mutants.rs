@@ -60,7 +60,7 @@ enum Twist {
     ListReversed,
     ListSkipsEmptyUid,
     ListTruncatesCreatedAt,
-    CheckReversed,
+    CheckAddsAggregate,
     CheckTimeoutIsUnreachable,
     CheckInventsReason,
 }
@@ -271,7 +271,16 @@ impl Checker for Twisted {
         Box::pin(async move {
             let mut h = self.inner.check(ctx).await;
             match self.twist {
-                Twist::CheckReversed => h.reverse(),
+                Twist::CheckAddsAggregate => {
+                    let bad = h.iter().find(|x| !x.ready).cloned();
+                    h.push(HostHealth {
+                        location: "all".into(),
+                        ready: bad.is_none(),
+                        reason: bad.map_or(HealthReason::Ready, |b| b.reason),
+                        message: "every site".into(),
+                        details: Default::default(),
+                    });
+                }
                 Twist::CheckTimeoutIsUnreachable => {
                     for x in &mut h {
                         if x.reason == HealthReason::Timeout {
@@ -322,7 +331,7 @@ twisted! {
     list_reversed => ListReversed,
     list_skips_empty_uid => ListSkipsEmptyUid,
     list_truncates_created_at => ListTruncatesCreatedAt,
-    check_reversed => CheckReversed,
+    check_adds_aggregate => CheckAddsAggregate,
     check_timeout_is_unreachable => CheckTimeoutIsUnreachable,
     check_invents_reason => CheckInventsReason,
 }
@@ -344,63 +353,133 @@ fn quirk(set: fn(&mut Quirks)) -> TemplateFixture {
     TemplateFixture::default().with_quirks(q)
 }
 
+/// Every rule whose check deletes an instance it created: the leak is seen by the
+/// check itself or by the runner's sweep, which fails any rule that leaves a resource
+/// of its own behind.
+const LEAKS: &[&str] = &[
+    "CRE-IDEMPOTENT",
+    "CRE-RESUME",
+    "CRE-RETURN",
+    "CRE-QUOTA",
+    "CRE-BACKEND-NOTFOUND",
+    "CRE-SECRET",
+    "CRE-MARK",
+    "CRE-CONCURRENT",
+    "GET-AFTER-DELETE",
+    "GET-DURING-DELETE",
+    "GET-BUSY",
+    "GET-STATE",
+    "GET-STATELESS",
+    "DEL-IDEMPOTENT",
+    "DEL-COMPLETE",
+    "DEL-RUNNING",
+    "DEL-CONCURRENT",
+    "LST-MARKED-ONLY",
+    "LST-ORDER",
+    "LST-PARTIAL",
+    "LST-UNREADABLE",
+    "LST-AGREES",
+    "GEN-CANCEL",
+    "GEN-LOGGING",
+    "GEN-SPANS",
+    "GEN-ROTATION",
+    "GEN-PARALLEL",
+    "GEN-MODEL",
+    "CHK-ISOLATED",
+];
+
+/// Every rule whose check deletes a running instance it created and needs the Delete
+/// to succeed (directly, in its cleanup, or through the sweep that lists leftovers).
+/// GET-STATE is absent: its instance is shut off before the cleanup.
+const STUCK: &[&str] = &[
+    "CRE-IDEMPOTENT",
+    "CRE-RESUME",
+    "CRE-RETURN",
+    "CRE-QUOTA",
+    "CRE-BACKEND-NOTFOUND",
+    "CRE-SECRET",
+    "CRE-MARK",
+    "CRE-CONCURRENT",
+    "GET-AFTER-DELETE",
+    "GET-DURING-DELETE",
+    "GET-BUSY",
+    "GET-STATELESS",
+    "DEL-IDEMPOTENT",
+    "DEL-COMPLETE",
+    "DEL-RUNNING",
+    "DEL-PARTIAL",
+    "DEL-CONCURRENT",
+    "LST-MARKED-ONLY",
+    "LST-ORDER",
+    "LST-PARTIAL",
+    "LST-UNREADABLE",
+    "LST-AGREES",
+    "GEN-CANCEL",
+    "GEN-LOGGING",
+    "GEN-SPANS",
+    "GEN-ROTATION",
+    "GEN-PARALLEL",
+    "GEN-MODEL",
+    "CHK-ISOLATED",
+];
+
 macro_rules! mutants {
-    ($($name:literal [$($rule:literal),*] => $build:expr;)*) => {
+    ($($name:literal $declared:expr => $build:expr;)*) => {
         /// Every mutant, with the rules it must break.
-        pub static MUTANTS: &[Mutant] = &[$(Mutant { name: $name, declared: &[$($rule),*], build: $build }),*];
+        pub static MUTANTS: &[Mutant] = &[$(Mutant { name: $name, declared: $declared, build: $build }),*];
     };
 }
 
 mutants! {
-    "create-reapplies-cloud-init" ["CRE-IDEMPOTENT"] => || quirk(|q| q.reapply_cloud_init = true);
-    "create-does-not-resume" ["CRE-RESUME"] => || quirk(|q| q.no_resume = true);
-    "early-declares-blocking" ["CRE-RETURN"] => || TemplateFixture::default().with_build(declares_blocking);
-    "blocking-declares-early" ["CRE-RETURN"] => || TemplateFixture::default().blocking().with_build(declares_early);
-    "unknown-placement-is-transient" ["CRE-PLACEMENT"] => || TemplateFixture::default().with_build(placement_transient);
-    "adopts-unmarked" ["CRE-ADOPT-GUARD"] => || quirk(|q| q.adopt_unmarked = true);
-    "adopts-foreign-uid" ["CRE-ADOPT-GUARD"] => || quirk(|q| q.adopt_foreign = true);
-    "no-quota-precheck" ["CRE-QUOTA"] => || quirk(|q| q.no_quota_precheck = true);
-    "create-backend-not-found-leaks" ["CRE-BACKEND-NOTFOUND"] => || quirk(|q| q.create_not_found = true);
-    "logs-cloud-init-at-debug" ["CRE-SECRET"] => || quirk(|q| q.log_cloud_init = true);
-    "error-carries-cloud-init" ["CRE-SECRET"] => || TemplateFixture::default().with_build(error_carries_cloud_init);
-    "skips-uid-validation" ["CRE-INVALID"] => || quirk(|q| q.skip_uid_validation = true);
-    "no-created-at" ["CRE-MARK"] => || quirk(|q| q.no_created_at = true);
-    "create-without-lock" ["CRE-CONCURRENT"] => || quirk(|q| q.create_unlocked = true);
-    "get-not-found-is-transient" ["GET-AFTER-DELETE"] => || quirk(|q| q.get_not_found_as_transient = true);
-    "get-busy-while-locked" ["GET-DURING-DELETE"] => || quirk(|q| q.get_busy_while_locked = true);
-    "get-dropped-connection-is-not-found" ["GET-BUSY"] => || quirk(|q| q.get_closed_as_not_found = true);
-    "paused-is-provisioning" ["GET-STATE"] => || quirk(|q| q.paused_is_provisioning = true);
-    "link-local-is-usable" ["GET-STATE"] => || quirk(|q| q.any_address_is_usable = true);
-    "malformed-get-is-not-found" ["GET-MALFORMED"] => || TemplateFixture::default().with_build(malformed_get_not_found);
-    "unconfigured-get-is-not-found" ["GET-UNCONFIGURED"] => || TemplateFixture::default().with_build(unconfigured_get_not_found);
-    "created-at-in-memory" ["GET-STATELESS"] => || quirk(|q| q.created_at_in_memory = true);
-    "malformed-delete-is-ok" ["DEL-MALFORMED"] => || TemplateFixture::default().with_build(malformed_delete_ok);
-    "repeat-delete-is-not-found" ["DEL-IDEMPOTENT"] => || TemplateFixture::default().with_build(repeat_delete_not_found);
-    "delete-keeps-seed" ["DEL-COMPLETE"] => || quirk(|q| q.delete_keeps_seed = true);
-    "delete-without-stop" ["DEL-RUNNING"] => || quirk(|q| q.delete_without_stop = true);
-    "delete-requires-every-part" ["DEL-PARTIAL"] => || quirk(|q| q.delete_requires_parts = true);
-    "unconfigured-delete-is-permanent" ["DEL-UNCONFIGURED"] => || TemplateFixture::default().with_build(unconfigured_delete_permanent);
-    "delete-without-lock" ["DEL-CONCURRENT"] => || quirk(|q| q.delete_unlocked = true);
-    "delete-ignores-ownership" ["DEL-OWNERSHIP"] => || quirk(|q| q.delete_ignores_mark = true);
-    "list-leaks-unmarked" ["LST-MARKED-ONLY"] => || quirk(|q| q.list_unmarked = true);
-    "list-skips-empty-uid" ["LST-EMPTY-UID"] => || TemplateFixture::default().with_build(list_skips_empty_uid);
-    "list-reversed" ["LST-ORDER"] => || TemplateFixture::default().with_build(list_reversed);
-    "fail-whole-declares-partial" ["LST-PARTIAL"] => || TemplateFixture::default().fail_whole().with_build(declares_partial);
-    "partial-declares-fail-whole" ["LST-PARTIAL"] => || TemplateFixture::default().with_build(declares_fail_whole);
-    "list-unreadable-is-fatal" ["LST-UNREADABLE"] => || quirk(|q| q.list_unreadable_fatal = true);
-    "list-truncates-created-at" ["LST-AGREES"] => || TemplateFixture::default().with_build(list_truncates_created_at);
-    "cancel-is-permanent" ["GEN-CANCEL"] => || TemplateFixture::default().with_build(cancel_is_permanent);
-    "error-without-provider-name" ["GEN-ERROR-NAME"] => || TemplateFixture::default().with_build(no_provider_name);
-    "logs-every-call-at-v0" ["GEN-LOGGING"] => || quirk(|q| q.log_calls_at_v0 = true);
-    "no-call-spans" ["GEN-SPANS"] => || quirk(|q| q.no_call_spans = true);
-    "call-spans-detached" ["GEN-SPANS"] => || quirk(|q| q.detached_call_spans = true);
-    "dials-at-new" ["GEN-NO-IO-AT-NEW"] => || TemplateFixture::default().with_build(dials_at_new);
-    "credentials-read-once" ["GEN-ROTATION"] => || quirk(|q| q.credentials_read_once = true);
-    "global-lock" ["GEN-PARALLEL"] => || quirk(|q| q.global_lock = true);
-    "create-transient-is-permanent" ["GEN-MODEL"] => || quirk(|q| q.create_transient_as_permanent = true);
-    "check-reversed" ["CHK-ORDER"] => || TemplateFixture::default().with_build(check_reversed);
-    "check-sequential" ["CHK-CONCURRENT"] => || quirk(|q| q.check_sequential = true);
-    "check-timeout-is-unreachable" ["CHK-DEADLINE"] => || TemplateFixture::default().with_build(check_timeout_is_unreachable);
-    "check-invents-a-reason" ["CHK-REASONS"] => || TemplateFixture::default().with_build(check_invents_reason);
-    "check-on-the-operations-connection" ["CHK-ISOLATED"] => || quirk(|q| q.check_on_cached_connection = true);
+    "create-reapplies-cloud-init" &["CRE-IDEMPOTENT"] => || quirk(|q| q.reapply_cloud_init = true);
+    "create-does-not-resume" &["CRE-RESUME"] => || quirk(|q| q.no_resume = true);
+    "early-declares-blocking" &["CRE-RETURN"] => || TemplateFixture::default().with_build(declares_blocking);
+    "blocking-declares-early" &["CRE-RETURN"] => || TemplateFixture::default().blocking().with_build(declares_early);
+    "unknown-placement-is-transient" &["CRE-PLACEMENT"] => || TemplateFixture::default().with_build(placement_transient);
+    "adopts-unmarked" &["CRE-ADOPT-GUARD"] => || quirk(|q| q.adopt_unmarked = true);
+    "adopts-foreign-uid" &["CRE-ADOPT-GUARD"] => || quirk(|q| q.adopt_foreign = true);
+    "no-quota-precheck" &["CRE-QUOTA"] => || quirk(|q| q.no_quota_precheck = true);
+    "create-backend-not-found-leaks" &["CRE-BACKEND-NOTFOUND"] => || quirk(|q| q.create_not_found = true);
+    "logs-cloud-init-at-debug" &["CRE-SECRET"] => || quirk(|q| q.log_cloud_init = true);
+    "error-carries-cloud-init" &["CRE-SECRET"] => || TemplateFixture::default().with_build(error_carries_cloud_init);
+    "skips-uid-validation" &["CRE-INVALID"] => || quirk(|q| q.skip_uid_validation = true);
+    "no-created-at" &["CRE-MARK"] => || quirk(|q| q.no_created_at = true);
+    "create-without-lock" &["CRE-CONCURRENT"] => || quirk(|q| q.create_unlocked = true);
+    "get-not-found-is-transient" &["GET-AFTER-DELETE", "GET-DURING-DELETE", "DEL-IDEMPOTENT", "DEL-COMPLETE", "DEL-RUNNING", "DEL-PARTIAL", "DEL-CONCURRENT", "GEN-MODEL"] => || quirk(|q| q.get_not_found_as_transient = true);
+    "get-busy-while-locked" &["GET-DURING-DELETE"] => || quirk(|q| q.get_busy_while_locked = true);
+    "get-dropped-connection-is-not-found" &["GET-BUSY"] => || quirk(|q| q.get_closed_as_not_found = true);
+    "paused-is-provisioning" &["GET-STATE"] => || quirk(|q| q.paused_is_provisioning = true);
+    "link-local-is-usable" &["GET-STATE"] => || quirk(|q| q.any_address_is_usable = true);
+    "malformed-get-is-not-found" &["GET-MALFORMED"] => || TemplateFixture::default().with_build(malformed_get_not_found);
+    "unconfigured-get-is-not-found" &["GET-UNCONFIGURED"] => || TemplateFixture::default().with_build(unconfigured_get_not_found);
+    "created-at-in-memory" &["GET-STATELESS"] => || quirk(|q| q.created_at_in_memory = true);
+    "malformed-delete-is-ok" &["DEL-MALFORMED"] => || TemplateFixture::default().with_build(malformed_delete_ok);
+    "repeat-delete-is-not-found" &["DEL-IDEMPOTENT", "GEN-MODEL"] => || TemplateFixture::default().with_build(repeat_delete_not_found);
+    "delete-keeps-seed" LEAKS => || quirk(|q| q.delete_keeps_seed = true);
+    "delete-without-stop" STUCK => || quirk(|q| q.delete_without_stop = true);
+    "delete-requires-every-part" &["DEL-PARTIAL"] => || quirk(|q| q.delete_requires_parts = true);
+    "unconfigured-delete-is-permanent" &["DEL-UNCONFIGURED"] => || TemplateFixture::default().with_build(unconfigured_delete_permanent);
+    "delete-without-lock" &["DEL-CONCURRENT"] => || quirk(|q| q.delete_unlocked = true);
+    "delete-ignores-ownership" &["DEL-OWNERSHIP"] => || quirk(|q| q.delete_ignores_mark = true);
+    "list-leaks-unmarked" &["LST-MARKED-ONLY"] => || quirk(|q| q.list_unmarked = true);
+    "list-skips-empty-uid" &["LST-EMPTY-UID"] => || TemplateFixture::default().with_build(list_skips_empty_uid);
+    "list-reversed" &["LST-ORDER"] => || TemplateFixture::default().with_build(list_reversed);
+    "fail-whole-declares-partial" &["LST-PARTIAL"] => || TemplateFixture::default().fail_whole().with_build(declares_partial);
+    "partial-declares-fail-whole" &["LST-PARTIAL"] => || TemplateFixture::default().with_build(declares_fail_whole);
+    "list-unreadable-is-fatal" &["LST-UNREADABLE"] => || quirk(|q| q.list_unreadable_fatal = true);
+    "list-truncates-created-at" &["LST-AGREES"] => || TemplateFixture::default().with_build(list_truncates_created_at);
+    "cancel-is-permanent" &["GEN-CANCEL"] => || TemplateFixture::default().with_build(cancel_is_permanent);
+    "error-without-provider-name" &["GEN-ERROR-NAME"] => || TemplateFixture::default().with_build(no_provider_name);
+    "logs-every-call-at-v0" &["GEN-LOGGING"] => || quirk(|q| q.log_calls_at_v0 = true);
+    "no-call-spans" &["GEN-SPANS"] => || quirk(|q| q.no_call_spans = true);
+    "call-spans-detached" &["GEN-SPANS"] => || quirk(|q| q.detached_call_spans = true);
+    "dials-at-new" &["GEN-NO-IO-AT-NEW"] => || TemplateFixture::default().with_build(dials_at_new);
+    "credentials-read-once" &["GEN-ROTATION"] => || quirk(|q| q.credentials_read_once = true);
+    "global-lock" &["GEN-PARALLEL"] => || quirk(|q| q.global_lock = true);
+    "create-transient-is-permanent" &["GEN-MODEL"] => || quirk(|q| q.create_transient_as_permanent = true);
+    "check-adds-an-aggregate-entry" &["CHK-ORDER", "CHK-DEADLINE"] => || TemplateFixture::default().with_build(check_adds_aggregate);
+    "check-sequential" &["CHK-CONCURRENT"] => || quirk(|q| q.check_sequential = true);
+    "check-timeout-is-unreachable" &["CHK-DEADLINE"] => || TemplateFixture::default().with_build(check_timeout_is_unreachable);
+    "check-invents-a-reason" &["CHK-REASONS"] => || TemplateFixture::default().with_build(check_invents_reason);
+    "check-on-the-operations-connection" &["CHK-ISOLATED"] => || quirk(|q| q.check_on_cached_connection = true);
 }

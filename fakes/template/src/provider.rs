@@ -583,7 +583,7 @@ impl TemplateProvider {
             }
         }
         if need_seed {
-            if q.log_cloud_init {
+            if q.log_cloud_init && self.verbosity() >= Verbosity::V2 {
                 debug!(parent: s.span, user_data = req.cloud_init.expose(), "writing seed");
             }
             match s
