@@ -10,8 +10,8 @@
 use std::fmt::Write as _;
 
 use super::view::{
-    by_area, class_label, counts, human_duration, judged, outcome_label, outcome_slug,
-    pass_percent, problems, verdict, violation_line,
+    by_area, class_label, clip, counts, distinct_reason, human_duration, judged, outcome_label,
+    outcome_slug, pass_percent, problems, verdict, violation_line,
 };
 use crate::profile::Axis;
 use crate::suite::outcome::{Report, RuleResult, rfc3339};
@@ -348,7 +348,7 @@ fn write_problem(out: &mut String, r: &RuleResult) -> std::fmt::Result {
         escape(&r.id),
         escape(&r.title)
     )?;
-    if let Some(reason) = &r.reason {
+    if let Some(reason) = distinct_reason(r) {
         writeln!(out, "<p class=\"reason\">{}</p>", escape(reason))?;
     }
     write_details(out, r, true)?;
@@ -391,6 +391,9 @@ fn write_details(out: &mut String, r: &RuleResult, open: bool) -> std::fmt::Resu
     Ok(())
 }
 
+/// Characters of a failure's reason shown in the per-area tables.
+const REASON_IN_TABLE: usize = 160;
+
 fn write_row(out: &mut String, r: &RuleResult) -> std::fmt::Result {
     let slug = outcome_slug(r.outcome);
     let id = escape(&r.id);
@@ -406,7 +409,12 @@ fn write_row(out: &mut String, r: &RuleResult) -> std::fmt::Result {
         outcome_label(r.outcome)
     )?;
     if let Some(reason) = &r.reason {
-        write!(out, "{}", escape(reason))?;
+        if r.outcome.is_failure() {
+            // Shown in full, with its details, under "Failures and errors".
+            write!(out, "{}", escape(&clip(reason, REASON_IN_TABLE)))?;
+        } else {
+            write!(out, "{}", escape(reason))?;
+        }
     }
     if !r.outcome.is_failure() {
         write_details(out, r, false)?;

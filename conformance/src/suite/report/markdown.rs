@@ -9,8 +9,8 @@
 use std::fmt::Write as _;
 
 use super::view::{
-    by_area, class_label, counts, human_duration, judged, outcome_label, pass_percent, problems,
-    verdict, violation_line,
+    by_area, class_label, counts, distinct_reason, human_duration, judged, outcome_label,
+    pass_percent, problems, verdict, violation_line,
 };
 use crate::profile::Axis;
 use crate::suite::outcome::{Report, RuleResult, rfc3339};
@@ -155,7 +155,7 @@ fn write_problem(out: &mut String, r: &RuleResult) -> std::fmt::Result {
         text(&r.title),
         outcome_label(r.outcome)
     )?;
-    if let Some(reason) = &r.reason {
+    if let Some(reason) = distinct_reason(r) {
         writeln!(out, "{}\n", text(reason))?;
     }
     if !r.violations.is_empty() {
@@ -190,7 +190,8 @@ fn text(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '\n' => out.push_str("<br>"),
             '\r' => {}
-            '\\' | '|' | '`' | '*' | '_' | '[' | ']' | '#' | '~' => {
+            '#' if out.is_empty() => out.push_str("\\#"),
+            '\\' | '|' | '`' | '*' | '_' | '[' | ']' | '~' => {
                 out.push('\\');
                 out.push(c);
             }

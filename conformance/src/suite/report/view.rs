@@ -123,6 +123,24 @@ pub(crate) fn violation_line(v: &crate::suite::outcome::Violation) -> String {
     )
 }
 
+/// The reason worth printing above a result's violations: `None` when it only
+/// repeats the first violation, as it does for most failures.
+pub(crate) fn distinct_reason(r: &RuleResult) -> Option<&str> {
+    let reason = r.reason.as_deref()?;
+    match r.violations.first() {
+        Some(v) if v.to_string() == reason => None,
+        _ => Some(reason),
+    }
+}
+
+/// `s` cut to at most `max` characters, with an ellipsis when cut.
+pub(crate) fn clip(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    match s.char_indices().nth(max) {
+        None => s.into(),
+        Some((at, _)) => format!("{}…", &s[..at]).into(),
+    }
+}
+
 /// A duration as people read it: `0 ms`, `12 ms`, `3.4 s`, `2 min 05 s`.
 pub fn human_duration(d: Duration) -> String {
     if d < Duration::from_secs(1) {
@@ -145,6 +163,12 @@ mod tests {
         assert_eq!(human_duration(Duration::from_micros(12_700)), "12 ms");
         assert_eq!(human_duration(Duration::from_millis(3_460)), "3.5 s");
         assert_eq!(human_duration(Duration::from_secs(125)), "2 min 05 s");
+    }
+
+    #[test]
+    fn clip_cuts_on_characters() {
+        assert_eq!(clip("abc", 3), "abc");
+        assert_eq!(clip("ééé", 2), "éé…");
     }
 
     #[test]
