@@ -544,7 +544,7 @@ impl TemplateProvider {
         }
         if existing.is_none() {
             if q.create_unlocked {
-                tokio::time::sleep(Duration::from_millis(20)).await;
+                tokio::time::sleep(Duration::from_millis(50)).await;
             }
             let mark = Mark {
                 tag: req.tag.clone(),
@@ -762,7 +762,7 @@ impl TemplateProvider {
             ));
         }
         if q.delete_unlocked {
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
         if info.power != Power::Stopped && !q.delete_without_stop {
             match s

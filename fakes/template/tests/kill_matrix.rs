@@ -25,7 +25,7 @@ fn run_suite(fixture: TemplateFixture) -> Report {
         .expect("a tokio runtime");
     let fixture: Arc<dyn Fixture> = Arc::new(fixture);
     let opts = RunOptions {
-        concurrency: 12,
+        concurrency: 8,
         ..RunOptions::default()
     };
     rt.block_on(run(fixture, opts, &mut |_| {}))
@@ -116,7 +116,7 @@ fn coverage() -> Result<(), Failed> {
 fn main() -> ExitCode {
     let mut args = Arguments::from_args();
     if args.test_threads.is_none() {
-        args.test_threads = Some(10);
+        args.test_threads = Some(4);
     }
     let mut trials = vec![
         Trial::test("coverage", coverage),
