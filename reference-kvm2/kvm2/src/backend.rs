@@ -35,12 +35,32 @@ macro_rules! rpc {
         let s: &$crate::backend::Session<'_> = &$s;
         let span = tracing::info_span!(concat!("kvm2.", $name), host = %s.host);
         let started = std::time::Instant::now();
-        let $c = s.client.with_timeout(s.limit($limit));
+        let $c = s.client().with_timeout(s.limit($limit));
+        let r = tracing::Instrument::instrument(s.ctx.run($call), span.clone()).await;
+        let mut r = s.finish($name, &span, started, r);
+        if s.retryable($name, &r) && s.refresh().await {
+            let span = tracing::info_span!(concat!("kvm2.", $name), host = %s.host, retry = true);
+            let started = std::time::Instant::now();
+            let $c = s.client().with_timeout(s.limit($limit));
+            let again = tracing::Instrument::instrument(s.ctx.run($call), span.clone()).await;
+            r = s.finish($name, &span, started, again);
+        }
+        r
+    }};
+}
+pub(crate) use rpc;
+
+/// [`rpc!`] without the retry, for the handshake of a new connection.
+macro_rules! rpc_once {
+    ($s:expr, $name:literal, |$c:ident| $call:expr) => {{
+        let s: &Session<'_> = &$s;
+        let span = tracing::info_span!(concat!("kvm2.", $name), host = %s.host);
+        let started = std::time::Instant::now();
+        let $c = s.client().with_timeout(s.limit(s.rpc_limit()));
         let r = tracing::Instrument::instrument(s.ctx.run($call), span.clone()).await;
         s.finish($name, &span, started, r)
     }};
 }
-pub(crate) use rpc;
 
 struct Cached {
     generation: u64,
@@ -66,13 +86,48 @@ pub(crate) struct Hosts {
 pub struct Session<'a> {
     pub(crate) ctx: &'a Ctx,
     pub(crate) host: &'a str,
-    pub(crate) client: Client,
     pub(crate) config: &'a Config,
     verbosity: &'a AtomicU8,
-    slot: Option<(&'a HostSlot, u64)>,
+    client: Mutex<(u64, Client)>,
+    slot: Option<(&'a Hosts, &'a HostSlot)>,
+}
+
+/// Calls that change nothing, so a call lost with its connection may be repeated.
+fn idempotent(call: &str) -> bool {
+    ["Lookup", "Get", "List", "InterfaceAddresses"]
+        .iter()
+        .any(|p| call.contains(p))
 }
 
 impl<'a> Session<'a> {
+    /// The connection's client.
+    pub(crate) fn client(&self) -> Client {
+        self.client.lock().expect("session poisoned").1.clone()
+    }
+
+    /// Whether a failed call should be repeated on a new connection: it changes
+    /// nothing and failed only because its connection was gone.
+    pub(crate) fn retryable<T>(&self, call: &str, r: &Result<T, Failure>) -> bool {
+        self.slot.is_some() && idempotent(call) && matches!(r, Err(f) if f.connection_lost())
+    }
+
+    /// Switches to the host's current connection, dialling a new one if needed.
+    pub(crate) async fn refresh(&self) -> bool {
+        let Some((hosts, slot)) = self.slot else {
+            return false;
+        };
+        match hosts
+            .connect(self.ctx, self.config, self.verbosity, slot)
+            .await
+        {
+            Ok(found) => {
+                *self.client.lock().expect("session poisoned") = found;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
     /// The default per-call limit.
     pub(crate) fn rpc_limit(&self) -> Duration {
         self.config.timeouts.rpc
@@ -98,8 +153,9 @@ impl<'a> Session<'a> {
         };
         if let Err(f) = &r
             && f.connection_lost()
-            && let Some((slot, generation)) = self.slot
+            && let Some((_, slot)) = self.slot
         {
+            let generation = self.client.lock().expect("session poisoned").0;
             forget(slot, generation);
         }
         if self.verbosity.load(Ordering::Relaxed) >= 2 {
@@ -157,6 +213,26 @@ impl Hosts {
         verbosity: &'a AtomicU8,
         slot: &'a HostSlot,
     ) -> Result<Session<'a>, Failure> {
+        let found = self.connect(ctx, config, verbosity, slot).await?;
+        Ok(Session {
+            ctx,
+            host: &slot.cfg.name,
+            config,
+            verbosity,
+            client: Mutex::new(found),
+            slot: Some((self, slot)),
+        })
+    }
+
+    /// The host's operations connection (generation and client), dialled when
+    /// there is none.
+    async fn connect(
+        &self,
+        ctx: &Ctx,
+        config: &Config,
+        verbosity: &AtomicU8,
+        slot: &HostSlot,
+    ) -> Result<(u64, Client), Failure> {
         let cached = |slot: &HostSlot| {
             let c = slot.cached.lock().expect("host slot poisoned");
             c.as_ref()
@@ -184,14 +260,7 @@ impl Hosts {
                 }
             }
         };
-        Ok(Session {
-            ctx,
-            host: &slot.cfg.name,
-            client: found.1,
-            config,
-            verbosity,
-            slot: Some((slot, found.0)),
-        })
+        Ok(found)
     }
 
     /// A session on a new connection of its own (for Check); it closes when dropped.
@@ -206,9 +275,9 @@ impl Hosts {
         Ok(Session {
             ctx,
             host: &host.name,
-            client,
             config,
             verbosity,
+            client: Mutex::new((0, client)),
             slot: None,
         })
     }
@@ -247,12 +316,12 @@ async fn dial(
         let s = Session {
             ctx: &dctx,
             host: &host.name,
-            client: client.clone(),
             config,
             verbosity,
+            client: Mutex::new((0, client.clone())),
             slot: None,
         };
-        let types = rpc!(s, "AuthList", |c| c.auth_list());
+        let types = rpc_once!(s, "AuthList", |c| c.auth_list());
         let types = match types {
             Err(Failure::Interrupted(conformance::Interrupted::DeadlineExceeded))
                 if ctx.interrupted().is_none() =>
@@ -262,14 +331,14 @@ async fn dial(
             other => other?,
         };
         if types.first() == Some(&AuthType::Polkit) {
-            let done = rpc!(s, "AuthPolkit", |c| c.auth_polkit())?;
+            let done = rpc_once!(s, "AuthPolkit", |c| c.auth_polkit())?;
             if !done {
                 return Err(Failure::Dial(DialError::AuthFailed(
                     "polkit authentication did not complete".into(),
                 )));
             }
         }
-        rpc!(s, "ConnectOpen", |c| c.connect_open(LIBVIRT_URI))?;
+        rpc_once!(s, "ConnectOpen", |c| c.connect_open(LIBVIRT_URI))?;
         Ok(client)
     }
     .instrument(span.clone())

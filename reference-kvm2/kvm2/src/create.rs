@@ -202,10 +202,10 @@ impl Kvm2 {
             }
         };
         let len = iso.len() as u64;
-        let target = &seed;
+        let (target, data) = (&seed, &iso);
         rpc!(s, "StorageVolUpload", cfg.timeouts.upload, |c| async move {
             let mut up = c.storage_vol_upload(target, 0, len, 0).await?;
-            up.write(iso).await?;
+            up.write(data.clone()).await?;
             up.finish().await
         })?;
         let seed_path = rpc!(s, "StorageVolGetPath", |c| c.storage_vol_get_path(&seed))?;

@@ -114,10 +114,7 @@ pub fn classify(op: Op, f: &Failure) -> ErrorKind {
 /// backend error in the source chain.
 pub fn to_error(provider: &str, op: Op, f: Failure) -> Error {
     let kind = classify(op, &f);
-    let message = match &f {
-        Failure::Rpc { call, .. } => format!("{call} failed"),
-        other => other.to_string(),
-    };
+    let message = f.to_string();
     let e = Error::new(provider, op, kind, message);
     match f {
         Failure::Rpc { err, .. } => e.with_source(err),
