@@ -108,23 +108,51 @@ pub struct Args {
     pub seed: Option<u64>,
 
     /// Time limit of one rule's check, cleanup included, in seconds (fractions allowed).
-    #[arg(long, env = "CONFORMANCE_RULE_TIMEOUT", value_name = "SECS", value_parser = parse_secs)]
-    pub rule_timeout: Option<Duration>,
+    #[arg(
+        long,
+        env = "CONFORMANCE_RULE_TIMEOUT",
+        value_name = "SECS",
+        value_parser = parse_secs,
+        default_value_t = Secs(RunOptions::default().rule_timeout)
+    )]
+    pub rule_timeout: Secs,
 
     /// Cases each property runs (capped on a real backend).
-    #[arg(long, env = "CONFORMANCE_CASES", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub cases: Option<u32>,
+    #[arg(
+        long,
+        env = "CONFORMANCE_CASES",
+        value_name = "N",
+        value_parser = clap::value_parser!(u32).range(1..),
+        default_value_t = RunOptions::default().cases
+    )]
+    pub cases: u32,
 
     /// Rules checked at once.
-    #[arg(long, env = "CONFORMANCE_CONCURRENCY", value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
-    pub concurrency: Option<u64>,
+    #[arg(
+        long,
+        env = "CONFORMANCE_CONCURRENCY",
+        value_name = "N",
+        value_parser = clap::value_parser!(u64).range(1..=256),
+        default_value_t = RunOptions::default().concurrency as u64
+    )]
+    pub concurrency: u64,
 
     /// Print every rule with whether it would run, and why not, then exit.
     #[arg(long, env = "CONFORMANCE_LIST")]
     pub list: bool,
 }
 
-fn parse_secs(s: &str) -> Result<Duration, String> {
+/// A positive duration written as seconds, fractions allowed (`--rule-timeout 1.5`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Secs(pub Duration);
+
+impl std::fmt::Display for Secs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0.as_secs_f64())
+    }
+}
+
+fn parse_secs(s: &str) -> Result<Secs, String> {
     let secs: f64 = s
         .trim()
         .parse()
@@ -134,7 +162,7 @@ fn parse_secs(s: &str) -> Result<Duration, String> {
             "{s} is out of range: more than 0 and at most 86400 seconds"
         ));
     }
-    Ok(Duration::from_secs_f64(secs))
+    Ok(Secs(Duration::from_secs_f64(secs)))
 }
 
 /// A bad flag value found while resolving the plan.
@@ -212,11 +240,9 @@ impl Plan {
             opts: RunOptions {
                 seed,
                 rules: (!rules.is_empty()).then_some(rules),
-                rule_timeout: args.rule_timeout.unwrap_or(defaults.rule_timeout),
-                cases: args.cases.unwrap_or(defaults.cases),
-                concurrency: args
-                    .concurrency
-                    .map_or(defaults.concurrency, |c| c as usize),
+                rule_timeout: args.rule_timeout.0,
+                cases: args.cases,
+                concurrency: usize::try_from(args.concurrency).unwrap_or(defaults.concurrency),
             },
             formats,
             out,
@@ -452,7 +478,11 @@ mod tests {
         assert_eq!(p.out, PathBuf::from("reports/my-provider"));
         assert!(p.random_seed);
         assert_eq!(p.opts.rules, None);
-        assert_eq!(p.opts.cases, RunOptions::default().cases);
+        let defaults = RunOptions::default();
+        assert_eq!(
+            (p.opts.cases, p.opts.concurrency, p.opts.rule_timeout),
+            (defaults.cases, defaults.concurrency, defaults.rule_timeout)
+        );
     }
 
     #[test]
