@@ -705,3 +705,33 @@ fn write_all_writes_only_the_asked_formats() {
         .collect();
     assert_eq!(names.len(), 2, "{names:?}");
 }
+
+#[test]
+fn every_format_renders_an_empty_run() {
+    let events = vec![sample_events().remove(0)];
+    let empty = Report::from_events(&events).unwrap();
+    for f in Format::ALL {
+        let text = f.render(&empty);
+        assert!(text.contains("kvm2"), "{f:?} names no provider");
+        assert!(text.ends_with('\n'), "{f:?} does not end with a newline");
+    }
+    let html = report::html::render(&empty);
+    assert!(html.contains("No rule failed"));
+    assert!(!html.contains("class=\"bar\""), "no bar without rules");
+}
+
+#[test]
+fn junit_survives_control_characters() {
+    let mut r = sample();
+    r.results[0]
+        .evidence
+        .push("\u{1b}[31mred\u{1b}[0m and a NUL \u{0} here".into());
+    r.results[2].reason = Some("bell \u{7} and form feed \u{c}".into());
+    let xml = report::junit::render(&r);
+    let doc = quick_junit::Report::deserialize_from_str(&xml).expect("valid junit");
+    assert_eq!(doc.tests, r.results.len());
+    assert!(
+        xml.contains("red and a NUL  here"),
+        "escape codes are stripped"
+    );
+}
