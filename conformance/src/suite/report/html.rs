@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use super::view::{
     by_area, class_label, clip, counts, distinct_reason, human_duration, judged, outcome_label,
-    outcome_slug, pass_percent, problems, verdict, violation_line,
+    outcome_slug, pass_percent, problems, result_time, verdict, violation_line,
 };
 use crate::profile::Axis;
 use crate::suite::outcome::{Report, RuleResult, rfc3339};
@@ -247,7 +247,7 @@ fn write_page(out: &mut String, report: &Report) -> std::fmt::Result {
         )?;
         writeln!(
             out,
-            "<table class=\"results\">\n<colgroup><col class=\"c-id\"><col class=\"c-title\"><col class=\"c-outcome\"><col><col class=\"c-time\"></colgroup>\n<thead><tr><th>ID</th><th>Title</th><th>Outcome</th><th>Reason</th><th>Time</th></tr></thead>\n<tbody>"
+            "<table class=\"results\">\n<colgroup><col class=\"c-id\"><col class=\"c-title\"><col class=\"c-outcome\"><col><col class=\"c-time\"></colgroup>\n<thead><tr><th>ID</th><th>Title</th><th>Outcome</th><th>Reason and evidence</th><th>Time</th></tr></thead>\n<tbody>"
         )?;
         for r in group.results {
             write_row(out, r)?;
@@ -419,11 +419,7 @@ fn write_row(out: &mut String, r: &RuleResult) -> std::fmt::Result {
     if !r.outcome.is_failure() {
         write_details(out, r, false)?;
     }
-    writeln!(
-        out,
-        "</td><td class=\"time\">{}</td></tr>",
-        human_duration(r.duration)
-    )
+    writeln!(out, "</td><td class=\"time\">{}</td></tr>", result_time(r))
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use super::view::{
     by_area, class_label, counts, distinct_reason, human_duration, judged, outcome_label,
-    pass_percent, problems, verdict, violation_line,
+    pass_percent, problems, result_time, verdict, violation_line,
 };
 use crate::profile::Axis;
 use crate::suite::outcome::{Report, RuleResult, rfc3339};
@@ -123,7 +123,7 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
                 text(&r.title),
                 outcome_label(r.outcome),
                 r.reason.as_deref().map(text).unwrap_or_default(),
-                human_duration(r.duration)
+                result_time(r)
             )?;
         }
         writeln!(out)?;

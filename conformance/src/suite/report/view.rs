@@ -141,6 +141,17 @@ pub(crate) fn clip(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// A result's time as tables show it: a dash for a rule that never ran.
+pub(crate) fn result_time(r: &RuleResult) -> String {
+    let never_ran =
+        matches!(r.outcome, Outcome::Skipped | Outcome::NotApplicable) && r.duration.is_zero();
+    if never_ran {
+        "–".to_owned()
+    } else {
+        human_duration(r.duration)
+    }
+}
+
 /// A duration as people read it: `0 ms`, `12 ms`, `3.4 s`, `2 min 05 s`.
 pub fn human_duration(d: Duration) -> String {
     if d < Duration::from_secs(1) {
