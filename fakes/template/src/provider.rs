@@ -353,7 +353,13 @@ impl TemplateProvider {
                 match again {
                     Some(c) => c,
                     None => {
-                        let c = self.dial(ctx, span, site).await?;
+                        // Dialling changes nothing, so a busy answer is retried once.
+                        let c = match self.dial(ctx, span, site).await {
+                            Err(Failure::Backend(BackendError::Busy(_))) => {
+                                self.dial(ctx, span, site).await?
+                            }
+                            r => r?,
+                        };
                         *slot.conn.lock().unwrap_or_else(|e| e.into_inner()) = Some(c);
                         c
                     }
