@@ -1174,3 +1174,125 @@ fn remove_volume(s: &mut Site, site: &str, volume: &str) -> Result<(), BackendEr
         .map(|_| ())
         .ok_or_else(|| BackendError::NoObject(format!("volume {volume}")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one_site() -> SimBackend {
+        SimBackend::new(&BackendConfig {
+            sites: vec!["s".into()],
+            latency: Duration::ZERO,
+            ..BackendConfig::default()
+        })
+    }
+
+    async fn dial(b: &SimBackend) -> ConnId {
+        b.dial("s", &initial_token("s")).await.unwrap()
+    }
+
+    fn at(trigger: Trigger, kind: FaultKind) -> FaultSpec {
+        FaultSpec {
+            location: Some("s".into()),
+            trigger,
+            kind,
+        }
+    }
+
+    #[tokio::test]
+    async fn nth_counts_calls_from_injection_and_fired_survives_clear() {
+        let b = one_site();
+        let c = dial(&b).await;
+        b.ping(c, "s").await.unwrap();
+        let f = b.inject(at(Trigger::Nth(2), FaultKind::Transient)).unwrap();
+        assert!(b.ping(c, "s").await.is_ok());
+        assert!(matches!(b.ping(c, "s").await, Err(BackendError::Busy(_))));
+        assert!(b.ping(c, "s").await.is_ok(), "an Nth fault fires once");
+        b.clear_faults();
+        assert!(b.fired(f));
+    }
+
+    #[tokio::test]
+    async fn named_faults_wait_for_their_procedure() {
+        let b = one_site();
+        let c = dial(&b).await;
+        b.inject(at(Trigger::Named("capacity".into()), FaultKind::NotFound))
+            .unwrap();
+        assert!(b.ping(c, "s").await.is_ok());
+        assert!(matches!(
+            b.capacity(c, "s").await,
+            Err(BackendError::NoObject(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_hang_lasts_until_cleared() {
+        let b = one_site();
+        let c = dial(&b).await;
+        b.inject(at(Trigger::Always, FaultKind::Hang)).unwrap();
+        let hung = tokio::time::timeout(Duration::from_millis(30), b.ping(c, "s")).await;
+        assert!(hung.is_err());
+        let b2 = b.clone();
+        let call = tokio::spawn(async move { b2.ping(c, "s").await });
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        b.clear_faults();
+        assert!(call.await.unwrap().is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_drop_closes_the_connection_and_a_redial_works() {
+        let b = one_site();
+        let c = dial(&b).await;
+        b.inject(at(Trigger::Nth(1), FaultKind::Drop)).unwrap();
+        assert_eq!(b.ping(c, "s").await, Err(BackendError::Closed));
+        assert_eq!(b.ping(c, "s").await, Err(BackendError::Closed));
+        let c2 = dial(&b).await;
+        assert!(b.ping(c2, "s").await.is_ok());
+        assert_eq!(b.dials("s"), 2);
+    }
+
+    #[tokio::test]
+    async fn reachability_and_tokens_decide_dials() {
+        let b = one_site();
+        let c = dial(&b).await;
+        b.set_reachability("s", Reachability::Refused).unwrap();
+        assert_eq!(b.ping(c, "s").await, Err(BackendError::Closed));
+        assert_eq!(
+            b.dial("s", &initial_token("s")).await,
+            Err(BackendError::Refused)
+        );
+        b.set_reachability("s", Reachability::BlackHole).unwrap();
+        let silent =
+            tokio::time::timeout(Duration::from_millis(30), b.dial("s", &initial_token("s"))).await;
+        assert!(silent.is_err());
+        b.set_reachability("s", Reachability::Up).unwrap();
+        assert_eq!(b.dial("s", "wrong").await, Err(BackendError::AuthFailed));
+    }
+
+    #[tokio::test]
+    async fn an_instance_boots_after_its_delay_unless_held() {
+        let b = one_site();
+        let c = dial(&b).await;
+        let mark = Mark {
+            tag: "t".into(),
+            uid: "u".into(),
+            created_at: SystemTime::now(),
+        };
+        b.define(c, "s", "vm", mark).await.unwrap();
+        b.create_disk(c, "s", "vm", 1 << 20).await.unwrap();
+        b.create_seed(c, "s", "vm", &seed_volume("vm"), b"#cloud-config\n")
+            .await
+            .unwrap();
+        b.hold_boot(true);
+        b.start(c, "s", "vm").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(b.addresses(c, "s", "vm").await.unwrap().is_empty());
+        b.hold_boot(false);
+        let addrs = b.addresses(c, "s", "vm").await.unwrap();
+        assert!(matches!(addrs.as_slice(), [IpAddr::V4(ip)] if ip.octets()[..2] == [10, 77]));
+        assert_eq!(
+            b.volume_bytes("s", &seed_volume("vm")).unwrap(),
+            b"#cloud-config\n"
+        );
+    }
+}

@@ -484,6 +484,9 @@ impl TemplateProvider {
                         format!("{name} exists at {site} and belongs to another owner"),
                     ));
                 }
+                // Our own instance: an earlier Create may have stopped half way, so
+                // the steps below finish what is missing and change nothing that
+                // exists (a different image, tag or cloud-init is not applied).
                 Some(m) if m.uid == req.uid && !q.no_resume => {
                     if q.reapply_cloud_init
                         && info
@@ -504,6 +507,8 @@ impl TemplateProvider {
                         .map_err(|f| fail(&format!("rewriting the seed of {name}"), f))?;
                     }
                 }
+                // A marked instance with an empty uid is the same instance, but its
+                // owner is unknown, so it is returned exactly as it is.
                 _ => return Ok(id),
             }
         }
