@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 
 use super::outcome::{Event, Outcome, Report, RuleResult};
-use super::report::{Format, human_duration, write_all};
+use super::report::{Format, find_sentinel, human_duration, write_all};
 use super::runner::{RunOptions, applicability, run, selected};
 use crate::fixture::Fixture;
 use crate::rules::CATALOGUE;
@@ -394,8 +394,12 @@ fn execute(fixture: Arc<dyn Fixture>, plan: Plan) -> u8 {
     let mut code = exit_code(&report);
     match write_all(&report, &plan.out, &plan.formats) {
         Ok(paths) => {
-            for p in paths {
+            for p in &paths {
                 eprintln!("wrote {}", p.display());
+            }
+            if let Some(found) = find_sentinel(&paths) {
+                eprintln!("error: a cloud-init sentinel reached a report (CRE-SECRET): {found}");
+                code = EXIT_FAILED;
             }
         }
         Err(e) => {

@@ -3,8 +3,7 @@
 //! filter them. NotApplicable and Skipped rules are ignored trials whose reason shows
 //! in the run output and in `--list` (outside nextest's terse format).
 //!
-//! Set `CONFORMANCE_REPORT_DIR` to write `report.json` after the trials ran (the CLI
-//! writes every format);
+//! Set `CONFORMANCE_REPORT_DIR` to write every report format after the trials ran;
 //! `CONFORMANCE_SEED` and `CONFORMANCE_CASES` override the seed and property cases.
 
 use std::process::ExitCode;
@@ -96,14 +95,22 @@ pub fn main(fixture: Arc<dyn Fixture>) -> ExitCode {
 }
 
 fn write_reports(report: &Report, dir: &std::path::Path) {
-    let path = dir.join("report.json");
-    let written = std::fs::create_dir_all(dir).and_then(|()| {
-        let json = serde_json::to_string_pretty(report).map_err(std::io::Error::other)?;
-        std::fs::write(&path, json)
-    });
-    match written {
-        Ok(()) => eprintln!("conformance: wrote {}", path.display()),
-        Err(e) => eprintln!("conformance: could not write {}: {e}", path.display()),
+    match super::report::write_all(report, dir, &super::report::Format::ALL) {
+        Ok(paths) => {
+            for p in &paths {
+                eprintln!("conformance: wrote {}", p.display());
+            }
+            if let Some(found) = super::report::find_sentinel(&paths) {
+                eprintln!(
+                    "conformance: error: a cloud-init sentinel reached a report (CRE-SECRET): {found}"
+                );
+                std::process::exit(1);
+            }
+        }
+        Err(e) => eprintln!(
+            "conformance: could not write reports to {}: {e}",
+            dir.display()
+        ),
     }
 }
 

@@ -66,3 +66,19 @@ pub fn write_all(report: &Report, dir: &Path, formats: &[Format]) -> io::Result<
 fn at(doing: &str, path: &Path, e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("{doing} {}: {e}", path.display()))
 }
+
+/// The first cloud-init sentinel of this process's CRE-SECRET runs that appears in one
+/// of the written report files, named with its file; `None` when the reports are clean.
+pub fn find_sentinel(paths: &[std::path::PathBuf]) -> Option<String> {
+    let sentinels = crate::suite::checks::create::sentinels();
+    if sentinels.is_empty() {
+        return None;
+    }
+    for p in paths {
+        let text = std::fs::read_to_string(p).unwrap_or_default();
+        if let Some(s) = sentinels.iter().find(|s| text.contains(s.as_str())) {
+            return Some(format!("{s} in {}", p.display()));
+        }
+    }
+    None
+}
