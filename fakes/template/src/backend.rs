@@ -150,8 +150,8 @@ pub struct Mark {
     pub tag: String,
     /// The owner's uid (empty when unknown).
     pub uid: String,
-    /// When the instance was created.
-    pub created_at: SystemTime,
+    /// When the instance was created, if the writer recorded it.
+    pub created_at: Option<SystemTime>,
 }
 
 /// What a lookup reports about an instance.
@@ -992,7 +992,7 @@ impl SimBackend {
         if s.instances.contains_key(name) {
             return Err(format!("{name} already exists at {site}"));
         }
-        let now = SystemTime::now();
+        let now = Some(SystemTime::now());
         let (mark, unreadable) = match what {
             Plant::Unmarked => (None, false),
             Plant::ForeignUid { tag, uid } => (
@@ -1276,7 +1276,7 @@ mod tests {
         let mark = Mark {
             tag: "t".into(),
             uid: "u".into(),
-            created_at: SystemTime::now(),
+            created_at: Some(SystemTime::now()),
         };
         b.define(c, "s", "vm", mark).await.unwrap();
         b.create_disk(c, "s", "vm", 1 << 20).await.unwrap();

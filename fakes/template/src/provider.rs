@@ -557,25 +557,21 @@ impl TemplateProvider {
             if q.create_unlocked {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
+            // The mark travels with the define: no instance of ours is ever unmarked.
             let mark = Mark {
                 tag: req.tag.clone(),
                 uid: req.uid.clone(),
-                created_at: SystemTime::now(),
+                created_at: (!q.no_created_at).then(SystemTime::now),
             };
-            if !q.no_created_at {
+            if q.created_at_in_memory {
                 self.written
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .insert(name.to_owned(), mark.created_at);
+                    .insert(
+                        name.to_owned(),
+                        mark.created_at.unwrap_or(SystemTime::UNIX_EPOCH),
+                    );
             }
-            let mark = if q.no_created_at {
-                Mark {
-                    created_at: SystemTime::UNIX_EPOCH,
-                    ..mark
-                }
-            } else {
-                mark
-            };
             s.call(Proc::Define, self.backend.define(s.conn, site, name, mark))
                 .await
                 .map_err(|f| fail(&format!("defining {name}"), f))?;
@@ -715,7 +711,7 @@ impl TemplateProvider {
                 .get(name)
                 .copied()
         } else {
-            Some(mark.created_at).filter(|t| *t != SystemTime::UNIX_EPOCH)
+            mark.created_at
         };
         Ok(Instance {
             id: id.clone(),
@@ -893,7 +889,7 @@ impl TemplateProvider {
                 Ok(None) if q.list_unmarked => Mark {
                     tag: String::new(),
                     uid: String::new(),
-                    created_at: SystemTime::UNIX_EPOCH,
+                    created_at: None,
                 },
                 Ok(_) => continue,
                 Err(f) if f.is_no_object() => continue,
@@ -913,7 +909,7 @@ impl TemplateProvider {
                 ipv4: None,
                 uid: mark.uid,
                 tag: mark.tag,
-                created_at: Some(mark.created_at).filter(|t| *t != SystemTime::UNIX_EPOCH),
+                created_at: mark.created_at,
             });
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
