@@ -8,6 +8,45 @@
 //! implements [`conformance::fixture::Fixture`] with every hook; [`mutants::MUTANTS`]
 //! lists deliberately broken variants and the rules each must break.
 //! Neighbours: `conformance` (the contract and the suite) and nothing else.
+//!
+//! ```
+//! use conformance::{CloudInit, CreateRequest, Ctx, Provider, State};
+//! use template_provider::{BackendConfig, SimBackend, TemplateConfig, TemplateProvider};
+//!
+//! # #[tokio::main(flavor = "multi_thread")]
+//! # async fn main() {
+//! // One credential file per site, read on every dial.
+//! let dir = tempfile::tempdir().unwrap();
+//! for site in ["site-a", "site-b"] {
+//!     std::fs::write(dir.path().join(format!("{site}.token")), format!("token-{site}-0")).unwrap();
+//! }
+//! let backend = SimBackend::new(&BackendConfig::default());
+//! let provider = TemplateProvider::new(TemplateConfig::new(dir.path()), backend);
+//!
+//! let req = CreateRequest {
+//!     name: "web-1".into(),
+//!     uid: "owner-1".into(),
+//!     tag: "managed".into(),
+//!     placement: "zone-a".into(),
+//!     image: None,
+//!     cloud_init: CloudInit::new("#cloud-config\n"),
+//! };
+//! let ctx = Ctx::with_timeout(std::time::Duration::from_secs(5));
+//! let id = provider.create(&ctx, &req).await.unwrap();
+//! assert_eq!(id.as_str(), "sites/site-a/instances/web-1");
+//! // Create returns early; the instance gets its address once it has booted.
+//! loop {
+//!     let got = provider.get(&ctx, &id).await.unwrap();
+//!     if got.state == State::Running {
+//!         assert!(got.ipv4.is_some());
+//!         break;
+//!     }
+//!     tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+//! }
+//! provider.delete(&ctx, &id).await.unwrap();
+//! assert!(provider.get(&ctx, &id).await.unwrap_err().is_not_found());
+//! # }
+//! ```
 
 #![deny(missing_docs)]
 
