@@ -439,7 +439,7 @@ mutants! {
     "adopts-unmarked" &["CRE-ADOPT-GUARD"] => || quirk(|q| q.adopt_unmarked = true);
     "adopts-foreign-uid" &["CRE-ADOPT-GUARD"] => || quirk(|q| q.adopt_foreign = true);
     "no-quota-precheck" &["CRE-QUOTA"] => || quirk(|q| q.no_quota_precheck = true);
-    "create-backend-not-found-leaks" &["CRE-BACKEND-NOTFOUND"] => || quirk(|q| q.create_not_found = true);
+    "create-surfaces-backend-not-found" &["CRE-BACKEND-NOTFOUND"] => || quirk(|q| q.create_not_found = true);
     "logs-cloud-init-at-debug" &["CRE-SECRET"] => || quirk(|q| q.log_cloud_init = true);
     "error-carries-cloud-init" &["CRE-SECRET"] => || TemplateFixture::default().with_build(error_carries_cloud_init);
     "skips-uid-validation" &["CRE-INVALID"] => || quirk(|q| q.skip_uid_validation = true);

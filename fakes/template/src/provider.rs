@@ -1137,4 +1137,55 @@ mod tests {
         assert_eq!(e.op(), op);
         assert!(std::error::Error::source(&e).is_some());
     }
+
+    /// A provider over a fresh backend with both credential files written.
+    fn provider(dir: &std::path::Path) -> (TemplateProvider, SimBackend) {
+        let backend = SimBackend::new(&crate::backend::BackendConfig::default());
+        let config = TemplateConfig::new(dir);
+        for s in &config.sites {
+            std::fs::write(
+                config.token_file(&s.name),
+                crate::backend::initial_token(&s.name),
+            )
+            .unwrap();
+        }
+        (TemplateProvider::new(config, backend.clone()), backend)
+    }
+
+    #[tokio::test]
+    async fn check_names_why_a_site_is_not_ready() {
+        let dir = tempfile::tempdir().unwrap();
+        let (p, backend) = provider(dir.path());
+        let ctx = Ctx::with_timeout(Duration::from_secs(5));
+        let reasons = |h: Vec<HostHealth>| {
+            h.into_iter()
+                .map(|x| x.reason.to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(reasons(p.check(&ctx).await), ["Ready", "Ready"]);
+        std::fs::remove_file(p.config().token_file("site-a")).unwrap();
+        backend.set_token("site-b", "rotated".into()).unwrap();
+        assert_eq!(
+            reasons(p.check(&ctx).await),
+            ["CredentialsUnavailable", "AuthFailed"]
+        );
+        backend
+            .set_token("site-b", crate::backend::initial_token("site-b"))
+            .unwrap();
+        backend.remove_container("site-b").unwrap();
+        let h = p.check(&ctx).await;
+        assert_eq!(h[1].reason.as_str(), CONTAINER_MISSING);
+        assert!(p.extra_reasons().contains(&CONTAINER_MISSING));
+    }
+
+    #[tokio::test]
+    async fn construction_does_no_io_and_the_first_call_dials_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (p, backend) = provider(dir.path());
+        assert!(backend.calls().is_empty());
+        let ctx = Ctx::with_timeout(Duration::from_secs(5));
+        p.list_by_tag(&ctx, "t").await.unwrap();
+        p.list_by_tag(&ctx, "t").await.unwrap();
+        assert_eq!((backend.dials("site-a"), backend.dials("site-b")), (1, 1));
+    }
 }
