@@ -844,6 +844,12 @@ impl TemplateProvider {
         if let Some(why) = ctx.interrupted() {
             return Err(self.fail(Op::ListByTag, "listing", Failure::Interrupted(why)));
         }
+        if !per_site.iter().any(Result::is_ok)
+            && let Some(Err(f)) = per_site.first()
+        {
+            // With no site answering, an empty listing could pass for an empty backend.
+            return Err(self.fail(Op::ListByTag, "listing: no site answered", f.clone()));
+        }
         let mut listing = Listing::default();
         for (site, r) in self.config.sites.iter().zip(per_site) {
             match r {
