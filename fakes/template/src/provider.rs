@@ -147,9 +147,13 @@ struct Slot {
 pub struct TemplateProvider {
     config: TemplateConfig,
     backend: SimBackend,
+    /// One cached connection per configured site.
     slots: HashMap<String, Slot>,
+    /// Per-name locks for Create and Delete.
     locks: NameLocks,
+    /// Tokens kept after the first read; only the `credentials_read_once` mutant uses it.
     tokens: Mutex<HashMap<String, String>>,
+    /// Creation times this process wrote; only the `created_at_in_memory` mutant uses it.
     written: Mutex<HashMap<String, SystemTime>>,
 }
 
