@@ -52,15 +52,19 @@ pub(crate) use rpc;
 
 /// [`rpc!`] without the retry, for the handshake of a new connection.
 macro_rules! rpc_once {
-    ($s:expr, $name:literal, |$c:ident| $call:expr) => {{
-        let s: &Session<'_> = &$s;
+    ($s:expr, $name:literal, |$c:ident| $call:expr) => {
+        rpc_once!($s, $name, $s.rpc_limit(), |$c| $call)
+    };
+    ($s:expr, $name:literal, $limit:expr, |$c:ident| $call:expr) => {{
+        let s: &$crate::backend::Session<'_> = &$s;
         let span = tracing::info_span!(concat!("kvm2.", $name), host = %s.host);
         let started = std::time::Instant::now();
-        let $c = s.client().with_timeout(s.limit(s.rpc_limit()));
+        let $c = s.client().with_timeout(s.limit($limit));
         let r = tracing::Instrument::instrument(s.ctx.run($call), span.clone()).await;
         s.finish($name, &span, started, r)
     }};
 }
+pub(crate) use rpc_once;
 
 struct Cached {
     generation: u64,

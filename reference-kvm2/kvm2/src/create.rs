@@ -17,7 +17,8 @@ use crate::backend::{Session, rpc};
 use crate::errors::Failure;
 use crate::get::{MarkRead, address, lookup_domain, read_mark};
 use crate::id::format_id;
-use crate::names::{image_marker, image_volume, overlay_volume, seed_volume};
+use crate::image;
+use crate::names::{image_volume, overlay_volume, seed_volume};
 use crate::provider::Kvm2;
 use crate::seed::{SeedData, seed_iso};
 use crate::state::may_have_address;
@@ -142,7 +143,6 @@ impl Kvm2 {
             .storage_pool_lookup_by_name(pool_name))?;
         let overlay_name = overlay_volume(&req.name);
         let mut overlay = lookup_volume(&s, &pool, &overlay_name).await?;
-        let marker = image_marker(image);
         if overlay.is_none() {
             let info = rpc!(s, "StoragePoolGetInfo", |c| c.storage_pool_get_info(&pool))?;
             if StoragePoolState::from_raw(i32::from(info.state)) != StoragePoolState::Running {
@@ -150,14 +150,24 @@ impl Kvm2 {
                     "storage pool {pool_name} on {host} is not active"
                 )));
             }
-            let cached = lookup_volume(&s, &pool, &marker).await?.is_some();
-            if !cached {
-                return Err(Failure::Refused(format!(
-                    "image {} is not in the cache of {host} (no {marker} in pool {pool_name})",
-                    image.name
-                )));
+            let mut needed = (cfg.sizes.disk_gib << 30) + HEADROOM;
+            let mut turn = None;
+            let mut download = None;
+            if !image::cached(&s, &pool, image).await? {
+                // One download per image and host: later callers find the marker.
+                turn = Some(
+                    self.lock_name(ctx, format!("image:{host}/{}", image.name))
+                        .await?,
+                );
+                if !image::cached(&s, &pool, image).await? {
+                    let dl = ctx
+                        .run(self.inner.images.fetch(&image.url))
+                        .await
+                        .map_err(Failure::Interrupted)??;
+                    needed += dl.length;
+                    download = Some(dl);
+                }
             }
-            let needed = (cfg.sizes.disk_gib << 30) + HEADROOM;
             if info.available < needed {
                 return Err(Failure::Quota(Quota {
                     what: format!("storage pool {pool_name} on {host}"),
@@ -165,11 +175,15 @@ impl Kvm2 {
                     needed,
                 }));
             }
-        } else if lookup_volume(&s, &pool, &marker).await?.is_none() {
-            return Err(Failure::Refused(format!(
-                "image {} is not in the cache of {host}",
-                image.name
-            )));
+            if let Some(dl) = download {
+                let i = &*self.inner;
+                let host_cfg = self
+                    .host(host)
+                    .ok_or_else(|| Failure::Refused(format!("host {host:?} is not configured")))?;
+                let up = i.hosts.dedicated(ctx, cfg, &i.verbosity, host_cfg).await?;
+                image::store(&up, &pool, image, dl).await?;
+            }
+            drop(turn);
         }
         let base_name = image_volume(image);
         let base = lookup_volume(&s, &pool, &base_name).await?.ok_or_else(|| {

@@ -147,4 +147,48 @@ mod tests {
         assert_eq!(e.provider(), "kvm2-home");
         assert_eq!(e.kind().name(), want);
     }
+
+    /// Real libvirt errors, produced by the fake over the wire.
+    #[tokio::test]
+    async fn libvirt_codes() {
+        use libvirt_fake::{FakeLibvirt, Fault, FaultRule, Procedure};
+        let fake = FakeLibvirt::new();
+        let (client, conn) = libvirt_rpc::Config::default().attach(fake.duplex());
+        tokio::spawn(conn);
+        client.open("qemu:///system").await.unwrap();
+        let fail = |call, err| Failure::Rpc { call, err };
+        let no_dom = client.domain_lookup_by_name("nope").await.unwrap_err();
+        let f = fail("DomainLookupByName", no_dom);
+        assert_eq!(classify(Op::Get, &f).name(), "NotFound");
+        assert_eq!(classify(Op::Delete, &f).name(), "NotFound");
+        assert_eq!(classify(Op::Create, &f).name(), "Transient");
+        let no_pool = client
+            .storage_pool_lookup_by_name("nope")
+            .await
+            .unwrap_err();
+        assert_eq!(
+            classify(Op::Create, &fail("StoragePoolLookupByName", no_pool)).name(),
+            "Permanent"
+        );
+        fake.faults()
+            .add(FaultRule::on(Procedure::ConnectGetHostname, Fault::busy()).once());
+        let busy = client.connect_get_hostname().await.unwrap_err();
+        assert_eq!(
+            classify(Op::Get, &fail("ConnectGetHostname", busy)).name(),
+            "Transient"
+        );
+        fake.faults()
+            .add(FaultRule::on(Procedure::ConnectGetHostname, Fault::access_denied()).once());
+        let denied = client.connect_get_hostname().await.unwrap_err();
+        assert_eq!(
+            classify(Op::Get, &fail("ConnectGetHostname", denied)).name(),
+            "Permanent"
+        );
+        fake.faults()
+            .add(FaultRule::on(Procedure::ConnectGetHostname, Fault::DropConnection).once());
+        let dropped = client.connect_get_hostname().await.unwrap_err();
+        let f = fail("ConnectGetHostname", dropped);
+        assert!(f.connection_lost());
+        assert_eq!(classify(Op::Get, &f).name(), "Transient");
+    }
 }

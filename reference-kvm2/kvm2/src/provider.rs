@@ -17,6 +17,7 @@ use crate::backend::{Hosts, Session, Verbosity};
 use crate::config::{Config, HostConfig};
 use crate::dialer::Dialer;
 use crate::errors::{Failure, to_error};
+use crate::image::{HttpSource, ImageSource};
 
 /// The kvm2 provider. Cheap to clone; clones share connections and locks.
 #[derive(Clone)]
@@ -28,6 +29,7 @@ pub(crate) struct Inner {
     pub(crate) config: Config,
     pub(crate) hosts: Hosts,
     pub(crate) verbosity: Verbosity,
+    pub(crate) images: Arc<dyn ImageSource>,
     locks: KeyedLocks,
 }
 
@@ -60,9 +62,19 @@ impl Kvm2 {
                 config,
                 hosts,
                 verbosity,
+                images: Arc::new(HttpSource::default()),
                 locks: KeyedLocks::default(),
             }),
         }
+    }
+
+    /// Replaces where images are downloaded from (HTTP by default).
+    pub fn with_image_source(mut self, source: Arc<dyn ImageSource>) -> Kvm2 {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => inner.images = source,
+            None => panic!("with_image_source is for a provider that is not shared yet"),
+        }
+        self
     }
 
     /// The configuration.
