@@ -25,15 +25,21 @@ impl Kvm2 {
             .await?;
         let s = self.session(ctx, &p.host).await?;
         if let Some(dom) = lookup_domain(&s, &p.name).await? {
-            match read_mark(&s, &dom).await? {
-                MarkRead::Marked(_) => {}
-                MarkRead::Unmarked => {
+            let mark = match read_mark(&s, &dom).await {
+                // Gone between the lookup and the read: only the volumes are left.
+                Err(f) if f.is(ErrorCode::NoDomain) => None,
+                other => Some(other?),
+            };
+            match mark {
+                None => return self.delete_volumes(&s, &p.name).await,
+                Some(MarkRead::Marked(_)) => {}
+                Some(MarkRead::Unmarked) => {
                     return Err(Failure::Refused(format!(
                         "domain {} on {} does not carry kvm2's mark; it is left alone",
                         p.name, p.host
                     )));
                 }
-                MarkRead::Unreadable(e) => {
+                Some(MarkRead::Unreadable(e)) => {
                     return Err(Failure::Refused(format!(
                         "domain {} on {} has an unreadable mark ({e}); it is left alone",
                         p.name, p.host

@@ -27,6 +27,8 @@ pub mod names;
 mod provider;
 pub mod seed;
 pub mod state;
+#[cfg(test)]
+mod tests;
 pub mod xml;
 
 pub use check::EXTRA_REASONS;

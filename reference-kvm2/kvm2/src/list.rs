@@ -73,7 +73,9 @@ impl Kvm2 {
             .buffered(PIPELINE)
             .try_collect()
             .await?;
-        Ok(listed.into_iter().flatten().collect())
+        let mut listed: Vec<Instance> = listed.into_iter().flatten().collect();
+        listed.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(listed)
     }
 }
 

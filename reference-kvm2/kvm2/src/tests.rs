@@ -1,0 +1,81 @@
+//! Crate-level tests: every libvirt call the provider makes is instrumented.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use conformance::fixture::{Fixture, Testbed};
+use conformance::{Checker, Ctx, Provider};
+use tracing::span::{Attributes, Id};
+use tracing::{Subscriber, info_span};
+use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
+
+use crate::fixture::Kvm2Fixture;
+
+#[derive(Clone, Default)]
+struct Names(Arc<Mutex<Vec<String>>>);
+
+impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Names {
+    fn on_new_span(&self, attrs: &Attributes<'_>, _: &Id, _: Context<'_, S>) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(attrs.metadata().name().to_owned());
+    }
+}
+
+/// Every backend call of a create/get/list/delete/check cycle has its own
+/// `kvm2.<Call>` span, and the dial has `kvm2.dial`.
+#[test]
+fn every_backend_call_is_instrumented() {
+    let names = Names::default();
+    let subscriber = tracing_subscriber::registry().with(names.clone());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    tracing::subscriber::with_default(subscriber, || {
+        rt.block_on(async {
+            let fixture = Kvm2Fixture::default();
+            let bed = fixture.open().await.unwrap();
+            let obs = bed.observation().unwrap();
+            let before = obs.calls().len();
+            let p = bed.provider();
+            let loc = &fixture.locations()[0];
+            let req = bed.request("vm-1", "tag-1", loc);
+            let ctx = Ctx::with_timeout(Duration::from_secs(10)).in_span(info_span!("caller"));
+            let id = p.create(&ctx, &req).await.unwrap();
+            p.get(&ctx, &id).await.unwrap();
+            p.list_by_tag(&ctx, "tag-1").await.unwrap();
+            p.delete(&ctx, &id).await.unwrap();
+            let health = p.checker().unwrap().check(&ctx).await;
+            assert!(health.iter().all(|h| h.ready), "{health:?}");
+            let calls = obs.calls()[before..].to_vec();
+            let spans = names.0.lock().unwrap().clone();
+            assert!(spans.iter().any(|s| s == "kvm2.dial"));
+            for op in [
+                "kvm2.create",
+                "kvm2.get",
+                "kvm2.list_by_tag",
+                "kvm2.delete",
+                "kvm2.check",
+            ] {
+                assert!(spans.iter().any(|s| s == op), "no span {op}");
+            }
+            let mut left: Vec<String> = spans
+                .iter()
+                .filter_map(|s| s.strip_prefix("kvm2."))
+                .map(str::to_ascii_lowercase)
+                .collect();
+            for c in &calls {
+                let want = c.name.to_ascii_lowercase();
+                match left.iter().position(|s| *s == want) {
+                    Some(i) => {
+                        left.remove(i);
+                    }
+                    None => panic!("backend call {} has no kvm2.{} span", c.name, c.name),
+                }
+            }
+        })
+    });
+}
