@@ -3,8 +3,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use conformance::fixture::{Fixture, Testbed};
-use conformance::{Checker, Ctx, Provider};
+use conformance::Ctx;
+use conformance::fixture::Fixture;
 use tracing::span::{Attributes, Id};
 use tracing::{Subscriber, info_span};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
