@@ -82,6 +82,9 @@ pub struct Config {
     /// The metadata namespace of the mark.
     #[serde(default = "default_namespace")]
     pub namespace: String,
+    /// Extra vendor data run after the guest agent script (multipart when set).
+    #[serde(default)]
+    pub vendor_data: Option<String>,
 }
 
 fn default_name() -> String {
@@ -278,6 +281,65 @@ impl Config {
         let cfg = file.kvm2.ok_or_else(|| err("kvm2", "block is missing"))?;
         cfg.validate()?;
         Ok(cfg)
+    }
+
+    /// A one-host configuration from `KVM2_TEST_*` variables (the real-host test
+    /// path): `HOST`, `USER`, `SSH_KEY`, `KNOWN_HOSTS`, `BRIDGE`, `IMAGE_URL`, and
+    /// optionally `IMAGE_SHA256`, `POOL`, `SOCKET`, `PORT`, `TIMEOUT` (Create's).
+    /// `None` when `KVM2_TEST_HOST` is unset.
+    pub fn from_env() -> Option<Result<Config, ConfigError>> {
+        Self::from_vars(|k| std::env::var(k).ok())
+    }
+
+    /// [`Config::from_env`] over any variable lookup.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Option<Result<Config, ConfigError>> {
+        let get = |k: &str| var(&format!("KVM2_TEST_{k}")).filter(|v| !v.is_empty());
+        let host = get("HOST")?;
+        let need = |k: &str| get(k).ok_or_else(|| err(format!("KVM2_TEST_{k}"), "is not set"));
+        let build = || -> Result<Config, ConfigError> {
+            let name: String = host.split('.').next().unwrap_or(&host).to_owned();
+            let mut timeouts = Timeouts::default();
+            if let Some(t) = get("TIMEOUT") {
+                timeouts.create = parse_duration(&t)
+                    .ok_or_else(|| err("KVM2_TEST_TIMEOUT", format!("invalid duration {t:?}")))?;
+            }
+            let port = match get("PORT") {
+                Some(p) => p
+                    .parse()
+                    .map_err(|_| err("KVM2_TEST_PORT", format!("invalid port {p:?}")))?,
+                None => default_port(),
+            };
+            let cfg = Config {
+                name: "kvm2".into(),
+                hosts: vec![HostConfig {
+                    name: name.clone(),
+                    address: host.clone(),
+                    port,
+                    user: need("USER")?,
+                    key_file: Some(need("SSH_KEY")?.into()),
+                    known_hosts_file: Some(need("KNOWN_HOSTS")?.into()),
+                    socket: get("SOCKET").unwrap_or_else(default_socket),
+                }],
+                pool: get("POOL").unwrap_or_else(default_pool),
+                bridge: need("BRIDGE")?,
+                domain_type: DomainType::Kvm,
+                images: vec![ImageConfig {
+                    name: "test-image".into(),
+                    url: need("IMAGE_URL")?,
+                    sha256: get("IMAGE_SHA256"),
+                    firmware: Firmware::Efi,
+                }],
+                default_image: None,
+                sizes: Sizes::default(),
+                placement: BTreeMap::from([(name.clone(), name)]),
+                timeouts,
+                namespace: default_namespace(),
+                vendor_data: None,
+            };
+            cfg.validate()?;
+            Ok(cfg)
+        };
+        Some(build())
     }
 
     /// Checks every field; the error names the first bad one.
@@ -491,6 +553,33 @@ kvm2:
         assert!(Config::from_yaml("other: 1\n").is_err());
         let e = Config::from_yaml(&GOOD.replacen("pool: default", "pol: default", 1));
         assert!(e.is_err());
+    }
+
+    #[test]
+    fn from_vars_builds_one_host() {
+        let vars = BTreeMap::from([
+            ("KVM2_TEST_HOST", "beelink.example"),
+            ("KVM2_TEST_USER", "novakj"),
+            ("KVM2_TEST_SSH_KEY", "/k"),
+            ("KVM2_TEST_KNOWN_HOSTS", "/kh"),
+            ("KVM2_TEST_BRIDGE", "br0"),
+            ("KVM2_TEST_IMAGE_URL", "https://example/debian.qcow2"),
+            ("KVM2_TEST_TIMEOUT", "7m"),
+        ]);
+        let c = Config::from_vars(|k| vars.get(k).map(|v| v.to_string()))
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.hosts[0].name, "beelink");
+        assert_eq!(
+            c.host_for_zone("beelink").unwrap().address,
+            "beelink.example"
+        );
+        assert_eq!(c.timeouts.create, Duration::from_secs(420));
+        assert!(Config::from_vars(|_| None).is_none());
+        let e = Config::from_vars(|k| (k == "KVM2_TEST_HOST").then(|| "h".to_string()))
+            .unwrap()
+            .unwrap_err();
+        assert!(e.to_string().starts_with("KVM2_TEST_"), "{e}");
     }
 
     #[rstest]

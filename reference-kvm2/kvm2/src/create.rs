@@ -205,7 +205,7 @@ impl Kvm2 {
             instance_id: &req.name,
             hostname: &req.name,
             user_data: req.cloud_init.expose().as_bytes(),
-            extra_vendor_data: None,
+            extra_vendor_data: cfg.vendor_data.as_deref(),
         }));
         let seed_name = seed_volume(&req.name);
         let seed = match lookup_volume(&s, &pool, &seed_name).await? {

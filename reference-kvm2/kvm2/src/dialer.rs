@@ -59,3 +59,52 @@ impl fmt::Display for DialError {
 }
 
 impl std::error::Error for DialError {}
+
+/// Dials a libvirtd on this machine through its Unix socket (`host.socket`),
+/// for hosts whose daemon is local (development and the local test host).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LocalSocketDialer;
+
+impl Dialer for LocalSocketDialer {
+    fn dial<'a>(&'a self, host: &'a HostConfig) -> BoxFuture<'a, Result<Stream, DialError>> {
+        Box::pin(async move {
+            match tokio::net::UnixStream::connect(&host.socket).await {
+                Ok(s) => Ok(Box::new(s) as Stream),
+                Err(e) => Err(match e.kind() {
+                    std::io::ErrorKind::PermissionDenied => {
+                        DialError::AuthFailed(format!("{}: {e}", host.socket))
+                    }
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => {
+                        DialError::Unreachable(format!("{}: {e}", host.socket))
+                    }
+                    _ => DialError::Other(format!("{}: {e}", host.socket)),
+                }),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn local_socket_dialer_reaches_a_fake_daemon() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("libvirt-sock");
+        let fake = libvirt_fake::FakeLibvirt::new();
+        let _server = fake.serve_unix(&path).await.unwrap();
+        let mut host = crate::fixture::Kvm2Fixture::default().config().hosts[0].clone();
+        host.socket = path.to_string_lossy().into_owned();
+        let stream = LocalSocketDialer.dial(&host).await.unwrap();
+        let (client, conn) = libvirt_rpc::Config::default().attach(stream);
+        tokio::spawn(conn);
+        client.open("qemu:///system").await.unwrap();
+        assert_eq!(client.connect_get_hostname().await.unwrap(), "fake-host");
+        host.socket = dir.path().join("missing").to_string_lossy().into_owned();
+        assert!(matches!(
+            LocalSocketDialer.dial(&host).await,
+            Err(DialError::Unreachable(_))
+        ));
+    }
+}

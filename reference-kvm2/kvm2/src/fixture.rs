@@ -103,6 +103,7 @@ impl Kvm2Fixture {
                 ..Timeouts::default()
             },
             namespace: crate::config::DEFAULT_NAMESPACE.into(),
+            vendor_data: None,
         }
     }
 }
