@@ -150,40 +150,20 @@ impl Kvm2 {
                     "storage pool {pool_name} on {host} is not active"
                 )));
             }
-            let mut needed = (cfg.sizes.disk_gib << 30) + HEADROOM;
-            let mut turn = None;
-            let mut download = None;
-            if !image::cached(&s, &pool, image).await? {
-                // One download per image and host: later callers find the marker.
-                turn = Some(
-                    self.lock_name(ctx, format!("image:{host}/{}", image.name))
-                        .await?,
-                );
-                if !image::cached(&s, &pool, image).await? {
-                    let dl = ctx
-                        .run(self.inner.images.fetch(&image.url))
-                        .await
-                        .map_err(Failure::Interrupted)??;
-                    needed += dl.length;
-                    download = Some(dl);
+            let needed = (cfg.sizes.disk_gib << 30) + HEADROOM;
+            if image::cached(&s, &pool, image).await? {
+                if info.available < needed {
+                    return Err(Failure::Quota(Quota {
+                        what: format!("storage pool {pool_name} on {host}"),
+                        available: info.available,
+                        needed,
+                    }));
                 }
+            } else {
+                // One download per image and host, shared by every caller that waits.
+                let flight = image::join_flight(self, host, image, needed);
+                image::wait(ctx, &flight).await?;
             }
-            if info.available < needed {
-                return Err(Failure::Quota(Quota {
-                    what: format!("storage pool {pool_name} on {host}"),
-                    available: info.available,
-                    needed,
-                }));
-            }
-            if let Some(dl) = download {
-                let i = &*self.inner;
-                let host_cfg = self
-                    .host(host)
-                    .ok_or_else(|| Failure::Refused(format!("host {host:?} is not configured")))?;
-                let up = i.hosts.dedicated(ctx, cfg, &i.verbosity, host_cfg).await?;
-                image::store(&up, &pool, image, dl).await?;
-            }
-            drop(turn);
         }
         let base_name = image_volume(image);
         let base = lookup_volume(&s, &pool, &base_name).await?.ok_or_else(|| {

@@ -7,9 +7,10 @@
 //! volume. Callers for one image on one host take turns, so the image is
 //! fetched once; the second caller finds the marker.
 //!
-//! Known gap: the download runs in the task of the caller that started it, so
-//! cancelling that caller abandons the download (the next attempt starts over)
-//! even when another caller is waiting.
+//! The download runs in a task of its own, shared by every Create that waits for
+//! it: a caller whose call is cancelled returns at once and the download goes on
+//! for the others; it is abandoned, and its partial volume deleted, only when no
+//! caller waits any more.
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -88,6 +89,139 @@ impl ImageSource for HttpSource {
     }
 }
 
+/// Why a shared download failed, as every waiting caller sees it.
+#[derive(Clone, Debug)]
+pub(crate) enum FlightError {
+    Quota(conformance::Quota),
+    Permanent(String),
+    Transient(String),
+}
+
+impl From<FlightError> for Failure {
+    fn from(e: FlightError) -> Failure {
+        match e {
+            FlightError::Quota(q) => Failure::Quota(q),
+            FlightError::Permanent(m) => Failure::Refused(m),
+            FlightError::Transient(m) => Failure::NotYet(m),
+        }
+    }
+}
+
+fn flight_error(f: Failure) -> FlightError {
+    match crate::errors::classify(conformance::Op::Create, &f) {
+        conformance::ErrorKind::QuotaExceeded(q) => FlightError::Quota(q),
+        conformance::ErrorKind::Permanent => FlightError::Permanent(f.to_string()),
+        _ => FlightError::Transient(f.to_string()),
+    }
+}
+
+type Outcome = Option<Result<(), FlightError>>;
+
+/// One shared download; dropping the last handle abandons it.
+pub(crate) struct Flight {
+    done: tokio::sync::watch::Receiver<Outcome>,
+    abandon: tokio_util::sync::CancellationToken,
+}
+
+impl Drop for Flight {
+    fn drop(&mut self) {
+        self.abandon.cancel();
+    }
+}
+
+/// The downloads in progress, by host and image.
+#[derive(Default)]
+pub(crate) struct Flights(Mutex<std::collections::HashMap<String, std::sync::Weak<Flight>>>);
+
+/// Joins the download of `img` to `host`, starting it when none runs. `needed`
+/// is what the instance needs besides the image (the quota precheck adds the
+/// announced length).
+pub(crate) fn join_flight(
+    p: &crate::provider::Kvm2,
+    host: &str,
+    img: &ImageConfig,
+    needed: u64,
+) -> Arc<Flight> {
+    let key = format!("{host}/{}", img.name);
+    let mut map = p.inner.flights.0.lock().expect("flight table poisoned");
+    if let Some(f) = map.get(&key).and_then(std::sync::Weak::upgrade) {
+        return f;
+    }
+    let (tx, rx) = tokio::sync::watch::channel(None);
+    let abandon = tokio_util::sync::CancellationToken::new();
+    let flight = Arc::new(Flight {
+        done: rx,
+        abandon: abandon.clone(),
+    });
+    map.insert(key, Arc::downgrade(&flight));
+    let (p, host, img) = (p.clone(), host.to_owned(), img.clone());
+    tokio::spawn(async move {
+        let cfg = &p.inner.config;
+        let ctx = conformance::Ctx::with_timeout(cfg.timeouts.upload).cancelled_by(abandon);
+        let r = fly(&p, &ctx, &host, &img, needed)
+            .await
+            .map_err(flight_error);
+        let _ = tx.send(Some(r));
+    });
+    flight
+}
+
+/// Waits for a shared download under the caller's context.
+pub(crate) async fn wait(ctx: &conformance::Ctx, flight: &Flight) -> Result<(), Failure> {
+    let mut rx = flight.done.clone();
+    let r = ctx
+        .run(rx.wait_for(Option::is_some))
+        .await
+        .map_err(Failure::Interrupted)?;
+    match r {
+        Ok(v) => v
+            .clone()
+            .expect("waited for a value")
+            .map_err(Failure::from),
+        Err(_) => Err(Failure::NotYet(
+            "the image download ended without a result".into(),
+        )),
+    }
+}
+
+/// The download itself, on a connection of its own.
+async fn fly(
+    p: &crate::provider::Kvm2,
+    ctx: &conformance::Ctx,
+    host: &str,
+    img: &ImageConfig,
+    needed: u64,
+) -> Result<(), Failure> {
+    let i = &*p.inner;
+    let host_cfg = i
+        .config
+        .host(host)
+        .ok_or_else(|| Failure::Refused(format!("host {host:?} is not configured")))?;
+    let up = i
+        .hosts
+        .dedicated(ctx, &i.config, &i.verbosity, host_cfg)
+        .await?;
+    let pool_name = i.config.pool.as_str();
+    let pool = rpc!(up, "StoragePoolLookupByName", |c| c
+        .storage_pool_lookup_by_name(pool_name))?;
+    if cached(&up, &pool, img).await? {
+        return Ok(());
+    }
+    let dl = ctx
+        .run(i.images.fetch(&img.url))
+        .await
+        .map_err(Failure::Interrupted)??;
+    let info = rpc!(up, "StoragePoolGetInfo", |c| c.storage_pool_get_info(&pool))?;
+    if info.available < needed + dl.length {
+        return Err(Failure::Quota(conformance::Quota {
+            what: format!("storage pool {pool_name} on {host}"),
+            available: info.available,
+            needed: needed + dl.length,
+        }));
+    }
+    store(&up, &pool, img, dl).await
+}
+
 /// Whether `img` is cached in `pool` (its marker exists).
 pub(crate) async fn cached(
     s: &Session<'_>,
@@ -122,8 +256,14 @@ pub(crate) async fn store(
             .storage_vol_create_xml(pool, &xml, 0))?;
         let r = upload(up, pool, img, &vol, dl).await;
         if r.is_err() {
-            let _ = rpc!(up, "StorageVolDelete", |c| c
-                .storage_vol_delete(&vol, STORAGE_VOL_DELETE_NORMAL));
+            // Cleaned up on a context of its own: the download's may be cancelled.
+            let cleanup = conformance::Ctx::with_timeout(up.config.timeouts.rpc);
+            let _ = cleanup
+                .run(
+                    up.client()
+                        .storage_vol_delete(&vol, STORAGE_VOL_DELETE_NORMAL),
+                )
+                .await;
         }
         r
     }
@@ -208,13 +348,14 @@ mod tests {
         data: Bytes,
         length: Option<u64>,
         fetches: AtomicU32,
+        pause: std::time::Duration,
     }
 
     impl ImageSource for Mem {
         fn fetch<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<Download, Failure>> {
             Box::pin(async move {
                 self.fetches.fetch_add(1, Ordering::SeqCst);
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                tokio::time::sleep(self.pause).await;
                 let length = self.length.ok_or_else(|| {
                     Failure::Refused(format!("image download of {url}: no Content-Length"))
                 })?;
@@ -243,6 +384,7 @@ mod tests {
             length,
             data,
             fetches: AtomicU32::new(0),
+            pause: std::time::Duration::from_millis(20),
         });
         let p =
             Kvm2::new(config.clone(), Arc::new(Pipe(fake.clone()))).with_image_source(mem.clone());
@@ -331,5 +473,48 @@ mod tests {
         assert_eq!(q.needed, (10 << 30) + (16 << 20) + 1_500_000);
         assert_eq!(mem.fetches.load(Ordering::SeqCst), 1);
         assert!(fake.volumes("default").unwrap().is_empty());
+    }
+
+    fn slow(p: &Kvm2, fake: &FakeLibvirt) -> (Kvm2, Arc<Mem>) {
+        let mem = Arc::new(Mem {
+            data: Bytes::from(vec![7u8; LEN as usize]),
+            length: Some(LEN),
+            fetches: AtomicU32::new(0),
+            pause: std::time::Duration::from_millis(400),
+        });
+        let p = Kvm2::new(p.config().clone(), Arc::new(Pipe(fake.clone())))
+            .with_image_source(mem.clone());
+        (p, mem)
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_caller_returns_at_once_and_the_download_goes_on() {
+        let (fake, p0, _, config) = setup(None, Some(LEN));
+        let (p, mem) = slow(&p0, &fake);
+        let (ra, rb) = (req("vm-a"), req("vm-b"));
+        let short = Ctx::with_timeout(std::time::Duration::from_millis(100));
+        let long = Ctx::with_timeout(std::time::Duration::from_secs(20));
+        let t = std::time::Instant::now();
+        let (a, b) = tokio::join!(p.create(&short, &ra), p.create(&long, &rb));
+        assert!(a.unwrap_err().is_transient());
+        b.unwrap();
+        assert!(t.elapsed() >= std::time::Duration::from_millis(400));
+        assert_eq!(mem.fetches.load(Ordering::SeqCst), 1);
+        assert!(
+            fake.volume("default", &image_marker(&config.images[0]))
+                .is_some()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_download_nobody_waits_for_is_abandoned() {
+        let (fake, p0, _, config) = setup(None, Some(LEN));
+        let (p, _) = slow(&p0, &fake);
+        let short = Ctx::with_timeout(std::time::Duration::from_millis(100));
+        assert!(p.create(&short, &req("vm-a")).await.is_err());
+        tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+        let img = &config.images[0];
+        assert!(fake.volume("default", &image_marker(img)).is_none());
+        assert!(fake.volume("default", &image_volume(img)).is_none());
     }
 }

@@ -30,6 +30,7 @@ pub(crate) struct Inner {
     pub(crate) hosts: Hosts,
     pub(crate) verbosity: Verbosity,
     pub(crate) images: Arc<dyn ImageSource>,
+    pub(crate) flights: crate::image::Flights,
     locks: KeyedLocks,
 }
 
@@ -63,6 +64,7 @@ impl Kvm2 {
                 hosts,
                 verbosity,
                 images: Arc::new(HttpSource::default()),
+                flights: crate::image::Flights::default(),
                 locks: KeyedLocks::default(),
             }),
         }
