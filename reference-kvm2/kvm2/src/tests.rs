@@ -79,3 +79,36 @@ fn every_backend_call_is_instrumented() {
         })
     });
 }
+
+/// Check against a libvirtd on this machine, reached through its socket.
+/// Runs only when `KVM2_TEST_LOCAL_SOCKET` names the socket (`KVM2_TEST_POOL`
+/// the pool); read-only: Check, a listing and a Get change nothing on the host.
+#[tokio::test]
+async fn check_a_local_libvirtd() {
+    let Ok(socket) = std::env::var("KVM2_TEST_LOCAL_SOCKET") else {
+        eprintln!("skipped: KVM2_TEST_LOCAL_SOCKET is not set");
+        return;
+    };
+    let mut config = Kvm2Fixture::default().config();
+    config.hosts.truncate(1);
+    config.placement.retain(|_, h| h == "host-a");
+    config.hosts[0].socket = socket;
+    if let Ok(pool) = std::env::var("KVM2_TEST_POOL") {
+        config.pool = pool;
+    }
+    let p = crate::Kvm2::new(config, Arc::new(crate::LocalSocketDialer));
+    let ctx = Ctx::with_timeout(Duration::from_secs(10));
+    let health = conformance::Checker::check(&p, &ctx).await;
+    eprintln!("{health:#?}");
+    assert_eq!(health.len(), 1);
+    assert!(
+        health[0].details.contains_key("libvirtVersion"),
+        "{health:?}"
+    );
+    // Read-only as well: a listing and a Get of a name that does not exist.
+    use conformance::Provider;
+    let listing = p.list_by_tag(&ctx, "kvm2-local-probe").await.unwrap();
+    assert!(listing.instances.is_empty());
+    let missing = crate::id::format_id("host-a", "kvm2-local-probe-missing");
+    assert!(p.get(&ctx, &missing).await.unwrap_err().is_not_found());
+}
