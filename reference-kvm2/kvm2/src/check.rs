@@ -174,3 +174,27 @@ impl Checker for Kvm2 {
         EXTRA_REASONS
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case(Failure::Dial(DialError::Timeout), "Timeout")]
+    #[case(Failure::Dial(DialError::Unreachable("refused".into())), "Unreachable")]
+    #[case(Failure::Dial(DialError::Other("eof".into())), "Unreachable")]
+    #[case(Failure::Dial(DialError::AuthFailed("denied".into())), "AuthFailed")]
+    #[case(Failure::Dial(DialError::BadCredentials("parse".into())), "AuthFailed")]
+    #[case(Failure::Dial(DialError::HostKeyRejected("unknown".into())), "HostKeyRejected")]
+    #[case(
+        Failure::Dial(DialError::CredentialsUnavailable("no key".into())),
+        "CredentialsUnavailable"
+    )]
+    #[case(Failure::Interrupted(Interrupted::DeadlineExceeded), "Timeout")]
+    fn reasons(#[case] f: Failure, #[case] want: &str) {
+        let r = reason_of(&f);
+        assert_eq!(r.as_str(), want);
+        assert!(HealthReason::SHARED.contains(&r.as_str()));
+    }
+}
