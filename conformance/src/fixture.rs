@@ -230,7 +230,8 @@ pub enum Plant {
         /// The foreign uid.
         uid: String,
     },
-    /// A marked resource with an empty uid.
+    /// A marked resource with an empty uid, planted complete and running with an
+    /// address, like an instance the provider made itself (Create must change nothing).
     EmptyUid {
         /// The tag it carries.
         tag: String,

@@ -172,7 +172,10 @@ pub async fn chk_reasons(cx: &Cx) -> CheckResult {
                 );
             }
         }
-        let first = h.first().map(|x| x.ready);
+        let first = h
+            .iter()
+            .find(|x| x.location == cx.loc0().name)
+            .map(|x| x.ready);
         if reach.is_none() && h.iter().any(|x| !x.ready) {
             cx.violate(case, "every location Ready", summary(&h));
         }

@@ -641,6 +641,16 @@ pub async fn gen_model(cx: &Cx) -> CheckResult {
                                 Err(e) => return bad(describe(&e)),
                             },
                             Step::List => match p.list_by_tag(&cx.ctx(), &tag).await {
+                                Ok(l) if l.unreachable.iter().any(|u| u.location == loc.name) => {
+                                    // A partial listing that names the location: allowed only under a
+                                    // fault, and it says nothing about the instances there.
+                                    if !faulty {
+                                        return bad(format!(
+                                            "{} named unreachable with no fault injected: {:?}",
+                                            loc.name, l.unreachable
+                                        ));
+                                    }
+                                }
                                 Ok(l) => {
                                     for (i, m) in model.iter_mut().enumerate() {
                                         let listed = l.instances.iter().any(|x| x.name == names[i]);
