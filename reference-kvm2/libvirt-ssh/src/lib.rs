@@ -1,1 +1,23 @@
-//! libvirt-ssh (placeholder; filled in by its own change).
+//! SSH transport to a libvirt daemon socket.
+//!
+//! [`dial`] connects to an SSH server, verifies its host key against an OpenSSH
+//! known_hosts file, authenticates with an ed25519 or RSA key file, and opens a
+//! `direct-streamlocal@openssh.com` channel to a unix socket on the server (normally
+//! libvirt's `libvirt-sock`). The returned [`SshStream`] is a plain
+//! `AsyncRead + AsyncWrite` byte stream, so an RPC codec can run over it unchanged.
+//! Key and known_hosts files are read on every dial, so rotated credentials take
+//! effect without a restart. Every failure is an [`SshError`] whose
+//! [`SshErrorKind`] says whether retrying can help.
+//!
+//! With the `server` feature, [`server::TestServer`] provides an in-process SSH
+//! server and key helpers for tests.
+
+#![deny(missing_docs)]
+
+mod dial;
+mod error;
+#[cfg(feature = "server")]
+pub mod server;
+
+pub use dial::{SshStream, SshTarget, dial};
+pub use error::{SshError, SshErrorKind};
