@@ -423,3 +423,11 @@ async fn hashed_line_is_understood_by_openssh() {
     })
     .await;
 }
+
+#[test]
+fn stream_is_a_sendable_byte_stream() {
+    fn assert_io<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static>() {}
+    assert_io::<libvirt_ssh::SshStream>();
+    fn assert_error<T: std::error::Error + Send + Sync + 'static>() {}
+    assert_error::<SshError>();
+}
