@@ -39,7 +39,33 @@ pub struct SshTarget {
     pub insecure_accept_any_host_key: bool,
 }
 
+/// The libvirt system daemon's read-write socket, the usual [`SshTarget::socket_path`].
+pub const DEFAULT_LIBVIRT_SOCKET: &str = "/var/run/libvirt/libvirt-sock";
+
+/// The [`SshTarget::handshake_timeout`] that [`SshTarget::new`] sets.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(15);
+
 impl SshTarget {
+    /// A target on port 22 for the libvirt system socket, with
+    /// [`DEFAULT_HANDSHAKE_TIMEOUT`] and host key checking on.
+    pub fn new(
+        host: impl Into<String>,
+        user: impl Into<String>,
+        key_file: impl Into<PathBuf>,
+        known_hosts_file: impl Into<PathBuf>,
+    ) -> Self {
+        SshTarget {
+            host: host.into(),
+            port: 22,
+            user: user.into(),
+            key_file: key_file.into(),
+            known_hosts_file: known_hosts_file.into(),
+            socket_path: DEFAULT_LIBVIRT_SOCKET.into(),
+            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            insecure_accept_any_host_key: false,
+        }
+    }
+
     fn label(&self) -> String {
         format!("ssh to {}@{}:{}", self.user, self.host, self.port)
     }
@@ -319,4 +345,19 @@ async fn connect(target: &SshTarget, label: &str, key: PrivateKey) -> Result<Ssh
         _handle: handle,
         label: label.to_owned(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_sets_secure_defaults() {
+        let t = SshTarget::new("hv1", "root", "/k", "/kh");
+        assert_eq!(t.port, 22);
+        assert_eq!(t.socket_path, DEFAULT_LIBVIRT_SOCKET);
+        assert_eq!(t.handshake_timeout, DEFAULT_HANDSHAKE_TIMEOUT);
+        assert!(!t.insecure_accept_any_host_key);
+        assert_eq!(t.label(), "ssh to root@hv1:22");
+    }
 }

@@ -19,5 +19,5 @@ mod error;
 #[cfg(feature = "server")]
 pub mod server;
 
-pub use dial::{SshStream, SshTarget, dial};
+pub use dial::{DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_LIBVIRT_SOCKET, SshStream, SshTarget, dial};
 pub use error::{SshError, SshErrorKind};
