@@ -9,6 +9,17 @@
 //! effect without a restart. Every failure is an [`SshError`] whose
 //! [`SshErrorKind`] says whether retrying can help.
 //!
+//! ```no_run
+//! # async fn run() -> Result<(), libvirt_ssh::SshError> {
+//! use libvirt_ssh::{SshTarget, dial};
+//!
+//! let target = SshTarget::new("hv1.example", "root", "/secrets/id_ed25519", "/secrets/known_hosts");
+//! let stream = dial(&target).await?; // AsyncRead + AsyncWrite to libvirt-sock
+//! # drop(stream);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! With the `server` feature, [`server::TestServer`] provides an in-process SSH
 //! server and key helpers for tests.
 
