@@ -108,3 +108,130 @@ mod tests {
         ));
     }
 }
+
+/// Dials a host over SSH (`libvirt-ssh`) and forwards `host.socket` through a
+/// `direct-streamlocal` channel: the production dialer.
+///
+/// The key and known_hosts files are read on every dial, so rotated credentials are
+/// used by the next connection without a restart.
+#[derive(Clone, Copy, Debug)]
+pub struct SshDialer {
+    /// The limit for TCP connect, handshake, authentication and channel open.
+    pub handshake_timeout: std::time::Duration,
+}
+
+impl Default for SshDialer {
+    fn default() -> Self {
+        SshDialer {
+            handshake_timeout: std::time::Duration::from_secs(10),
+        }
+    }
+}
+
+impl Dialer for SshDialer {
+    fn dial<'a>(&'a self, host: &'a HostConfig) -> BoxFuture<'a, Result<Stream, DialError>> {
+        Box::pin(async move {
+            let (Some(key), Some(known)) = (&host.key_file, &host.known_hosts_file) else {
+                return Err(DialError::CredentialsUnavailable(format!(
+                    "host {} has no key file or known_hosts file configured",
+                    host.name
+                )));
+            };
+            let mut target = libvirt_ssh::SshTarget::new(
+                host.address.clone(),
+                host.user.clone(),
+                key.clone(),
+                known.clone(),
+            );
+            target.port = host.port;
+            target.socket_path = host.socket.clone();
+            target.handshake_timeout = self.handshake_timeout;
+            match libvirt_ssh::dial(&target).await {
+                Ok(stream) => Ok(Box::new(stream) as Stream),
+                Err(e) => {
+                    use libvirt_ssh::SshErrorKind as K;
+                    let msg = e.to_string();
+                    Err(match e.kind() {
+                        K::AuthFailed => DialError::AuthFailed(msg),
+                        K::HostKeyRejected => DialError::HostKeyRejected(msg),
+                        K::CredentialsUnavailable => DialError::CredentialsUnavailable(msg),
+                        K::BadKey => DialError::BadCredentials(msg),
+                        K::Unreachable => DialError::Unreachable(msg),
+                        K::Timeout => DialError::Timeout,
+                        _ => DialError::Other(msg),
+                    })
+                }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod ssh_tests {
+    use std::sync::Arc;
+
+    use libvirt_ssh::server::{
+        ChannelTarget, KeyKind, TestServer, TestServerOptions, generate_client_key,
+    };
+
+    use super::*;
+
+    fn host(port: u16, key: std::path::PathBuf, known: std::path::PathBuf) -> HostConfig {
+        HostConfig {
+            name: "h1".into(),
+            address: "127.0.0.1".into(),
+            port,
+            user: "root".into(),
+            key_file: Some(key),
+            known_hosts_file: Some(known),
+            socket: "/var/run/libvirt/libvirt-sock".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn libvirt_calls_flow_over_ssh_to_the_fake_and_rotation_needs_no_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let fake = libvirt_fake::FakeLibvirt::new();
+        let serving = fake.clone();
+        let (key, public) = generate_client_key(dir.path(), KeyKind::Ed25519);
+        let server = TestServer::start(TestServerOptions {
+            authorized: vec![public],
+            channel: ChannelTarget::Handler(Arc::new(move |stream| {
+                let f = serving.clone();
+                Box::pin(async move {
+                    let _ = f.serve(stream).await;
+                })
+            })),
+        })
+        .await;
+        let known = dir.path().join("known_hosts");
+        std::fs::write(&known, format!("{}\n", server.known_hosts_line())).unwrap();
+        let h = host(server.port(), key.clone(), known.clone());
+        let dialer = SshDialer::default();
+
+        let stream = dialer.dial(&h).await.expect("dial over ssh");
+        let (client, conn) = libvirt_rpc::Config::default().attach(stream);
+        tokio::spawn(conn);
+        client.open("qemu:///system").await.expect("open");
+        assert_eq!(client.connect_get_lib_version().await.unwrap(), 9_000_000);
+
+        // Rotation: a new key in the same file, the old one revoked; the next dial
+        // reads the file again.
+        let sub = dir.path().join("next");
+        std::fs::create_dir_all(&sub).unwrap();
+        let (new_key, new_public) = generate_client_key(&sub, KeyKind::Ed25519);
+        server.set_authorized(vec![new_public]);
+        let old = dialer.dial(&h).await.err().expect("the old key is refused");
+        assert!(matches!(old, DialError::AuthFailed(_)), "{old}");
+        std::fs::copy(&new_key, &key).unwrap();
+        dialer
+            .dial(&h)
+            .await
+            .expect("the rotated key is used without a restart");
+
+        // A missing known_hosts file means the secret is not mounted yet.
+        let missing = host(server.port(), key, dir.path().join("absent"));
+        let e = dialer.dial(&missing).await.err().expect("no known_hosts");
+        assert!(matches!(e, DialError::CredentialsUnavailable(_)), "{e}");
+    }
+}

@@ -33,7 +33,7 @@ pub mod xml;
 
 pub use check::EXTRA_REASONS;
 pub use config::{Config, ConfigError};
-pub use dialer::{AsyncReadWrite, DialError, Dialer, LocalSocketDialer};
+pub use dialer::{AsyncReadWrite, DialError, Dialer, LocalSocketDialer, SshDialer};
 pub use errors::{Failure, classify};
 pub use image::{Download, HttpSource, ImageSource};
 pub use iso9660::write_iso;
