@@ -1,10 +1,11 @@
 //! The command-line entry a provider crate wraps in a few lines:
 //!
 //! ```no_run
-//! # use std::sync::Arc;
-//! # fn my_fixture() -> Arc<dyn conformance::fixture::Fixture> { unimplemented!() }
-//! fn main() -> std::process::ExitCode {
-//!     conformance::suite::cli::main(my_fixture())
+//! use std::sync::Arc;
+//!
+//! // In a provider crate, `fixture` is that provider's `Fixture`.
+//! fn run(fixture: Arc<dyn conformance::fixture::Fixture>) -> std::process::ExitCode {
+//!     conformance::suite::cli::main(fixture)
 //! }
 //! ```
 //!
