@@ -1,0 +1,1488 @@
+//! The scripted RPC sequences run on both sides, each step recorded with a
+//! rendering that keeps what must agree and drops what may differ.
+//!
+//! Every name the script creates starts with the run's prefix, so runs on a
+//! shared host never collide, and [`cleanup`] removes everything with that
+//! prefix (domains, their NVRAM, volumes) whatever happened before.
+
+// The renderers take exactly the reference types the recorder hands them, so
+// they can be passed by name.
+#![allow(clippy::ptr_arg)]
+
+use bytes::Bytes;
+use libvirt_rpc::Client;
+use libvirt_wire::{
+    CONNECT_LIST_DOMAINS_ACTIVE, CONNECT_LIST_DOMAINS_INACTIVE, ConnectListAllStoragePoolsArgs,
+    DOMAIN_AFFECT_CONFIG, DOMAIN_AFFECT_CURRENT, DOMAIN_AFFECT_LIVE,
+    DOMAIN_INTERFACE_ADDRESSES_SRC_AGENT, DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE,
+    DOMAIN_METADATA_ELEMENT, DOMAIN_METADATA_TITLE, DOMAIN_UNDEFINE_NVRAM, DOMAIN_XML_INACTIVE,
+    Domain, DomainGetInfoRet, DomainInterface, DomainState, ErrorCode, FEATURE_PROGRAM_KEEPALIVE,
+    Procedure, StoragePool, StoragePoolGetInfoRet, StoragePoolState, StorageVol,
+    StorageVolGetInfoRet, Uuid, calls,
+};
+
+use crate::backend::Backend;
+use crate::data::pattern;
+use crate::record::{Outcome, Recorder, Step};
+use crate::xmlsum::summarise;
+
+/// The names and UUIDs of one run, the same on both sides.
+#[derive(Debug, Clone)]
+pub struct RunNames {
+    /// Prefix of every name the run creates.
+    pub prefix: String,
+    /// The UEFI domain that is started, stopped and undefined.
+    pub uefi: (String, Uuid),
+    /// A UEFI domain that is never started.
+    pub cold: (String, Uuid),
+    /// A BIOS domain made transient while running.
+    pub transient: (String, Uuid),
+    /// A domain that never exists.
+    pub missing: (String, Uuid),
+}
+
+fn wire_uuid() -> Uuid {
+    Uuid(*uuid::Uuid::new_v4().as_bytes())
+}
+
+impl RunNames {
+    /// Fresh names under a random prefix `fid-xxxxxxxx`.
+    pub fn new() -> Self {
+        let tag = uuid::Uuid::new_v4().simple().to_string();
+        Self::with_prefix(&format!("fid-{}", &tag[..8]))
+    }
+
+    /// Names under `prefix`, with fresh UUIDs.
+    pub fn with_prefix(prefix: &str) -> Self {
+        let n = |s: &str| (format!("{prefix}-{s}"), wire_uuid());
+        RunNames {
+            prefix: prefix.to_owned(),
+            uefi: n("uefi"),
+            cold: n("cold"),
+            transient: n("transient"),
+            missing: n("missing"),
+        }
+    }
+
+    fn teach(&self, rec: &mut Recorder) {
+        for (label, (_, uuid)) in [
+            ("uefi", &self.uefi),
+            ("cold", &self.cold),
+            ("transient", &self.transient),
+            ("missing", &self.missing),
+        ] {
+            rec.norm
+                .replace(uuid.to_string(), format!("<uuid:{label}>"));
+        }
+    }
+}
+
+impl Default for RunNames {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The namespace of the metadata element the script writes.
+pub const META_URI: &str = "https://example.org/kvm2-fidelity/1";
+/// Bytes uploaded by the small upload step (two stream packets).
+pub const SMALL_UPLOAD: usize = 300_000;
+/// Capacity of the raw volume.
+pub const RAW_CAPACITY: u64 = 1 << 20;
+
+/// A UEFI domain (secure boot off) that QEMU can start under TCG with no disk.
+pub fn uefi_xml(name: &str, uuid: &Uuid) -> String {
+    format!(
+        "<domain type='qemu'>
+  <name>{name}</name>
+  <uuid>{uuid}</uuid>
+  <memory unit='KiB'>262144</memory>
+  <vcpu>1</vcpu>
+  <os firmware='efi'>
+    <type arch='x86_64' machine='q35'>hvm</type>
+    <firmware>
+      <feature enabled='no' name='secure-boot'/>
+      <feature enabled='no' name='enrolled-keys'/>
+    </firmware>
+  </os>
+  <features><acpi/></features>
+  <devices><memballoon model='none'/></devices>
+</domain>"
+    )
+}
+
+/// A BIOS domain with no disk.
+pub fn bios_xml(name: &str, uuid: &Uuid) -> String {
+    format!(
+        "<domain type='qemu'>
+  <name>{name}</name>
+  <uuid>{uuid}</uuid>
+  <memory unit='KiB'>65536</memory>
+  <vcpu>1</vcpu>
+  <os><type arch='x86_64' machine='pc'>hvm</type></os>
+  <devices><memballoon model='none'/></devices>
+</domain>"
+    )
+}
+
+/// A raw volume with no space allocated up front.
+pub fn raw_volume_xml(name: &str, capacity: u64) -> String {
+    format!(
+        "<volume><name>{name}</name><capacity unit='bytes'>{capacity}</capacity>\
+         <allocation unit='bytes'>0</allocation><target><format type='raw'/></target></volume>"
+    )
+}
+
+/// A qcow2 volume backed by `backing` (a raw file).
+pub fn overlay_xml(name: &str, capacity: u64, backing: &str) -> String {
+    format!(
+        "<volume><name>{name}</name><capacity unit='bytes'>{capacity}</capacity>\
+         <target><format type='qcow2'/></target>\
+         <backingStore><path>{backing}</path><format type='raw'/></backingStore></volume>"
+    )
+}
+
+fn metadata(value: &str) -> String {
+    format!(
+        "<instance managed=\"yes\" uid=\"u-1\" createdAt=\"2026-01-01T00:00:00Z\"><tag>{value}</tag></instance>"
+    )
+}
+
+/// `name uuid active|inactive`.
+pub fn show_dom(d: &Domain) -> String {
+    let id = match d.id {
+        -1 => "inactive".to_owned(),
+        n if n >= 1 => "active".to_owned(),
+        n => format!("id={n}"),
+    };
+    format!("{} uuid={} {id}", d.name, d.uuid)
+}
+
+fn show_pool(p: &StoragePool) -> String {
+    format!("{} uuid={}", p.name, p.uuid)
+}
+
+fn show_vol(v: &StorageVol) -> String {
+    format!("pool={} name={} key={}", v.pool, v.name, v.key)
+}
+
+fn show_state((s, r): &(DomainState, i32)) -> String {
+    format!("{} reason={r}", s.name().unwrap_or("?"))
+}
+
+/// State, memory and vCPUs exactly; CPU time only as zero or not.
+pub fn show_info(i: &DomainGetInfoRet) -> String {
+    format!(
+        "state={} max_mem={} memory={} vcpus={} cpu_time={}",
+        DomainState::from_raw(i32::from(i.state))
+            .name()
+            .unwrap_or("?"),
+        i.max_mem,
+        i.memory,
+        i.nr_virt_cpu,
+        if i.cpu_time == 0 { "zero" } else { "nonzero" }
+    )
+}
+
+/// The pool's state exactly; its sizes are the host file system's, so only
+/// their consistency is shown.
+pub fn show_pool_info(i: &StoragePoolGetInfoRet) -> String {
+    format!(
+        "state={} capacity>0={} allocation<=capacity={} available<=capacity={}",
+        StoragePoolState::from_raw(i32::from(i.state))
+            .name()
+            .unwrap_or("?"),
+        i.capacity > 0,
+        i.allocation <= i.capacity,
+        i.available <= i.capacity
+    )
+}
+
+/// Allocation granule used to compare volume allocations: file systems
+/// allocate whole blocks, the fake counts bytes.
+pub const BLOCK: u64 = 4096;
+
+/// Type and capacity exactly; allocation rounded up to whole 4 KiB blocks.
+pub fn show_vol_info(i: &StorageVolGetInfoRet) -> String {
+    format!(
+        "type={} capacity={} allocation_blocks={}",
+        i.kind,
+        i.capacity,
+        i.allocation.div_ceil(BLOCK)
+    )
+}
+
+fn show_ifaces(v: &[DomainInterface]) -> String {
+    let parts: Vec<String> = v
+        .iter()
+        .map(|i| {
+            let addrs: Vec<String> = i
+                .addrs
+                .iter()
+                .map(|a| format!("{}/{}", a.addr, a.prefix))
+                .collect();
+            format!("{}[{}]", i.name, addrs.join(","))
+        })
+        .collect();
+    format!("[{}]", parts.join(" "))
+}
+
+fn show_unit(_: &()) -> String {
+    String::new()
+}
+
+fn show_xml(xml: &String) -> String {
+    match summarise(xml) {
+        Ok(s) => s.to_string(),
+        Err(e) => format!("unparsable: {e}"),
+    }
+}
+
+/// The live XML of a running domain. libvirt 9.0 resolves `<os
+/// firmware='efi'>` into loader and NVRAM paths at start and drops the
+/// attribute from the live definition; 11.x keeps it. The firmware is
+/// therefore only a detail here.
+fn show_live_xml(xml: &String) -> (String, Option<String>) {
+    match summarise(xml) {
+        Ok(mut s) => {
+            let firmware = s.firmware.take();
+            (
+                s.to_string(),
+                Some(format!(
+                    "os firmware attribute: {}",
+                    firmware.as_deref().unwrap_or("absent")
+                )),
+            )
+        }
+        Err(e) => (format!("unparsable: {e}"), None),
+    }
+}
+
+/// Metadata as returned: the value compared is the XML without
+/// whitespace between tags (libvirt re-indents the element it stores); the
+/// verbatim text is a detail.
+fn show_metadata(m: &String) -> (String, Option<String>) {
+    (squeeze_xml(m), Some(m.clone()))
+}
+
+/// Drops whitespace-only text between tags.
+pub fn squeeze_xml(xml: &str) -> String {
+    let mut out = String::with_capacity(xml.len());
+    let mut rest = xml.trim();
+    while let Some(i) = rest.find('>') {
+        out.push_str(&rest[..=i]);
+        rest = &rest[i + 1..];
+        let next = rest.find('<').unwrap_or(rest.len());
+        if rest[..next].trim().is_empty() {
+            rest = &rest[next..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+async fn list_ours(c: &Client, prefix: &str, flags: u32) -> libvirt_rpc::Result<Vec<Domain>> {
+    let mut v: Vec<Domain> = c
+        .connect_list_all_domains(flags)
+        .await?
+        .into_iter()
+        .filter(|d| d.name.starts_with(prefix))
+        .collect();
+    v.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(v)
+}
+
+async fn list_vols(
+    c: &Client,
+    pool: &StoragePool,
+    prefix: &str,
+) -> libvirt_rpc::Result<Vec<StorageVol>> {
+    let mut v: Vec<StorageVol> = c
+        .storage_pool_list_all_volumes(pool)
+        .await?
+        .into_iter()
+        .filter(|v| v.name.starts_with(prefix))
+        .collect();
+    v.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(v)
+}
+
+fn show_doms(v: &Vec<Domain>) -> String {
+    let s: Vec<String> = v.iter().map(show_dom).collect();
+    format!("[{}]", s.join("; "))
+}
+
+fn show_vols(v: &Vec<StorageVol>) -> String {
+    let s: Vec<String> = v.iter().map(|v| v.name.clone()).collect();
+    format!("[{}]", s.join(", "))
+}
+
+/// Uploads `data` at `offset` (declared `length`) and finishes; any error,
+/// from the call or the stream, is the step's outcome.
+async fn upload(
+    c: &Client,
+    vol: &StorageVol,
+    offset: u64,
+    length: u64,
+    data: Bytes,
+) -> libvirt_rpc::Result<u64> {
+    let mut up = c.storage_vol_upload(vol, offset, length, 0).await?;
+    up.write(data).await?;
+    up.finish().await
+}
+
+const NO_HANDLE: &str = "no handle from an earlier step";
+
+/// Runs every sequence on one side and returns its recording (not yet
+/// normalised). Never panics on a libvirt answer: each is recorded.
+pub async fn run(b: &Backend, names: &RunNames) -> Recorder {
+    let mut rec = Recorder::new();
+    names.teach(&mut rec);
+    rec.norm.replace(names.prefix.clone(), "<run>");
+    connect(b, &mut rec).await;
+    let pool = storage_pool(b, names, &mut rec).await;
+    match pool {
+        Some(pool) => volumes(b, names, &pool, &mut rec).await,
+        None => rec.push("volumes", "-", Outcome::Skipped("no pool".into())),
+    }
+    missing_domain(b, names, &mut rec).await;
+    bad_definitions(b, names, &mut rec).await;
+    uefi_lifecycle(b, names, &mut rec).await;
+    never_started(b, names, &mut rec).await;
+    transient(b, names, &mut rec).await;
+    second_open(b, names, &mut rec).await;
+    rec
+}
+
+/// A second `CONNECT_OPEN` on an open connection, on a connection of its own
+/// (what it does to the connection is part of what is compared).
+async fn second_open(b: &Backend, names: &RunNames, rec: &mut Recorder) {
+    rec.sequence("second open");
+    let c = match b.new_client().await {
+        Ok(c) => c,
+        Err(e) => {
+            rec.push("connect", "-", Outcome::Failed(e));
+            return;
+        }
+    };
+    let uri = crate::target::URI;
+    rec.call("open", Procedure::ConnectOpen, c.open(uri).await, show_unit);
+    rec.call(
+        "open again",
+        Procedure::ConnectOpen,
+        c.connect_open(uri).await,
+        show_unit,
+    );
+    rec.call(
+        "uri after",
+        Procedure::ConnectGetUri,
+        c.connect_get_uri().await,
+        |u| u.clone(),
+    );
+    rec.call(
+        "lookup domain after",
+        Procedure::DomainLookupByName,
+        c.domain_lookup_by_name(&names.missing.0).await,
+        show_dom,
+    );
+    rec.call(
+        "lookup pool after",
+        Procedure::StoragePoolLookupByName,
+        c.storage_pool_lookup_by_name(&b.pool).await,
+        show_pool,
+    );
+    rec.call(
+        "close",
+        Procedure::ConnectClose,
+        c.connect_close().await,
+        show_unit,
+    );
+    rec.call(
+        "call after close",
+        Procedure::ConnectGetLibVersion,
+        c.connect_get_lib_version().await,
+        |_| "answered".to_owned(),
+    );
+}
+
+async fn connect(b: &Backend, rec: &mut Recorder) {
+    let c = &b.client;
+    rec.sequence("connect");
+    rec.call("auth list", Procedure::AuthList, c.auth_list().await, |t| {
+        format!("{t:?}")
+    });
+    rec.call(
+        "uri",
+        Procedure::ConnectGetUri,
+        c.connect_get_uri().await,
+        |u| u.clone(),
+    );
+    rec.call(
+        "lib version",
+        Procedure::ConnectGetLibVersion,
+        c.connect_get_lib_version().await,
+        |v| format!("at least 9.0.0: {}", *v >= 9_000_000),
+    );
+    rec.call(
+        "hostname",
+        Procedure::ConnectGetHostname,
+        c.connect_get_hostname().await,
+        |h| format!("non-empty: {}", !h.is_empty()),
+    );
+    rec.call(
+        "capabilities",
+        Procedure::ConnectGetCapabilities,
+        c.connect_get_capabilities().await,
+        |x| {
+            format!(
+                "root={} x86_64={} hvm={} qemu-domains={}",
+                x.trim_start().starts_with("<capabilities>"),
+                x.contains("<arch>x86_64</arch>"),
+                x.contains("<os_type>hvm</os_type>"),
+                x.contains("<domain type='qemu'")
+            )
+        },
+    );
+    rec.call(
+        "keepalive feature",
+        Procedure::ConnectSupportsFeature,
+        c.connect_supports_feature(FEATURE_PROGRAM_KEEPALIVE).await,
+        |s| s.to_string(),
+    );
+    rec.call(
+        "unknown feature",
+        Procedure::ConnectSupportsFeature,
+        c.connect_supports_feature(9999).await,
+        |s| s.to_string(),
+    );
+    let pools = c
+        .call::<calls::ConnectListAllStoragePools>(&ConnectListAllStoragePoolsArgs {
+            need_results: 1,
+            flags: 0,
+        })
+        .await;
+    rec.call(
+        "list pools",
+        Procedure::ConnectListAllStoragePools,
+        pools,
+        |r| {
+            format!(
+                "includes {}: {}, count matches: {}",
+                b.pool,
+                r.pools.iter().any(|p| p.name == b.pool),
+                r.ret as usize == r.pools.len()
+            )
+        },
+    );
+}
+
+async fn storage_pool(b: &Backend, names: &RunNames, rec: &mut Recorder) -> Option<StoragePool> {
+    let c = &b.client;
+    rec.sequence("pool");
+    let pool = rec.call(
+        "lookup",
+        Procedure::StoragePoolLookupByName,
+        c.storage_pool_lookup_by_name(&b.pool).await,
+        show_pool,
+    );
+    if let Some(p) = &pool {
+        rec.norm.replace(p.uuid.to_string(), "<uuid:pool>");
+    }
+    rec.call(
+        "lookup missing",
+        Procedure::StoragePoolLookupByName,
+        c.storage_pool_lookup_by_name(&format!("{}-no-pool", names.prefix))
+            .await,
+        show_pool,
+    );
+    let ghost = StoragePool {
+        name: format!("{}-no-pool", names.prefix),
+        uuid: names.missing.1,
+    };
+    rec.call(
+        "info of a missing pool",
+        Procedure::StoragePoolGetInfo,
+        c.storage_pool_get_info(&ghost).await,
+        show_pool_info,
+    );
+    rec.call(
+        "refresh a missing pool",
+        Procedure::StoragePoolRefresh,
+        c.storage_pool_refresh(&ghost).await,
+        show_unit,
+    );
+    let Some(pool) = pool else {
+        rec.skip("info", Procedure::StoragePoolGetInfo, NO_HANDLE);
+        return None;
+    };
+    rec.call(
+        "info",
+        Procedure::StoragePoolGetInfo,
+        c.storage_pool_get_info(&pool).await,
+        show_pool_info,
+    );
+    rec.call(
+        "refresh",
+        Procedure::StoragePoolRefresh,
+        c.storage_pool_refresh(&pool).await,
+        show_unit,
+    );
+    rec.call(
+        "list volumes before",
+        Procedure::StoragePoolListAllVolumes,
+        list_vols(c, &pool, &names.prefix).await,
+        show_vols,
+    );
+    Some(pool)
+}
+
+async fn volumes(b: &Backend, names: &RunNames, pool: &StoragePool, rec: &mut Recorder) {
+    let c = &b.client;
+    rec.sequence("volume");
+    let raw_name = format!("{}-raw.img", names.prefix);
+    let raw_xml = raw_volume_xml(&raw_name, RAW_CAPACITY);
+    let vol = rec.call(
+        "create raw",
+        Procedure::StorageVolCreateXml,
+        c.storage_vol_create_xml(pool, &raw_xml, 0).await,
+        show_vol,
+    );
+    rec.call(
+        "create raw again",
+        Procedure::StorageVolCreateXml,
+        c.storage_vol_create_xml(pool, &raw_xml, 0).await,
+        show_vol,
+    );
+    rec.call(
+        "lookup",
+        Procedure::StorageVolLookupByName,
+        c.storage_vol_lookup_by_name(pool, &raw_name).await,
+        show_vol,
+    );
+    rec.call(
+        "lookup missing",
+        Procedure::StorageVolLookupByName,
+        c.storage_vol_lookup_by_name(pool, &format!("{}-nothing", names.prefix))
+            .await,
+        show_vol,
+    );
+    let Some(vol) = vol else {
+        rec.skip("path", Procedure::StorageVolGetPath, NO_HANDLE);
+        return;
+    };
+    let path = rec.call(
+        "path",
+        Procedure::StorageVolGetPath,
+        c.storage_vol_get_path(&vol).await,
+        |p| p.clone(),
+    );
+    if let Some((root, _)) = path.as_deref().and_then(|p| p.rsplit_once('/')) {
+        rec.norm.replace(root.to_owned(), "<pool-root>");
+    }
+    rec.call(
+        "info new",
+        Procedure::StorageVolGetInfo,
+        c.storage_vol_get_info(&vol).await,
+        show_vol_info,
+    );
+    rec.call(
+        "list volumes",
+        Procedure::StoragePoolListAllVolumes,
+        list_vols(c, pool, &names.prefix).await,
+        show_vols,
+    );
+
+    let data = pattern(SMALL_UPLOAD, 7);
+    rec.call(
+        "upload",
+        Procedure::StorageVolUpload,
+        upload(c, &vol, 0, 0, Bytes::from(data.clone())).await,
+        |n| format!("sent {n}"),
+    );
+    rec.call(
+        "info after upload",
+        Procedure::StorageVolGetInfo,
+        c.storage_vol_get_info(&vol).await,
+        show_vol_info,
+    );
+    let read = match &path {
+        Some(p) => b.read_volume(&raw_name, p, SMALL_UPLOAD),
+        None => Err(NO_HANDLE.to_owned()),
+    };
+    rec.push(
+        "read back",
+        "read-file",
+        match read {
+            Ok(bytes) => Outcome::Value(format!(
+                "first {} bytes as uploaded: {}",
+                SMALL_UPLOAD,
+                bytes == data
+            )),
+            Err(e) => Outcome::Failed(e),
+        },
+    );
+    rec.call(
+        "upload more than declared",
+        Procedure::StorageVolUpload,
+        upload(c, &vol, 0, 1000, Bytes::from(pattern(2000, 8))).await,
+        |n| format!("sent {n}"),
+    );
+    rec.call(
+        "upload past the end",
+        Procedure::StorageVolUpload,
+        upload(c, &vol, RAW_CAPACITY + 4096, 0, Bytes::from(pattern(10, 9))).await,
+        |n| format!("sent {n}"),
+    );
+    rec.call(
+        "info after uploads",
+        Procedure::StorageVolGetInfo,
+        c.storage_vol_get_info(&vol).await,
+        show_vol_info,
+    );
+
+    let overlay_name = format!("{}-overlay.qcow2", names.prefix);
+    let overlay = match &path {
+        Some(p) => rec.call(
+            "create overlay",
+            Procedure::StorageVolCreateXml,
+            c.storage_vol_create_xml(pool, &overlay_xml(&overlay_name, RAW_CAPACITY, p), 0)
+                .await,
+            show_vol,
+        ),
+        None => {
+            rec.skip("create overlay", Procedure::StorageVolCreateXml, NO_HANDLE);
+            None
+        }
+    };
+    if let Some(o) = &overlay {
+        rec.call(
+            "overlay info",
+            Procedure::StorageVolGetInfo,
+            c.storage_vol_get_info(o).await,
+            show_vol_info,
+        );
+    }
+    let dangling = match &path {
+        Some(p) => {
+            let root = p.rsplit_once('/').map_or("", |(r, _)| r);
+            overlay_xml(
+                &format!("{}-dangling.qcow2", names.prefix),
+                RAW_CAPACITY,
+                &format!("{root}/{}-absent.img", names.prefix),
+            )
+        }
+        None => String::new(),
+    };
+    rec.call(
+        "create overlay of a missing file",
+        Procedure::StorageVolCreateXml,
+        c.storage_vol_create_xml(pool, &dangling, 0).await,
+        show_vol,
+    );
+    rec.call(
+        "create from bad XML",
+        Procedure::StorageVolCreateXml,
+        c.storage_vol_create_xml(pool, "<volume><name>", 0).await,
+        show_vol,
+    );
+    if let Some(o) = &overlay {
+        rec.call(
+            "delete overlay",
+            Procedure::StorageVolDelete,
+            c.storage_vol_delete(o, 0).await,
+            show_unit,
+        );
+    }
+    rec.call(
+        "delete",
+        Procedure::StorageVolDelete,
+        c.storage_vol_delete(&vol, 0).await,
+        show_unit,
+    );
+    rec.call(
+        "delete again",
+        Procedure::StorageVolDelete,
+        c.storage_vol_delete(&vol, 0).await,
+        show_unit,
+    );
+    rec.call(
+        "info of deleted",
+        Procedure::StorageVolGetInfo,
+        c.storage_vol_get_info(&vol).await,
+        show_vol_info,
+    );
+    rec.call(
+        "path of deleted",
+        Procedure::StorageVolGetPath,
+        c.storage_vol_get_path(&vol).await,
+        |p| p.clone(),
+    );
+    rec.call(
+        "lookup deleted",
+        Procedure::StorageVolLookupByName,
+        c.storage_vol_lookup_by_name(pool, &raw_name).await,
+        show_vol,
+    );
+    rec.call(
+        "upload into deleted",
+        Procedure::StorageVolUpload,
+        upload(c, &vol, 0, 0, Bytes::from_static(b"x")).await,
+        |n| format!("sent {n}"),
+    );
+    rec.call(
+        "refresh",
+        Procedure::StoragePoolRefresh,
+        c.storage_pool_refresh(pool).await,
+        show_unit,
+    );
+    rec.call(
+        "list volumes after",
+        Procedure::StoragePoolListAllVolumes,
+        list_vols(c, pool, &names.prefix).await,
+        show_vols,
+    );
+}
+
+async fn missing_domain(b: &Backend, names: &RunNames, rec: &mut Recorder) {
+    let c = &b.client;
+    rec.sequence("missing domain");
+    let (name, uuid) = &names.missing;
+    rec.call(
+        "lookup by name",
+        Procedure::DomainLookupByName,
+        c.domain_lookup_by_name(name).await,
+        show_dom,
+    );
+    rec.call(
+        "lookup by uuid",
+        Procedure::DomainLookupByUuid,
+        c.domain_lookup_by_uuid(*uuid).await,
+        show_dom,
+    );
+    let ghost = Domain {
+        name: name.clone(),
+        uuid: *uuid,
+        id: -1,
+    };
+    rec.call(
+        "state",
+        Procedure::DomainGetState,
+        c.domain_get_state(&ghost).await,
+        show_state,
+    );
+    rec.call(
+        "info",
+        Procedure::DomainGetInfo,
+        c.domain_get_info(&ghost).await,
+        show_info,
+    );
+    rec.call(
+        "xml",
+        Procedure::DomainGetXmlDesc,
+        c.domain_get_xml_desc(&ghost, 0).await,
+        show_xml,
+    );
+    rec.call(
+        "start",
+        Procedure::DomainCreateWithFlags,
+        c.domain_create_with_flags(&ghost, 0).await,
+        show_dom,
+    );
+    rec.call(
+        "destroy",
+        Procedure::DomainDestroy,
+        c.domain_destroy(&ghost).await,
+        show_unit,
+    );
+    rec.call(
+        "shutdown",
+        Procedure::DomainShutdownFlags,
+        c.domain_shutdown_flags(&ghost, 0).await,
+        show_unit,
+    );
+    rec.call(
+        "undefine",
+        Procedure::DomainUndefineFlags,
+        c.domain_undefine_flags(&ghost, DOMAIN_UNDEFINE_NVRAM).await,
+        show_unit,
+    );
+    rec.call(
+        "get metadata",
+        Procedure::DomainGetMetadata,
+        c.domain_get_metadata(&ghost, DOMAIN_METADATA_ELEMENT, Some(META_URI), 0)
+            .await,
+        |m| m.clone(),
+    );
+    rec.call(
+        "set metadata",
+        Procedure::DomainSetMetadata,
+        c.domain_set_metadata(
+            &ghost,
+            DOMAIN_METADATA_ELEMENT,
+            Some(&metadata("x")),
+            Some("fid"),
+            Some(META_URI),
+            DOMAIN_AFFECT_CONFIG,
+        )
+        .await,
+        show_unit,
+    );
+    rec.call(
+        "addresses",
+        Procedure::DomainInterfaceAddresses,
+        c.domain_interface_addresses(&ghost, DOMAIN_INTERFACE_ADDRESSES_SRC_AGENT, 0)
+            .await,
+        |v| show_ifaces(v),
+    );
+}
+
+async fn bad_definitions(b: &Backend, names: &RunNames, rec: &mut Recorder) {
+    let c = &b.client;
+    rec.sequence("bad definitions");
+    rec.call(
+        "malformed XML",
+        Procedure::DomainDefineXml,
+        c.domain_define_xml("<domain type='qemu'><name>").await,
+        show_dom,
+    );
+    rec.call(
+        "no name",
+        Procedure::DomainDefineXml,
+        c.domain_define_xml("<domain type='qemu'><memory>65536</memory></domain>")
+            .await,
+        show_dom,
+    );
+    let bad_uuid = format!(
+        "<domain type='qemu'><name>{}-baduuid</name><uuid>not-a-uuid</uuid>\
+         <memory>65536</memory><os><type>hvm</type></os></domain>",
+        names.prefix
+    );
+    rec.call(
+        "bad uuid",
+        Procedure::DomainDefineXml,
+        c.domain_define_xml(&bad_uuid).await,
+        show_dom,
+    );
+}
+
+async fn uefi_lifecycle(b: &Backend, names: &RunNames, rec: &mut Recorder) {
+    let c = &b.client;
+    rec.sequence("uefi domain");
+    let (name, uuid) = &names.uefi;
+    let xml = uefi_xml(name, uuid);
+    let Some(dom) = rec.call(
+        "define",
+        Procedure::DomainDefineXml,
+        c.domain_define_xml(&xml).await,
+        show_dom,
+    ) else {
+        return;
+    };
+    rec.call(
+        "lookup by name",
+        Procedure::DomainLookupByName,
+        c.domain_lookup_by_name(name).await,
+        show_dom,
+    );
+    rec.call(
+        "lookup by uuid",
+        Procedure::DomainLookupByUuid,
+        c.domain_lookup_by_uuid(*uuid).await,
+        show_dom,
+    );
+    rec.call(
+        "state defined",
+        Procedure::DomainGetState,
+        c.domain_get_state(&dom).await,
+        show_state,
+    );
+    rec.call(
+        "info defined",
+        Procedure::DomainGetInfo,
+        c.domain_get_info(&dom).await,
+        show_info,
+    );
+    rec.call(
+        "xml defined",
+        Procedure::DomainGetXmlDesc,
+        c.domain_get_xml_desc(&dom, 0).await,
+        show_xml,
+    );
+    rec.call(
+        "list all",
+        Procedure::ConnectListAllDomains,
+        list_ours(c, &names.prefix, 0).await,
+        show_doms,
+    );
+    rec.call(
+        "list active",
+        Procedure::ConnectListAllDomains,
+        list_ours(c, &names.prefix, CONNECT_LIST_DOMAINS_ACTIVE).await,
+        show_doms,
+    );
+    rec.call(
+        "list inactive",
+        Procedure::ConnectListAllDomains,
+        list_ours(c, &names.prefix, CONNECT_LIST_DOMAINS_INACTIVE).await,
+        show_doms,
+    );
+    rec.call(
+        "define again",
+        Procedure::DomainDefineXml,
+        c.domain_define_xml(&xml).await,
+        show_dom,
+    );
+    rec.call(
+        "define the name with another uuid",
+        Procedure::DomainDefineXml,
+        c.domain_define_xml(&uefi_xml(name, &names.missing.1)).await,
+        show_dom,
+    );
+
+    // Metadata on the inactive domain.
+    let get = |flags: u32, uri: &'static str| {
+        let dom = dom.clone();
+        async move {
+            c.domain_get_metadata(&dom, DOMAIN_METADATA_ELEMENT, Some(uri), flags)
+                .await
+        }
+    };
+    let set = |flags: u32, value: &'static str| {
+        let dom = dom.clone();
+        async move {
+            c.domain_set_metadata(
+                &dom,
+                DOMAIN_METADATA_ELEMENT,
+                Some(&metadata(value)),
+                Some("fid"),
+                Some(META_URI),
+                flags,
+            )
+            .await
+        }
+    };
+    let same = show_metadata;
+    rec.call_detailed(
+        "metadata absent",
+        Procedure::DomainGetMetadata,
+        get(DOMAIN_AFFECT_CURRENT, META_URI).await,
+        same,
+    );
+    rec.call(
+        "set metadata live while inactive",
+        Procedure::DomainSetMetadata,
+        set(DOMAIN_AFFECT_LIVE, "v0").await,
+        show_unit,
+    );
+    rec.call(
+        "set metadata config",
+        Procedure::DomainSetMetadata,
+        set(DOMAIN_AFFECT_CONFIG, "v1").await,
+        show_unit,
+    );
+    rec.call_detailed(
+        "get metadata config",
+        Procedure::DomainGetMetadata,
+        get(DOMAIN_AFFECT_CONFIG, META_URI).await,
+        same,
+    );
+    rec.call_detailed(
+        "get metadata current",
+        Procedure::DomainGetMetadata,
+        get(DOMAIN_AFFECT_CURRENT, META_URI).await,
+        same,
+    );
+    rec.call_detailed(
+        "get metadata live while inactive",
+        Procedure::DomainGetMetadata,
+        get(DOMAIN_AFFECT_LIVE, META_URI).await,
+        same,
+    );
+    rec.call_detailed(
+        "get metadata live and config",
+        Procedure::DomainGetMetadata,
+        get(DOMAIN_AFFECT_LIVE | DOMAIN_AFFECT_CONFIG, META_URI).await,
+        same,
+    );
+    rec.call_detailed(
+        "get metadata of another namespace",
+        Procedure::DomainGetMetadata,
+        get(DOMAIN_AFFECT_CURRENT, "https://example.org/other/1").await,
+        same,
+    );
+    rec.call(
+        "xml with metadata",
+        Procedure::DomainGetXmlDesc,
+        c.domain_get_xml_desc(&dom, 0).await,
+        show_xml,
+    );
+    rec.call(
+        "set title",
+        Procedure::DomainSetMetadata,
+        c.domain_set_metadata(
+            &dom,
+            DOMAIN_METADATA_TITLE,
+            Some("fidelity title"),
+            None,
+            None,
+            DOMAIN_AFFECT_CONFIG,
+        )
+        .await,
+        show_unit,
+    );
+    rec.call(
+        "get title",
+        Procedure::DomainGetMetadata,
+        c.domain_get_metadata(&dom, DOMAIN_METADATA_TITLE, None, 0)
+            .await,
+        |t| t.clone(),
+    );
+    rec.call_detailed(
+        "element without uri",
+        Procedure::DomainGetMetadata,
+        c.domain_get_metadata(&dom, DOMAIN_METADATA_ELEMENT, None, 0)
+            .await,
+        same,
+    );
+
+    // Calls that need a running domain.
+    rec.call(
+        "destroy inactive",
+        Procedure::DomainDestroy,
+        c.domain_destroy(&dom).await,
+        show_unit,
+    );
+    rec.call(
+        "shutdown inactive",
+        Procedure::DomainShutdownFlags,
+        c.domain_shutdown_flags(&dom, 0).await,
+        show_unit,
+    );
+    rec.call(
+        "addresses inactive",
+        Procedure::DomainInterfaceAddresses,
+        c.domain_interface_addresses(&dom, DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE, 0)
+            .await,
+        |v| show_ifaces(v),
+    );
+
+    // First start.
+    let Some(running) = rec.call(
+        "start",
+        Procedure::DomainCreateWithFlags,
+        c.domain_create_with_flags(&dom, 0).await,
+        show_dom,
+    ) else {
+        return;
+    };
+    rec.call(
+        "state running",
+        Procedure::DomainGetState,
+        c.domain_get_state(&running).await,
+        show_state,
+    );
+    rec.call(
+        "state through the old handle",
+        Procedure::DomainGetState,
+        c.domain_get_state(&dom).await,
+        show_state,
+    );
+    rec.call(
+        "info running",
+        Procedure::DomainGetInfo,
+        c.domain_get_info(&running).await,
+        show_info,
+    );
+    rec.call(
+        "lookup running",
+        Procedure::DomainLookupByName,
+        c.domain_lookup_by_name(name).await,
+        show_dom,
+    );
+    rec.call(
+        "list active running",
+        Procedure::ConnectListAllDomains,
+        list_ours(c, &names.prefix, CONNECT_LIST_DOMAINS_ACTIVE).await,
+        show_doms,
+    );
+    rec.call(
+        "start again",
+        Procedure::DomainCreate,
+        c.domain_create(&running).await,
+        show_unit,
+    );
+    rec.call_detailed(
+        "xml running",
+        Procedure::DomainGetXmlDesc,
+        c.domain_get_xml_desc(&running, 0).await,
+        show_live_xml,
+    );
+    rec.call(
+        "xml inactive while running",
+        Procedure::DomainGetXmlDesc,
+        c.domain_get_xml_desc(&running, DOMAIN_XML_INACTIVE).await,
+        show_xml,
+    );
+    rec.call(
+        "set metadata current while running",
+        Procedure::DomainSetMetadata,
+        set(DOMAIN_AFFECT_CURRENT, "v2").await,
+        show_unit,
+    );
+    rec.call_detailed(
+        "get metadata live",
+        Procedure::DomainGetMetadata,
+        get(DOMAIN_AFFECT_LIVE, META_URI).await,
+        same,
+    );
+    rec.call_detailed(
+        "get metadata config while running",
+        Procedure::DomainGetMetadata,
+        get(DOMAIN_AFFECT_CONFIG, META_URI).await,
+        same,
+    );
+    rec.call(
+        "set metadata live and config",
+        Procedure::DomainSetMetadata,
+        set(DOMAIN_AFFECT_LIVE | DOMAIN_AFFECT_CONFIG, "v3").await,
+        show_unit,
+    );
+    rec.call_detailed(
+        "get metadata config after both",
+        Procedure::DomainGetMetadata,
+        get(DOMAIN_AFFECT_CONFIG, META_URI).await,
+        same,
+    );
+    rec.call(
+        "remove metadata live",
+        Procedure::DomainSetMetadata,
+        c.domain_set_metadata(
+            &running,
+            DOMAIN_METADATA_ELEMENT,
+            None,
+            None,
+            Some(META_URI),
+            DOMAIN_AFFECT_LIVE,
+        )
+        .await,
+        show_unit,
+    );
+    rec.call_detailed(
+        "get metadata live after removal",
+        Procedure::DomainGetMetadata,
+        get(DOMAIN_AFFECT_LIVE, META_URI).await,
+        same,
+    );
+    rec.call(
+        "agent addresses without an agent",
+        Procedure::DomainInterfaceAddresses,
+        c.domain_interface_addresses(&running, DOMAIN_INTERFACE_ADDRESSES_SRC_AGENT, 0)
+            .await,
+        |v| show_ifaces(v),
+    );
+    rec.call(
+        "lease addresses",
+        Procedure::DomainInterfaceAddresses,
+        c.domain_interface_addresses(&running, DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE, 0)
+            .await,
+        |v| show_ifaces(v),
+    );
+    rec.call(
+        "undefine while running without nvram flag",
+        Procedure::DomainUndefineFlags,
+        c.domain_undefine_flags(&running, 0).await,
+        show_unit,
+    );
+    rec.call(
+        "destroy",
+        Procedure::DomainDestroy,
+        c.domain_destroy(&running).await,
+        show_unit,
+    );
+    rec.call(
+        "state destroyed",
+        Procedure::DomainGetState,
+        c.domain_get_state(&dom).await,
+        show_state,
+    );
+    rec.call(
+        "info destroyed",
+        Procedure::DomainGetInfo,
+        c.domain_get_info(&dom).await,
+        show_info,
+    );
+    rec.call(
+        "destroy again",
+        Procedure::DomainDestroy,
+        c.domain_destroy(&running).await,
+        show_unit,
+    );
+
+    // Second start, through the older procedure, stopped with flags.
+    rec.call(
+        "start with DomainCreate",
+        Procedure::DomainCreate,
+        c.domain_create(&dom).await,
+        show_unit,
+    );
+    rec.call(
+        "state restarted",
+        Procedure::DomainGetState,
+        c.domain_get_state(&dom).await,
+        show_state,
+    );
+    rec.call(
+        "destroy with flags",
+        Procedure::DomainDestroyFlags,
+        c.domain_destroy_flags(&dom, 0).await,
+        show_unit,
+    );
+    rec.call(
+        "state after destroy with flags",
+        Procedure::DomainGetState,
+        c.domain_get_state(&dom).await,
+        show_state,
+    );
+    rec.call(
+        "undefine without nvram flag",
+        Procedure::DomainUndefineFlags,
+        c.domain_undefine_flags(&dom, 0).await,
+        show_unit,
+    );
+    rec.call(
+        "lookup after refused undefine",
+        Procedure::DomainLookupByName,
+        c.domain_lookup_by_name(name).await,
+        show_dom,
+    );
+    rec.call(
+        "undefine with nvram flag",
+        Procedure::DomainUndefineFlags,
+        c.domain_undefine_flags(&dom, DOMAIN_UNDEFINE_NVRAM).await,
+        show_unit,
+    );
+    rec.call(
+        "lookup undefined",
+        Procedure::DomainLookupByName,
+        c.domain_lookup_by_name(name).await,
+        show_dom,
+    );
+    rec.call(
+        "state undefined",
+        Procedure::DomainGetState,
+        c.domain_get_state(&dom).await,
+        show_state,
+    );
+    rec.call(
+        "undefine undefined",
+        Procedure::DomainUndefineFlags,
+        c.domain_undefine_flags(&dom, DOMAIN_UNDEFINE_NVRAM).await,
+        show_unit,
+    );
+}
+
+async fn never_started(b: &Backend, names: &RunNames, rec: &mut Recorder) {
+    let c = &b.client;
+    rec.sequence("uefi domain never started");
+    let (name, uuid) = &names.cold;
+    let Some(dom) = rec.call(
+        "define",
+        Procedure::DomainDefineXml,
+        c.domain_define_xml(&uefi_xml(name, uuid)).await,
+        show_dom,
+    ) else {
+        return;
+    };
+    rec.call(
+        "undefine without nvram flag",
+        Procedure::DomainUndefineFlags,
+        c.domain_undefine_flags(&dom, 0).await,
+        show_unit,
+    );
+    rec.call(
+        "lookup after undefine",
+        Procedure::DomainLookupByName,
+        c.domain_lookup_by_name(name).await,
+        show_dom,
+    );
+}
+
+async fn transient(b: &Backend, names: &RunNames, rec: &mut Recorder) {
+    let c = &b.client;
+    rec.sequence("bios domain made transient");
+    let (name, uuid) = &names.transient;
+    let Some(dom) = rec.call(
+        "define",
+        Procedure::DomainDefineXmlFlags,
+        c.domain_define_xml_flags(&bios_xml(name, uuid), 0).await,
+        show_dom,
+    ) else {
+        return;
+    };
+    rec.call(
+        "xml defined",
+        Procedure::DomainGetXmlDesc,
+        c.domain_get_xml_desc(&dom, 0).await,
+        show_xml,
+    );
+    let Some(running) = rec.call(
+        "start",
+        Procedure::DomainCreateWithFlags,
+        c.domain_create_with_flags(&dom, 0).await,
+        show_dom,
+    ) else {
+        return;
+    };
+    rec.call(
+        "undefine while running",
+        Procedure::DomainUndefineFlags,
+        c.domain_undefine_flags(&running, 0).await,
+        show_unit,
+    );
+    rec.call(
+        "state after undefine",
+        Procedure::DomainGetState,
+        c.domain_get_state(&running).await,
+        show_state,
+    );
+    rec.call(
+        "lookup after undefine",
+        Procedure::DomainLookupByName,
+        c.domain_lookup_by_name(name).await,
+        show_dom,
+    );
+    rec.call(
+        "list inactive",
+        Procedure::ConnectListAllDomains,
+        list_ours(c, &names.prefix, CONNECT_LIST_DOMAINS_INACTIVE).await,
+        show_doms,
+    );
+    rec.call(
+        "set metadata config on a transient domain",
+        Procedure::DomainSetMetadata,
+        c.domain_set_metadata(
+            &running,
+            DOMAIN_METADATA_ELEMENT,
+            Some(&metadata("t")),
+            Some("fid"),
+            Some(META_URI),
+            DOMAIN_AFFECT_CONFIG,
+        )
+        .await,
+        show_unit,
+    );
+    rec.call(
+        "set metadata current on a transient domain",
+        Procedure::DomainSetMetadata,
+        c.domain_set_metadata(
+            &running,
+            DOMAIN_METADATA_ELEMENT,
+            Some(&metadata("t")),
+            Some("fid"),
+            Some(META_URI),
+            DOMAIN_AFFECT_CURRENT,
+        )
+        .await,
+        show_unit,
+    );
+    // A guest with no operating system ignores the request; the fake's guests
+    // shut down at once. Only the call's answer is compared.
+    rec.call(
+        "shutdown",
+        Procedure::DomainShutdownFlags,
+        c.domain_shutdown_flags(&running, 0).await,
+        show_unit,
+    );
+}
+
+/// Removes every domain (with its NVRAM) and volume whose name starts with
+/// `prefix`; returns what could not be removed.
+pub async fn cleanup(b: &Backend, prefix: &str) -> Vec<String> {
+    let c = &b.client;
+    let mut problems = Vec::new();
+    if prefix.len() < 4 {
+        return vec![format!("refusing to clean up with the prefix {prefix:?}")];
+    }
+    match list_ours(c, prefix, 0).await {
+        Ok(doms) => {
+            for d in doms {
+                if d.id != -1
+                    && let Err(e) = c.domain_destroy(&d).await
+                    && !is_code(&e, &[ErrorCode::NoDomain, ErrorCode::OperationInvalid])
+                {
+                    problems.push(format!("destroy {}: {e}", d.name));
+                }
+                if let Err(e) = c.domain_undefine_flags(&d, DOMAIN_UNDEFINE_NVRAM).await
+                    && !is_code(&e, &[ErrorCode::NoDomain])
+                {
+                    problems.push(format!("undefine {}: {e}", d.name));
+                }
+            }
+        }
+        Err(e) => problems.push(format!("list domains: {e}")),
+    }
+    match c.storage_pool_lookup_by_name(&b.pool).await {
+        Ok(pool) => match list_vols(c, &pool, prefix).await {
+            Ok(vols) => {
+                for v in vols {
+                    if let Err(e) = c.storage_vol_delete(&v, 0).await
+                        && !is_code(&e, &[ErrorCode::NoStorageVol])
+                    {
+                        problems.push(format!("delete {}: {e}", v.name));
+                    }
+                }
+            }
+            Err(e) => problems.push(format!("list volumes: {e}")),
+        },
+        Err(e) => problems.push(format!("pool {}: {e}", b.pool)),
+    }
+    if let Ok(left) = list_ours(c, prefix, 0).await
+        && !left.is_empty()
+    {
+        problems.push(format!("domains left: {}", show_doms(&left)));
+    }
+    problems
+}
+
+fn is_code(e: &libvirt_rpc::Error, codes: &[ErrorCode]) -> bool {
+    e.as_remote().is_some_and(|r| codes.contains(&r.code))
+}
+
+/// One side's run: its normalised steps and what cleaning up left behind.
+#[derive(Debug, Clone)]
+pub struct SideRun {
+    /// "fake" or "real".
+    pub side: &'static str,
+    /// The normalised steps.
+    pub steps: Vec<Step>,
+    /// Problems met while cleaning up (empty when everything went).
+    pub cleanup: Vec<String>,
+}
+
+/// Runs the script on one side in a task of its own (so that a panic is
+/// recorded rather than skipping the clean-up), then cleans up.
+pub async fn run_side(b: &Backend, names: &RunNames) -> SideRun {
+    let task = {
+        let (b, names) = (b.clone(), names.clone());
+        tokio::spawn(async move { run(&b, &names).await })
+    };
+    let steps = match task.await {
+        Ok(rec) => rec.finish(),
+        Err(e) => {
+            let mut rec = Recorder::new();
+            rec.sequence("script");
+            rec.push(
+                "run",
+                "-",
+                Outcome::Failed(format!("the script panicked: {e}")),
+            );
+            rec.finish()
+        }
+    };
+    let cleanup = cleanup(b, &names.prefix).await;
+    SideRun {
+        side: b.side(),
+        steps,
+        cleanup,
+    }
+}

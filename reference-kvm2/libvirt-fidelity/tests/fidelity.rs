@@ -1,0 +1,58 @@
+//! The fidelity check: the scripted sequences on the fake and on a real
+//! libvirtd, compared step by step. Every difference names its sequence,
+//! step and procedure, with what each side answered.
+//!
+//! Without a real host the comparison is skipped with its reason; the fake
+//! is then still run twice and compared with itself, which proves the
+//! script and its normalisation are deterministic.
+
+use libvirt_fidelity::record::side_by_side;
+use libvirt_fidelity::target::{DEFAULT_POOL, announce};
+use libvirt_fidelity::{Backend, RunNames, compare, real_or_skip, run_side};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fake_agrees_with_itself() {
+    let names = RunNames::new();
+    let a = run_side(&Backend::fake(DEFAULT_POOL).await, &names).await;
+    let b = run_side(&Backend::fake(DEFAULT_POOL).await, &names).await;
+    assert!(a.cleanup.is_empty(), "clean-up: {:?}", a.cleanup);
+    let c = compare(&a.steps, &b.steps);
+    assert!(c.agrees() && c.notes.is_empty(), "{c}");
+    assert!(c.compared > 100, "only {} steps", c.compared);
+    // A few anchors, so a script that records nothing useful cannot pass.
+    let find = |label: &str| {
+        a.steps
+            .iter()
+            .find(|s| s.label == label)
+            .unwrap_or_else(|| panic!("no step {label}"))
+            .outcome
+            .to_string()
+    };
+    assert!(
+        find("get metadata config").contains("<instance managed=\"yes\""),
+        "{}",
+        find("get metadata config")
+    );
+    assert!(find("read back").contains("as uploaded: true"));
+    assert!(find("undefine without nvram flag").contains("VIR_ERR_OPERATION_INVALID"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fake_and_real_libvirt_agree() {
+    let Some(real) = real_or_skip("fake_and_real_libvirt_agree").await else {
+        return;
+    };
+    let names = RunNames::new();
+    let fake = Backend::fake(&real.pool).await;
+    let f = run_side(&fake, &names).await;
+    let r = run_side(&real, &names).await;
+    let c = compare(&f.steps, &r.steps);
+    println!("{}", side_by_side(&f.steps, &r.steps));
+    announce(&format!(
+        "fidelity (prefix {}): {c}real clean-up problems: {:?}",
+        names.prefix, r.cleanup
+    ));
+    assert!(r.cleanup.is_empty(), "real clean-up: {:?}", r.cleanup);
+    assert!(f.cleanup.is_empty(), "fake clean-up: {:?}", f.cleanup);
+    assert!(c.agrees(), "the fake and the real libvirtd disagree:\n{c}");
+}
