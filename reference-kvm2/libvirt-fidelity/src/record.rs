@@ -288,7 +288,23 @@ pub fn error_outcome(e: &libvirt_rpc::Error) -> Outcome {
             ),
             message: r.message().to_owned(),
         },
-        None => Outcome::Failed(e.to_string()),
+        None => Outcome::Failed(failure_class(e).to_owned()),
+    }
+}
+
+/// What kind of non-libvirt failure this is; the text (EOF or reset, for
+/// example) depends on timing and is not compared.
+fn failure_class(e: &libvirt_rpc::Error) -> &'static str {
+    if e.is_timeout() {
+        "deadline exceeded"
+    } else if e.is_protocol() {
+        "protocol violation"
+    } else if e.is_closed() {
+        "connection closed"
+    } else if e.is_encode() {
+        "request not encodable"
+    } else {
+        "client-side failure"
     }
 }
 

@@ -15,10 +15,10 @@ use libvirt_wire::{
     CONNECT_LIST_DOMAINS_ACTIVE, CONNECT_LIST_DOMAINS_INACTIVE, ConnectListAllStoragePoolsArgs,
     DOMAIN_AFFECT_CONFIG, DOMAIN_AFFECT_CURRENT, DOMAIN_AFFECT_LIVE,
     DOMAIN_INTERFACE_ADDRESSES_SRC_AGENT, DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE,
-    DOMAIN_METADATA_ELEMENT, DOMAIN_METADATA_TITLE, DOMAIN_UNDEFINE_NVRAM, DOMAIN_XML_INACTIVE,
-    Domain, DomainGetInfoRet, DomainInterface, DomainState, ErrorCode, FEATURE_PROGRAM_KEEPALIVE,
-    Procedure, StoragePool, StoragePoolGetInfoRet, StoragePoolState, StorageVol,
-    StorageVolGetInfoRet, Uuid, calls,
+    DOMAIN_METADATA_DESCRIPTION, DOMAIN_METADATA_ELEMENT, DOMAIN_METADATA_TITLE,
+    DOMAIN_UNDEFINE_NVRAM, DOMAIN_XML_INACTIVE, Domain, DomainGetInfoRet, DomainInterface,
+    DomainState, ErrorCode, FEATURE_PROGRAM_KEEPALIVE, Procedure, StoragePool,
+    StoragePoolGetInfoRet, StoragePoolState, StorageVol, StorageVolGetInfoRet, Uuid, calls,
 };
 
 use crate::backend::Backend;
@@ -390,6 +390,18 @@ async fn second_open(b: &Backend, names: &RunNames, rec: &mut Recorder) {
         Procedure::StoragePoolLookupByName,
         c.storage_pool_lookup_by_name(&b.pool).await,
         show_pool,
+    );
+    rec.call(
+        "open a third time",
+        Procedure::ConnectOpen,
+        c.connect_open(uri).await,
+        show_unit,
+    );
+    rec.call(
+        "uri after the third open",
+        Procedure::ConnectGetUri,
+        c.connect_get_uri().await,
+        |u| u.clone(),
     );
     rec.call(
         "close",
@@ -1285,14 +1297,40 @@ async fn never_started(b: &Backend, names: &RunNames, rec: &mut Recorder) {
     let c = &b.client;
     rec.sequence("uefi domain never started");
     let (name, uuid) = &names.cold;
+    // With a title and a description in the definition itself.
+    let xml = uefi_xml(name, uuid).replacen(
+        "</uuid>",
+        "</uuid>\n  <title>cold title</title>\n  <description>cold description</description>",
+        1,
+    );
     let Some(dom) = rec.call(
         "define",
         Procedure::DomainDefineXml,
-        c.domain_define_xml(&uefi_xml(name, uuid)).await,
+        c.domain_define_xml(&xml).await,
         show_dom,
     ) else {
         return;
     };
+    rec.call(
+        "title from the definition",
+        Procedure::DomainGetMetadata,
+        c.domain_get_metadata(&dom, DOMAIN_METADATA_TITLE, None, 0)
+            .await,
+        |t| t.clone(),
+    );
+    rec.call(
+        "description from the definition",
+        Procedure::DomainGetMetadata,
+        c.domain_get_metadata(&dom, DOMAIN_METADATA_DESCRIPTION, None, 0)
+            .await,
+        |t| t.clone(),
+    );
+    rec.call(
+        "xml defined",
+        Procedure::DomainGetXmlDesc,
+        c.domain_get_xml_desc(&dom, 0).await,
+        show_xml,
+    );
     rec.call(
         "undefine without nvram flag",
         Procedure::DomainUndefineFlags,
