@@ -1,1 +1,573 @@
-//! placeholder
+//! Every procedure the client has, called on one side with expectations of
+//! its own (not a comparison): what a provider relies on, checked the same
+//! way on the fake and on a real libvirtd. Also a large upload whose bytes
+//! are verified on the far side.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::stream;
+use libvirt_rpc::Client;
+use libvirt_wire::{
+    CONNECT_LIST_DOMAINS_ACTIVE, ConnectListAllStoragePoolsArgs, DOMAIN_AFFECT_CONFIG,
+    DOMAIN_DEFINE_VALIDATE, DOMAIN_INTERFACE_ADDRESSES_SRC_AGENT,
+    DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE, DOMAIN_METADATA_ELEMENT, DOMAIN_UNDEFINE_NVRAM,
+    DOMAIN_XML_INACTIVE, DomainState, ErrorCode, Procedure, StoragePoolState, calls,
+};
+
+use crate::backend::Backend;
+use crate::data::{Pattern, pattern, pattern_sha256};
+use crate::script::{RunNames, bios_xml, cleanup, raw_volume_xml, squeeze_xml};
+use crate::target::URI;
+use crate::xmlsum::summarise;
+
+/// What an exercise did: one line per call, and the procedures it covered.
+#[derive(Debug, Default)]
+pub struct Log {
+    /// One line per call.
+    pub lines: Vec<String>,
+    /// The procedures called at least once.
+    pub covered: BTreeSet<i32>,
+}
+
+impl Log {
+    fn note(&mut self, p: Procedure, what: &str, outcome: &str) {
+        self.covered.insert(p.to_raw());
+        self.lines.push(format!("{p:<32} {what}: {outcome}"));
+    }
+
+    /// Expects success.
+    fn ok<T>(&mut self, p: Procedure, what: &str, r: libvirt_rpc::Result<T>) -> Result<T, String> {
+        match r {
+            Ok(v) => {
+                self.note(p, what, "ok");
+                Ok(v)
+            }
+            Err(e) => Err(format!("{p} ({what}) failed: {e}")),
+        }
+    }
+
+    /// Expects libvirt to answer with `code`.
+    fn fails<T: std::fmt::Debug>(
+        &mut self,
+        p: Procedure,
+        what: &str,
+        r: libvirt_rpc::Result<T>,
+        code: ErrorCode,
+    ) -> Result<(), String> {
+        match r {
+            Err(e) if e.as_remote().is_some_and(|r| r.code == code) => {
+                self.note(p, what, &format!("fails as expected: {e}"));
+                Ok(())
+            }
+            Err(e) => Err(format!("{p} ({what}): expected {code}, got {e}")),
+            Ok(v) => Err(format!("{p} ({what}): expected {code}, got {v:?}")),
+        }
+    }
+
+    /// Accepts any libvirt answer (its value or its error) but not a
+    /// transport or protocol failure.
+    fn answers<T: std::fmt::Debug>(
+        &mut self,
+        p: Procedure,
+        what: &str,
+        r: libvirt_rpc::Result<T>,
+    ) -> Result<Option<T>, String> {
+        match r {
+            Ok(v) => {
+                self.note(p, what, &format!("ok {v:?}"));
+                Ok(Some(v))
+            }
+            Err(e) if e.is_remote() => {
+                self.note(p, what, &format!("libvirt error: {e}"));
+                Ok(None)
+            }
+            Err(e) => Err(format!("{p} ({what}): no libvirt answer: {e}")),
+        }
+    }
+}
+
+macro_rules! ensure {
+    ($cond:expr, $($fmt:tt)+) => {
+        if !$cond {
+            return Err(format!($($fmt)+));
+        }
+    };
+}
+
+const META_URI: &str = "https://example.org/kvm2-fidelity/exercise";
+
+/// Calls every procedure of the client on `b` (a domain and volumes named
+/// under `names.prefix`), then cleans up. On failure the error names the
+/// procedure and what was expected.
+pub async fn every_procedure(b: &Backend, names: &RunNames) -> Result<Log, String> {
+    let mut log = Log::default();
+    let result = calls(b, names, &mut log).await;
+    let left = cleanup(b, &names.prefix).await;
+    result?;
+    ensure!(left.is_empty(), "clean-up left: {left:?}");
+    Ok(log)
+}
+
+async fn calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<(), String> {
+    let c = &b.client;
+
+    // Connection-level procedures, on a connection of their own.
+    let fresh = b.new_client().await?;
+    let auth = log.ok(Procedure::AuthList, "auth list", fresh.auth_list().await)?;
+    ensure!(!auth.is_empty(), "AUTH_LIST returned no scheme");
+    log.answers(
+        Procedure::AuthPolkit,
+        "polkit on a socket that does not ask for it",
+        fresh.auth_polkit().await,
+    )?;
+    let keepalive = log.ok(
+        Procedure::ConnectSupportsFeature,
+        "keepalive before open",
+        fresh.enable_server_keepalive().await,
+    )?;
+    ensure!(keepalive, "the server does not offer keepalive");
+    log.ok(
+        Procedure::ConnectOpen,
+        "open with an explicit URI",
+        fresh.connect_open_with(Some(URI), 0).await,
+    )?;
+    let uri = log.ok(
+        Procedure::ConnectGetUri,
+        "uri",
+        fresh.connect_get_uri().await,
+    )?;
+    ensure!(uri == URI, "URI {uri:?}");
+    log.ok(
+        Procedure::ConnectClose,
+        "close",
+        fresh.connect_close().await,
+    )?;
+    let after = fresh.connect_get_lib_version().await;
+    ensure!(
+        after.as_ref().is_err_and(|e| e.is_closed()),
+        "a call after CONNECT_CLOSE: {after:?}"
+    );
+
+    let v = log.ok(
+        Procedure::ConnectGetLibVersion,
+        "lib version",
+        c.connect_get_lib_version().await,
+    )?;
+    ensure!(v >= 9_000_000, "libvirt {v} is older than 9.0.0");
+    let host = log.ok(
+        Procedure::ConnectGetHostname,
+        "hostname",
+        c.connect_get_hostname().await,
+    )?;
+    ensure!(!host.is_empty(), "empty hostname");
+    let caps = log.ok(
+        Procedure::ConnectGetCapabilities,
+        "capabilities",
+        c.connect_get_capabilities().await,
+    )?;
+    ensure!(
+        caps.contains("<domain type='qemu'"),
+        "capabilities offer no qemu domains"
+    );
+    let pools = log.ok(
+        Procedure::ConnectListAllStoragePools,
+        "list pools (generic call)",
+        c.call::<calls::ConnectListAllStoragePools>(&ConnectListAllStoragePoolsArgs {
+            need_results: 1,
+            flags: 0,
+        })
+        .await,
+    )?;
+    ensure!(
+        pools.pools.iter().any(|p| p.name == b.pool),
+        "pool {} not listed",
+        b.pool
+    );
+
+    // Storage.
+    let pool = log.ok(
+        Procedure::StoragePoolLookupByName,
+        "lookup pool",
+        c.storage_pool_lookup_by_name(&b.pool).await,
+    )?;
+    let info = log.ok(
+        Procedure::StoragePoolGetInfo,
+        "pool info",
+        c.storage_pool_get_info(&pool).await,
+    )?;
+    ensure!(
+        StoragePoolState::from_raw(i32::from(info.state)) == StoragePoolState::Running
+            && info.available <= info.capacity,
+        "pool info {info:?}"
+    );
+    log.ok(
+        Procedure::StoragePoolRefresh,
+        "refresh pool",
+        c.storage_pool_refresh(&pool).await,
+    )?;
+    let name = format!("{}-ex.img", names.prefix);
+    let vol = log.ok(
+        Procedure::StorageVolCreateXml,
+        "create volume",
+        c.storage_vol_create_xml(&pool, &raw_volume_xml(&name, 1 << 20), 0)
+            .await,
+    )?;
+    let found = log.ok(
+        Procedure::StorageVolLookupByName,
+        "lookup volume",
+        c.storage_vol_lookup_by_name(&pool, &name).await,
+    )?;
+    ensure!(found == vol, "lookup gave {found:?}, create gave {vol:?}");
+    let listed = log.ok(
+        Procedure::StoragePoolListAllVolumes,
+        "list volumes",
+        c.storage_pool_list_all_volumes(&pool).await,
+    )?;
+    ensure!(listed.contains(&vol), "{name} not listed");
+    let path = log.ok(
+        Procedure::StorageVolGetPath,
+        "volume path",
+        c.storage_vol_get_path(&vol).await,
+    )?;
+    ensure!(
+        path.ends_with(&format!("/{name}")),
+        "path {path} does not end with the name"
+    );
+
+    // Upload three ways: write + finish, a reader, a stream of pieces; and
+    // an abort, which keeps what was sent.
+    let data = pattern(100_000, 11);
+    let mut up = log.ok(
+        Procedure::StorageVolUpload,
+        "open upload",
+        c.storage_vol_upload(&vol, 0, 0, 0).await,
+    )?;
+    up.write(Bytes::from(data.clone()))
+        .await
+        .map_err(|e| format!("upload write: {e}"))?;
+    let sent = up
+        .finish()
+        .await
+        .map_err(|e| format!("upload finish: {e}"))?;
+    ensure!(sent == data.len() as u64, "sent {sent}");
+    let back = b.read_volume(&name, &path, data.len())?;
+    ensure!(back == data, "bytes read back differ from the upload");
+
+    let second = pattern(50_000, 12);
+    let up = c
+        .storage_vol_upload(&vol, 100_000, 50_000, 0)
+        .await
+        .map_err(|e| format!("upload at an offset: {e}"))?;
+    up.send_reader(std::io::Cursor::new(second.clone()))
+        .await
+        .map_err(|e| format!("upload from a reader: {e}"))?;
+    let back = b.read_volume(&name, &path, 150_000)?;
+    ensure!(
+        back[..100_000] == data[..] && back[100_000..] == second[..],
+        "bytes after an upload at an offset differ"
+    );
+
+    let pieces: Vec<Result<Bytes, std::io::Error>> = (0..4)
+        .map(|i| Ok(Bytes::from(pattern(10_000, 20 + i))))
+        .collect();
+    let up = c
+        .storage_vol_upload(&vol, 0, 0, 0)
+        .await
+        .map_err(|e| format!("upload of a stream: {e}"))?;
+    let n = up
+        .send_stream(stream::iter(pieces))
+        .await
+        .map_err(|e| format!("upload of a stream: {e}"))?;
+    ensure!(n == 40_000, "stream sent {n}");
+
+    let mut up = c
+        .storage_vol_upload(&vol, 0, 0, 0)
+        .await
+        .map_err(|e| format!("upload to abort: {e}"))?;
+    up.write(Bytes::from_static(b"abort me"))
+        .await
+        .map_err(|e| format!("write before abort: {e}"))?;
+    up.abort().await.map_err(|e| format!("abort: {e}"))?;
+    log.note(
+        Procedure::StorageVolUpload,
+        "write, reader, stream and abort",
+        "ok",
+    );
+
+    let vinfo = log.ok(
+        Procedure::StorageVolGetInfo,
+        "volume info",
+        c.storage_vol_get_info(&vol).await,
+    )?;
+    ensure!(vinfo.capacity == 1 << 20, "capacity {}", vinfo.capacity);
+    log.ok(
+        Procedure::StorageVolDelete,
+        "delete volume",
+        c.storage_vol_delete(&vol, 0).await,
+    )?;
+    log.fails(
+        Procedure::StorageVolGetInfo,
+        "info of a deleted volume",
+        c.storage_vol_get_info(&vol).await,
+        ErrorCode::NoStorageVol,
+    )?;
+
+    // Domains.
+    let (dname, uuid) = &names.transient;
+    let xml = bios_xml(dname, uuid);
+    let dom = log.ok(
+        Procedure::DomainDefineXmlFlags,
+        "define with validation",
+        c.domain_define_xml_flags(&xml, DOMAIN_DEFINE_VALIDATE)
+            .await,
+    )?;
+    ensure!(dom.id == -1 && dom.uuid == *uuid, "defined {dom:?}");
+    log.ok(
+        Procedure::DomainDefineXml,
+        "define again (update)",
+        c.domain_define_xml(&xml).await,
+    )?;
+    let by_name = log.ok(
+        Procedure::DomainLookupByName,
+        "lookup by name",
+        c.domain_lookup_by_name(dname).await,
+    )?;
+    let by_uuid = log.ok(
+        Procedure::DomainLookupByUuid,
+        "lookup by uuid",
+        c.domain_lookup_by_uuid(*uuid).await,
+    )?;
+    ensure!(by_name == dom && by_uuid == dom, "lookups disagree");
+    let (state, reason) = log.ok(
+        Procedure::DomainGetState,
+        "state defined",
+        c.domain_get_state(&dom).await,
+    )?;
+    ensure!(
+        state == DomainState::Shutoff && reason == 0,
+        "state {state:?}/{reason}"
+    );
+    log.ok(
+        Procedure::DomainSetMetadata,
+        "set metadata (config)",
+        c.domain_set_metadata(
+            &dom,
+            DOMAIN_METADATA_ELEMENT,
+            Some("<mark uid=\"u\"><tag>t</tag></mark>"),
+            Some("ex"),
+            Some(META_URI),
+            DOMAIN_AFFECT_CONFIG,
+        )
+        .await,
+    )?;
+    let meta = log.ok(
+        Procedure::DomainGetMetadata,
+        "get metadata",
+        c.domain_get_metadata(&dom, DOMAIN_METADATA_ELEMENT, Some(META_URI), 0)
+            .await,
+    )?;
+    ensure!(
+        squeeze_xml(&meta) == "<mark uid=\"u\"><tag>t</tag></mark>",
+        "metadata came back as {meta:?}"
+    );
+    let running = log.ok(
+        Procedure::DomainCreateWithFlags,
+        "start",
+        c.domain_create_with_flags(&dom, 0).await,
+    )?;
+    ensure!(running.id >= 1, "started domain has id {}", running.id);
+    let dinfo = log.ok(
+        Procedure::DomainGetInfo,
+        "info running",
+        c.domain_get_info(&running).await,
+    )?;
+    ensure!(
+        DomainState::from_raw(i32::from(dinfo.state)) == DomainState::Running
+            && dinfo.max_mem == 65536
+            && dinfo.nr_virt_cpu == 1,
+        "info {dinfo:?}"
+    );
+    let active = log.ok(
+        Procedure::ConnectListAllDomains,
+        "list active",
+        c.connect_list_all_domains(CONNECT_LIST_DOMAINS_ACTIVE)
+            .await,
+    )?;
+    ensure!(
+        active.iter().any(|d| d.name == *dname),
+        "{dname} not listed as active"
+    );
+    let live = log.ok(
+        Procedure::DomainGetXmlDesc,
+        "live XML",
+        c.domain_get_xml_desc(&running, 0).await,
+    )?;
+    let summary = summarise(&live)?;
+    ensure!(
+        summary.name.as_deref() == Some(dname.as_str()) && summary.has_id,
+        "live XML lacks name or id: {summary}"
+    );
+    let inactive = log.ok(
+        Procedure::DomainGetXmlDesc,
+        "inactive XML",
+        c.domain_get_xml_desc(&running, DOMAIN_XML_INACTIVE).await,
+    )?;
+    ensure!(!summarise(&inactive)?.has_id, "inactive XML has an id");
+    log.fails(
+        Procedure::DomainInterfaceAddresses,
+        "agent addresses without an agent",
+        c.domain_interface_addresses(&running, DOMAIN_INTERFACE_ADDRESSES_SRC_AGENT, 0)
+            .await,
+        ErrorCode::ArgumentUnsupported,
+    )?;
+    log.answers(
+        Procedure::DomainInterfaceAddresses,
+        "lease addresses",
+        c.domain_interface_addresses(&running, DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE, 0)
+            .await,
+    )?;
+    log.ok(
+        Procedure::DomainShutdownFlags,
+        "shutdown request",
+        c.domain_shutdown_flags(&running, 0).await,
+    )?;
+    // A guest may comply with the shutdown at once (the fake's do): a stop
+    // that finds it already stopped is fine.
+    let stopped = c.domain_destroy_flags(&running, 0).await;
+    match &stopped {
+        Err(e)
+            if e.as_remote()
+                .is_some_and(|r| r.code == ErrorCode::OperationInvalid) =>
+        {
+            log.note(Procedure::DomainDestroyFlags, "destroy", "already stopped")
+        }
+        _ => {
+            log.ok(Procedure::DomainDestroyFlags, "destroy with flags", stopped)?;
+        }
+    }
+    log.ok(
+        Procedure::DomainCreate,
+        "start again",
+        c.domain_create(&dom).await,
+    )?;
+    log.ok(
+        Procedure::DomainDestroy,
+        "destroy",
+        c.domain_destroy(&dom).await,
+    )?;
+    let (state, reason) = c
+        .domain_get_state(&dom)
+        .await
+        .map_err(|e| format!("state after destroy: {e}"))?;
+    ensure!(
+        state == DomainState::Shutoff && reason == 2,
+        "after destroy: {state:?}/{reason}"
+    );
+    log.ok(
+        Procedure::DomainUndefineFlags,
+        "undefine",
+        c.domain_undefine_flags(&dom, DOMAIN_UNDEFINE_NVRAM).await,
+    )?;
+    log.fails(
+        Procedure::DomainLookupByName,
+        "lookup undefined",
+        c.domain_lookup_by_name(dname).await,
+        ErrorCode::NoDomain,
+    )?;
+    Ok(())
+}
+
+/// The procedures of the protocol table that `log` did not call.
+pub fn uncovered(log: &Log) -> Vec<Procedure> {
+    Procedure::ALL
+        .iter()
+        .copied()
+        .filter(|p| !log.covered.contains(&p.to_raw()))
+        .collect()
+}
+
+/// What a large upload measured.
+#[derive(Debug, Clone)]
+pub struct UploadReport {
+    /// Bytes uploaded.
+    pub bytes: u64,
+    /// Time from opening the stream to the server's confirmation.
+    pub elapsed: Duration,
+    /// SHA-256 of what was sent.
+    pub sent_sha256: String,
+    /// SHA-256 of what the far side holds.
+    pub stored_sha256: String,
+}
+
+impl UploadReport {
+    /// MiB per second.
+    pub fn mib_per_s(&self) -> f64 {
+        self.bytes as f64 / (1 << 20) as f64 / self.elapsed.as_secs_f64()
+    }
+}
+
+/// Creates a raw volume of `size` bytes, uploads `size` pattern bytes into
+/// it in 1 MiB pieces, and hashes what the far side stored (the file in the
+/// pool directory for the real host). Deletes the volume afterwards.
+pub async fn large_upload(
+    b: &Backend,
+    names: &RunNames,
+    size: u64,
+) -> Result<UploadReport, String> {
+    let c: Client = b.client.with_timeout(Duration::from_secs(600));
+    let name = format!("{}-large.img", names.prefix);
+    let result = async {
+        let pool = c
+            .storage_pool_lookup_by_name(&b.pool)
+            .await
+            .map_err(|e| format!("pool: {e}"))?;
+        let vol = c
+            .storage_vol_create_xml(&pool, &raw_volume_xml(&name, size), 0)
+            .await
+            .map_err(|e| format!("create: {e}"))?;
+        let path = c
+            .storage_vol_get_path(&vol)
+            .await
+            .map_err(|e| format!("path: {e}"))?;
+        const PIECE: usize = 1 << 20;
+        let mut source = Pattern::new(64);
+        let pieces = stream::iter((0..size.div_ceil(PIECE as u64)).map(move |i| {
+            let n = (size - i * PIECE as u64).min(PIECE as u64) as usize;
+            let mut buf = vec![0u8; n];
+            source.fill(&mut buf);
+            Ok::<_, std::io::Error>(Bytes::from(buf))
+        }));
+        let started = Instant::now();
+        let up = c
+            .storage_vol_upload(&vol, 0, size, 0)
+            .await
+            .map_err(|e| format!("open upload: {e}"))?;
+        let sent = up
+            .send_stream(pieces)
+            .await
+            .map_err(|e| format!("upload: {e}"))?;
+        let elapsed = started.elapsed();
+        if sent != size {
+            return Err(format!("sent {sent} of {size} bytes"));
+        }
+        let stored = {
+            let (b, name, path) = (b.clone(), name.clone(), path.clone());
+            tokio::task::spawn_blocking(move || b.volume_sha256(&name, &path, size))
+                .await
+                .map_err(|e| format!("hashing: {e}"))??
+        };
+        Ok(UploadReport {
+            bytes: size,
+            elapsed,
+            sent_sha256: pattern_sha256(size, 64, PIECE),
+            stored_sha256: stored,
+        })
+    }
+    .await;
+    let left = cleanup(b, &names.prefix).await;
+    let report = result?;
+    ensure!(left.is_empty(), "clean-up left: {left:?}");
+    Ok(report)
+}

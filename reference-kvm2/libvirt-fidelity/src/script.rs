@@ -366,6 +366,12 @@ async fn second_open(b: &Backend, names: &RunNames, rec: &mut Recorder) {
         }
     };
     let uri = crate::target::URI;
+    rec.call(
+        "polkit on a socket that does not ask for it",
+        Procedure::AuthPolkit,
+        c.auth_polkit().await,
+        |done| done.to_string(),
+    );
     rec.call("open", Procedure::ConnectOpen, c.open(uri).await, show_unit);
     rec.call(
         "open again",
