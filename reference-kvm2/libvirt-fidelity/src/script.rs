@@ -366,6 +366,12 @@ async fn second_open(b: &Backend, names: &RunNames, rec: &mut Recorder) {
         }
     };
     let uri = crate::target::URI;
+    rec.call("auth list", Procedure::AuthList, c.auth_list().await, |t| {
+        format!("{t:?}")
+    });
+    // After AUTH_LIST has authenticated the client (root, or a socket
+    // without authentication); before it libvirtd would try polkit itself,
+    // which depends on the host's D-Bus.
     rec.call(
         "polkit on a socket that does not ask for it",
         Procedure::AuthPolkit,
