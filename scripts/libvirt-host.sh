@@ -2,19 +2,27 @@
 # Stand up a real libvirt host on this machine for the kvm2 integration tests:
 # virtlogd + libvirtd (QEMU in software emulation) + an OpenSSH server on 127.0.0.1,
 # started as plain processes (no systemd), plus a client key, a known_hosts file and a
-# directory storage pool.
+# directory storage pool; then a bridge for the guests' NICs, the tiny test guest
+# (scripts/build-guest.sh), an HTTP server on 127.0.0.1 that serves its image, and a
+# kvm2 configuration file for this host.
 #
 # Usage: scripts/libvirt-host.sh start|stop|env|status
 #
-#   start   install missing Debian packages, start the daemons, create the pool (idempotent)
-#   stop    tear down what start started (domains, pool, daemons) and restore qemu.conf
+#   start   install missing Debian packages, start the daemons, create the pool, the bridge,
+#           build and serve the guest image, write kvm2.yaml (idempotent)
+#   stop    tear down what start started (domains, pool, bridge, HTTP server, daemons) and
+#           restore qemu.conf
 #   env     print the KVM2_TEST_* variables for the running host: eval "$(scripts/libvirt-host.sh env)"
-#   status  show each daemon, the SSH check and the pool
+#   status  show each daemon, the SSH check, the pool, the bridge and the image server
 #
 # Environment:
 #   LIBVIRT_HOST_STATE      state directory (default: <repo>/target/libvirt-host)
 #   LIBVIRT_HOST_SSH_PORT   loopback port for sshd (default: 2222)
 #   LIBVIRT_HOST_POOL       storage pool name (default: kvm2-test)
+#   LIBVIRT_HOST_BRIDGE     bridge the guests join (default: br0)
+#   LIBVIRT_HOST_HTTP_PORT  loopback port of the image server (default: 8089)
+#   LIBVIRT_HOST_NO_GUEST   set to 1 to start only the daemons and the pool (no bridge,
+#                           guest image, image server or kvm2.yaml)
 #   LIBVIRT_HOST_NO_INSTALL set to 1 to fail instead of installing missing packages
 #
 # Must run as root on Debian 12 (bookworm, libvirt 9.0) or a close relative.
@@ -28,6 +36,9 @@ SOCKET=/var/run/libvirt/libvirt-sock
 URI=qemu:///system
 LOGS=$STATE/logs
 SSH_DIR=$STATE/ssh
+BRIDGE=${LIBVIRT_HOST_BRIDGE:-br0}
+GUEST_DIR=$STATE/guest
+CONFIG=$STATE/kvm2.yaml
 
 # The port is remembered in the state directory so that env/status/stop agree with start.
 if [ -n "${LIBVIRT_HOST_SSH_PORT:-}" ]; then
@@ -36,6 +47,13 @@ elif [ -f "$STATE/port" ]; then
   PORT=$(cat "$STATE/port")
 else
   PORT=2222
+fi
+if [ -n "${LIBVIRT_HOST_HTTP_PORT:-}" ]; then
+  HTTP_PORT=$LIBVIRT_HOST_HTTP_PORT
+elif [ -f "$STATE/http-port" ]; then
+  HTTP_PORT=$(cat "$STATE/http-port")
+else
+  HTTP_PORT=8089
 fi
 
 # Packages, installed with --no-install-recommends.
@@ -64,6 +82,8 @@ log_of() {
     libvirtd) echo "$LOGS/libvirtd.log" ;;
     sshd) echo "$LOGS/sshd.log" ;;
     apt) echo "$LOGS/apt.log" ;;
+    http) echo "$LOGS/http.log" ;;
+    guest) echo "$GUEST_DIR/build.log" ;;
   esac
 }
 
@@ -277,6 +297,100 @@ create_pool() {
   virsh_q pool-refresh "$POOL" >/dev/null
 }
 
+create_bridge() {
+  step "create bridge $BRIDGE"
+  if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
+    ip link add "$BRIDGE" type bridge
+    touch "$STATE/bridge.created"
+    log "created bridge $BRIDGE"
+  fi
+  # No address and no IPv6 on the host side: nothing is ever sent to the guests.
+  sysctl -qw "net.ipv6.conf.$BRIDGE.disable_ipv6=1" 2>/dev/null || true
+  ip link set "$BRIDGE" up
+}
+
+build_guest() {
+  # build-guest.sh names its own failing step and prints its log tail.
+  step "build the test guest image"
+  local t=$SECONDS
+  GUEST_DIR="$GUEST_DIR" "$REPO/scripts/build-guest.sh"
+  echo "$((SECONDS - t))" >"$STATE/guest-build-seconds"
+}
+
+image_sha256() { cut -d' ' -f1 "$GUEST_DIR/guest.qcow2.sha256"; }
+image_url() { echo "http://127.0.0.1:$HTTP_PORT/guest.qcow2"; }
+
+serve_images() {
+  step "serve the guest image on 127.0.0.1:$HTTP_PORT" http
+  local pidfile=$STATE/http.pid
+  if ! alive "$pidfile"; then
+    if port_open "$HTTP_PORT"; then
+      die "127.0.0.1:$HTTP_PORT is already in use by another process (set LIBVIRT_HOST_HTTP_PORT)"
+    fi
+    # http.server sends Content-Length for files, which kvm2's image download requires.
+    setsid python3 -m http.server --bind 127.0.0.1 --directory "$GUEST_DIR" "$HTTP_PORT" \
+      >>"$LOGS/http.log" 2>&1 </dev/null &
+    echo $! >"$pidfile"
+  fi
+  local _
+  for _ in $(seq 1 50); do port_open "$HTTP_PORT" && break; sleep 0.1; done
+  port_open "$HTTP_PORT" || die "the image server is not listening on 127.0.0.1:$HTTP_PORT"
+  echo "$HTTP_PORT" >"$STATE/http-port"
+  step "check the served image (Content-Length and sha256)" http
+  python3 - "$(image_url)" "$(image_sha256)" <<'PY'
+import hashlib, sys, urllib.request
+url, want = sys.argv[1], sys.argv[2]
+with urllib.request.urlopen(url, timeout=10) as r:
+    length = r.headers.get("Content-Length")
+    body = r.read()
+if length is None or int(length) != len(body):
+    sys.exit(f"{url}: Content-Length {length!r} does not match the {len(body)} bytes sent")
+got = hashlib.sha256(body).hexdigest()
+if got != want:
+    sys.exit(f"{url}: sha256 {got} differs from the built image's {want}")
+PY
+}
+
+write_config() {
+  step "write $CONFIG"
+  cat >"$CONFIG.tmp" <<EOF
+# kvm2 configuration for the local test host, written by scripts/libvirt-host.sh start.
+kvm2:
+  name: kvm2-local
+  hosts:
+    - name: local
+      address: 127.0.0.1
+      port: $PORT
+      user: root
+      keyFile: $SSH_DIR/client_ed25519
+      knownHostsFile: $SSH_DIR/known_hosts
+      socket: $SOCKET
+  pool: $POOL
+  bridge: $BRIDGE
+  # No usable KVM here: QEMU emulates the guest in software.
+  domainType: qemu
+  images:
+    - name: tiny-guest
+      url: $(image_url)
+      sha256: $(image_sha256)
+      firmware: efi
+  sizes:
+    vcpus: 1
+    memoryMib: 256
+    diskGib: 1
+  placement:
+    local: local
+  timeouts:
+    create: 5m
+EOF
+  mv "$CONFIG.tmp" "$CONFIG"
+}
+
+guest_ready() {
+  [ -f "$CONFIG" ] && [ -f "$GUEST_DIR/guest.qcow2.sha256" ] && alive "$STATE/http.pid" \
+    && ip link show "$BRIDGE" >/dev/null 2>&1
+}
+
 cmd_start() {
   need_root
   mkdir -p "$STATE" "$LOGS"
@@ -288,9 +402,20 @@ cmd_start() {
   start_libvirtd
   start_sshd
   create_pool
+  if [ "${LIBVIRT_HOST_NO_GUEST:-0}" = 1 ]; then
+    log "LIBVIRT_HOST_NO_GUEST=1: no bridge, guest image, image server or kvm2.yaml"
+  else
+    create_bridge
+    build_guest
+    serve_images
+    write_config
+  fi
   step "report"
   log "ready in $((SECONDS - t0)) s: $(virsh_q version | grep -E 'library|hypervisor' | tr -s ' \n' ' ')"
   log "ssh -p $PORT -i $SSH_DIR/client_ed25519 -o UserKnownHostsFile=$SSH_DIR/known_hosts root@127.0.0.1"
+  if guest_ready; then
+    log "image $(image_url) (sha256 $(image_sha256)); kvm2 configuration $CONFIG"
+  fi
 }
 
 stop_pidfile() {
@@ -324,6 +449,12 @@ cmd_stop() {
     virsh_q pool-undefine "$POOL" >/dev/null 2>&1 && log "undefined pool $POOL (its directory stays in $STATE/pool)"
     rm -f "$STATE/pool.defined"
   fi
+  stop_pidfile "image server" "$STATE/http.pid"
+  if [ -f "$STATE/bridge.created" ]; then
+    ip link del "$BRIDGE" 2>/dev/null && log "removed bridge $BRIDGE"
+    rm -f "$STATE/bridge.created"
+  fi
+  rm -f "$CONFIG"
   stop_pidfile sshd "$SSH_DIR/sshd.pid"
   stop_pidfile libvirtd "$STATE/libvirtd.pid"
   stop_pidfile virtlogd "$STATE/virtlogd.pid"
@@ -340,6 +471,10 @@ cmd_env() {
   alive "$SSH_DIR/sshd.pid" || die "sshd is not running; run: scripts/libvirt-host.sh start"
   printf 'export KVM2_TEST_HOST=127.0.0.1 KVM2_TEST_PORT=%s KVM2_TEST_USER=root KVM2_TEST_SSH_KEY=%s KVM2_TEST_KNOWN_HOSTS=%s KVM2_TEST_SOCKET=%s KVM2_TEST_POOL=%s\n' \
     "$PORT" "$SSH_DIR/client_ed25519" "$SSH_DIR/known_hosts" "$SOCKET" "$POOL"
+  if guest_ready; then
+    printf 'export KVM2_TEST_BRIDGE=%s KVM2_TEST_IMAGE_URL=%s KVM2_TEST_IMAGE_SHA256=%s KVM2_TEST_CONFIG=%s KVM2_TEST_DOMAIN_TYPE=qemu\n' \
+      "$BRIDGE" "$(image_url)" "$(image_sha256)" "$CONFIG"
+  fi
 }
 
 cmd_status() {
@@ -368,6 +503,21 @@ cmd_status() {
     rc=1
   fi
   printf '%-9s 127.0.0.1:%s, state %s\n' ssh "$PORT" "$STATE"
+  if [ -f "$CONFIG" ] || alive "$STATE/http.pid"; then
+    if ip link show "$BRIDGE" >/dev/null 2>&1; then
+      printf '%-9s %s up\n' bridge "$BRIDGE"
+    else
+      printf '%-9s %s missing\n' bridge "$BRIDGE"
+      rc=1
+    fi
+    if alive "$STATE/http.pid"; then
+      printf '%-9s %s (pid %s)\n' image "$(image_url)" "$(cat "$STATE/http.pid")"
+    else
+      printf '%-9s server stopped\n' image
+      rc=1
+    fi
+    [ -f "$CONFIG" ] && printf '%-9s %s\n' config "$CONFIG"
+  fi
   return $rc
 }
 
