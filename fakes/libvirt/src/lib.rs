@@ -60,6 +60,7 @@ mod domains;
 mod error;
 mod fake;
 mod fault;
+pub mod latency;
 mod procedure;
 mod server;
 mod state;
