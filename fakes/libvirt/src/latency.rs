@@ -91,10 +91,7 @@ async fn send<R: AsyncRead>(from: R, tx: mpsc::Sender<(Instant, Bytes)>, delay: 
     }
 }
 
-async fn deliver<W: AsyncWrite>(
-    mut rx: mpsc::Receiver<(Instant, Bytes)>,
-    to: W,
-) -> io::Result<()> {
+async fn deliver<W: AsyncWrite>(mut rx: mpsc::Receiver<(Instant, Bytes)>, to: W) -> io::Result<()> {
     tokio::pin!(to);
     while let Some((due, piece)) = rx.recv().await {
         tokio::time::sleep_until(due).await;
