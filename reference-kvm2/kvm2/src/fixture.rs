@@ -1,17 +1,21 @@
 //! `Kvm2Fixture`: the conformance fixture that runs kvm2 against two in-memory
-//! libvirt hosts (`libvirt-fake`) served over the real remote protocol, one
-//! in-memory pipe per dial.
+//! libvirt hosts (`libvirt-fake`) served over the real remote protocol, reached
+//! through kvm2's production [`SshDialer`] and an in-process SSH server per host
+//! (`libvirt-ssh`'s `TestServer`) on loopback.
 //!
-//! Every testbed gets hosts of its own. The hooks reach below the provider: the
-//! fake's own API plants, removes and steers domains and pools; faults are the
-//! fake's per-call injections; reachability is decided where the dialer opens
-//! pipes; observation is the fake's trace. Credential rotation has no meaning
-//! for pipes, so that hook is absent until the SSH transport serves the fake.
+//! Every testbed gets hosts of its own, each with its SSH server, a client key and
+//! a known_hosts file in a temporary directory of the testbed. The hooks reach
+//! below the provider: the fake's own API plants, removes and steers domains and
+//! pools; faults are the fake's per-call injections; reachability is decided where
+//! the dialer opens connections; observation is the fake's trace; rotation writes
+//! a new client key and known_hosts file and revokes the old key on the server,
+//! and the provider's next dial reads the new files.
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::io;
 use std::net::IpAddr;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -21,19 +25,22 @@ use std::time::Duration;
 use conformance::fixture::{
     BackendCall, Capacity, FaultId, FaultKind, FaultSpec, Faults, Fixture, Hook, HookError,
     HookResult, Inventory, Location, Observation, Part, Plant, Planting, Power, Reachability,
-    Resource, StateControl, Testbed, Trigger, Verbosity as Tier,
+    Resource, Rotation, StateControl, Testbed, Trigger, Verbosity as Tier,
 };
 use conformance::{BoxFuture, CloudInit, CreateRequest, Profile, Provider, ProviderId};
 use libvirt_fake::{
     AddressSource, DialMode, DomainState, FakeConnection, FakeLibvirt, Fault, FaultHandle,
     FaultRule, Interface, Procedure, code, domain, flags, reason,
 };
+use libvirt_ssh::server::{
+    ChannelTarget, KeyKind, TestServer, TestServerOptions, generate_client_key,
+};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::Verbosity;
 use crate::config::{Config, DomainType, Firmware, HostConfig, ImageConfig, Sizes, Timeouts};
-use crate::dialer::{DialError, Dialer, Stream};
+use crate::dialer::{DialError, Dialer, SshDialer, Stream};
 use crate::names::{image_marker, image_volume, overlay_volume, seed_volume, volume_owner};
 use crate::provider::Kvm2;
 use crate::xml::format_time;
@@ -165,6 +172,7 @@ impl Fixture for Kvm2Fixture {
             Hook::StateControl,
             Hook::Capacity,
             Hook::Faults,
+            Hook::Rotation,
             Hook::Observation,
         ]
     }
@@ -186,12 +194,15 @@ impl Fixture for Kvm2Fixture {
     fn environment(&self) -> BTreeMap<String, String> {
         BTreeMap::from([(
             "backend".to_owned(),
-            "libvirt-fake over the libvirt remote protocol (in-memory pipes)".to_owned(),
+            "libvirt-fake over the libvirt remote protocol, through an in-process SSH server on loopback"
+                .to_owned(),
         )])
     }
 
     fn open(&self) -> BoxFuture<'_, HookResult<Box<dyn Testbed>>> {
         Box::pin(async move {
+            let dir = TempDir::new().map_err(hook_err)?;
+            let mut config = self.config();
             let mut hosts = Vec::new();
             for (name, _) in &self.hosts {
                 let fake = FakeLibvirt::with_config(libvirt_fake::HostConfig {
@@ -199,20 +210,24 @@ impl Fixture for Kvm2Fixture {
                     ..Default::default()
                 });
                 seed_host(&fake).await?;
-                let trace = fake.trace();
-                hosts.push(Arc::new(FakeHost {
-                    name: name.clone(),
-                    baseline_calls: trace.calls().len(),
-                    baseline_dials: trace.dial_count(),
-                    fake,
-                    conns: Mutex::default(),
-                    dial_turn: tokio::sync::Mutex::new(()),
-                }));
+                let host = FakeHost::start(name, fake, &dir.0.join(name)).await?;
+                let cfg = config
+                    .hosts
+                    .iter_mut()
+                    .find(|h| &h.name == name)
+                    .expect("every fixture host is configured");
+                cfg.address = "127.0.0.1".into();
+                cfg.port = host.ssh.port();
+                cfg.key_file = Some(host.key_file.clone());
+                cfg.known_hosts_file = Some(host.known_hosts_file.clone());
+                hosts.push(Arc::new(host));
             }
-            let dialer = Arc::new(FakeDialer {
+            let dialer = Arc::new(FixtureDialer {
                 hosts: hosts.iter().map(|h| (h.name.clone(), h.clone())).collect(),
+                ssh: SshDialer {
+                    handshake_timeout: config.timeouts.dial,
+                },
             });
-            let config = self.config();
             let verbosity: Verbosity = Arc::new(1.into());
             let provider = Kvm2::with_verbosity(config.clone(), dialer.clone(), verbosity.clone());
             Ok(Box::new(Bed {
@@ -223,25 +238,165 @@ impl Fixture for Kvm2Fixture {
                 provider,
                 faults: Mutex::default(),
                 next_fault: AtomicU64::new(1),
+                _dir: dir,
             }) as Box<dyn Testbed>)
         })
     }
 }
 
-/// One fake host and the pipes its dialer handed out.
-struct FakeHost {
-    name: String,
+/// A directory of the testbed's credentials, removed with the testbed.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> io::Result<TempDir> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "kvm2-fixture-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&path)?;
+        Ok(TempDir(path))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Writes `contents` to `path` through a file beside it and a rename, so a dial
+/// reading `path` meanwhile sees the old file or the new one, never half of one.
+fn replace_file(path: &Path, contents: &[u8]) -> io::Result<()> {
+    let tmp = path.with_extension("new");
+    std::fs::write(&tmp, contents)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// The connections one fake host serves, shared with its SSH server's channel handler.
+struct Serving {
     fake: FakeLibvirt,
-    baseline_calls: usize,
-    baseline_dials: u64,
     /// Live connections by the fake's connection id.
     conns: Mutex<HashMap<u64, CancellationToken>>,
+    /// The dial in progress: the token that drops its connection, and where to
+    /// say that the channel is being served.
+    pending: Mutex<Option<(CancellationToken, tokio::sync::oneshot::Sender<()>)>>,
+    /// Serialises registering a connection with reading its id off the trace.
+    register: Mutex<()>,
+}
+
+impl Serving {
+    /// Serves one accepted SSH channel with the fake's remote-protocol server until
+    /// the client goes, the fake drops it, or the fixture kills it.
+    async fn channel<S>(self: Arc<Self>, stream: S)
+    where
+        S: AsyncRead + AsyncWrite + Send + 'static,
+    {
+        let (token, ack) = match self.pending.lock().expect("pending dial poisoned").take() {
+            Some((token, ack)) => (token, Some(ack)),
+            None => (CancellationToken::new(), None),
+        };
+        let fake = self.fake.clone();
+        let mut serve = Box::pin(async move { fake.serve(stream).await });
+        let id = {
+            let _one = self.register.lock().expect("register lock poisoned");
+            // The first poll registers the connection with the fake, so its id is
+            // known; later polls (below) register the real waker.
+            let done = serve
+                .as_mut()
+                .poll(&mut Context::from_waker(std::task::Waker::noop()))
+                .is_ready();
+            let id = self.fake.trace().dial_count();
+            if !done {
+                self.conns
+                    .lock()
+                    .expect("connection table poisoned")
+                    .insert(id, token.clone());
+            }
+            id
+        };
+        if let Some(ack) = ack {
+            let _ = ack.send(());
+        }
+        tokio::select! {
+            _ = serve => {}
+            _ = token.cancelled() => {}
+        }
+        self.conns
+            .lock()
+            .expect("connection table poisoned")
+            .remove(&id);
+    }
+}
+
+/// One fake host, the SSH server in front of it, and the credential files the
+/// provider reads.
+struct FakeHost {
+    name: String,
+    serving: Arc<Serving>,
+    ssh: TestServer,
+    /// The directory of this host's credentials.
+    dir: PathBuf,
+    key_file: PathBuf,
+    known_hosts_file: PathBuf,
+    baseline_calls: usize,
+    baseline_dials: u64,
     dial_turn: tokio::sync::Mutex<()>,
 }
 
 impl FakeHost {
+    /// Starts an SSH server in front of `fake` and writes a client key it accepts
+    /// and a known_hosts file naming it into `dir`.
+    async fn start(name: &str, fake: FakeLibvirt, dir: &Path) -> HookResult<FakeHost> {
+        std::fs::create_dir_all(dir).map_err(hook_err)?;
+        let serving = Arc::new(Serving {
+            fake,
+            conns: Mutex::default(),
+            pending: Mutex::default(),
+            register: Mutex::default(),
+        });
+        let (key, public) = generate_client_key(dir, KeyKind::Ed25519);
+        let handler = serving.clone();
+        let ssh = TestServer::start(TestServerOptions {
+            authorized: vec![public],
+            channel: ChannelTarget::Handler(Arc::new(move |stream| {
+                Box::pin(handler.clone().channel(stream))
+            })),
+        })
+        .await;
+        let key_file = dir.join("id_ed25519");
+        std::fs::rename(&key, &key_file).map_err(hook_err)?;
+        let known_hosts_file = dir.join("known_hosts");
+        replace_file(
+            &known_hosts_file,
+            format!("{}\n", ssh.known_hosts_line()).as_bytes(),
+        )
+        .map_err(hook_err)?;
+        let trace = serving.fake.trace();
+        Ok(FakeHost {
+            name: name.to_owned(),
+            baseline_calls: trace.calls().len(),
+            baseline_dials: trace.dial_count(),
+            serving,
+            ssh,
+            dir: dir.to_owned(),
+            key_file,
+            known_hosts_file,
+            dial_turn: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    fn fake(&self) -> &FakeLibvirt {
+        &self.serving.fake
+    }
+
     fn kill(&self, ids: impl Fn(u64) -> bool) {
-        let mut conns = self.conns.lock().expect("connection table poisoned");
+        let mut conns = self
+            .serving
+            .conns
+            .lock()
+            .expect("connection table poisoned");
         conns.retain(|id, token| {
             if ids(*id) {
                 token.cancel();
@@ -251,62 +406,80 @@ impl FakeHost {
             }
         });
     }
+
+    /// A new client key in the key file and a freshly written known_hosts file;
+    /// the server accepts only the new key from now on.
+    fn rotate(&self) -> HookResult<()> {
+        let (key, public) = generate_client_key(&self.dir, KeyKind::Ed25519);
+        std::fs::rename(&key, &self.key_file).map_err(hook_err)?;
+        // The host key stays (the test server cannot change it), but the file is
+        // rewritten in the hashed form, so a dial that cached it would not match.
+        replace_file(
+            &self.known_hosts_file,
+            format!("{}\n", self.ssh.hashed_known_hosts_line()).as_bytes(),
+        )
+        .map_err(hook_err)?;
+        self.ssh.set_authorized(vec![public]);
+        Ok(())
+    }
 }
 
-/// Opens an in-memory pipe to a fake host per dial, served by the fake's
-/// remote-protocol server.
-struct FakeDialer {
+/// Dials a fake host with kvm2's production [`SshDialer`] through the host's SSH
+/// server, after applying the host's reachability; the fixture can drop any
+/// connection it handed out.
+struct FixtureDialer {
     hosts: HashMap<String, Arc<FakeHost>>,
+    ssh: SshDialer,
 }
 
-impl Dialer for FakeDialer {
+impl Dialer for FixtureDialer {
     fn dial<'a>(&'a self, host: &'a HostConfig) -> BoxFuture<'a, Result<Stream, DialError>> {
         Box::pin(async move {
             let h = self
                 .hosts
                 .get(&host.name)
                 .ok_or_else(|| DialError::Unreachable(format!("no fake host {}", host.name)))?;
-            if h.fake.dial_mode() == DialMode::Refuse {
+            if h.fake().dial_mode() == DialMode::Refuse {
                 // Counted as a dial by the fake, refused at once.
-                let _ = h.fake.connect();
+                let _ = h.fake().connect();
                 return Err(DialError::Unreachable("connection refused".into()));
             }
             let _turn = h.dial_turn.lock().await;
-            let (client, server) = tokio::io::duplex(1 << 20);
-            let fake = h.fake.clone();
-            let mut serve = Box::pin(async move { fake.serve(server).await });
-            // The first poll registers the connection with the fake, so its id is known.
-            if futures_util::poll!(&mut serve).is_ready() {
-                return Err(DialError::Unreachable("connection closed at once".into()));
-            }
-            let id = h.fake.trace().dial_count();
             let token = CancellationToken::new();
-            h.conns
-                .lock()
-                .expect("connection table poisoned")
-                .insert(id, token.clone());
-            let killed = Box::pin(token.clone().cancelled_owned());
-            tokio::spawn(async move {
-                tokio::select! {
-                    _ = serve => {}
-                    _ = token.cancelled() => {}
+            let (ack, served) = tokio::sync::oneshot::channel();
+            *h.serving.pending.lock().expect("pending dial poisoned") = Some((token.clone(), ack));
+            let stream = self.ssh.dial(host).await;
+            let stream = match stream {
+                Ok(s) => s,
+                Err(e) => {
+                    h.serving
+                        .pending
+                        .lock()
+                        .expect("pending dial poisoned")
+                        .take();
+                    return Err(e);
                 }
-            });
+            };
+            // The channel is open; wait until the server side has registered it, so
+            // the next dial's token cannot be taken for this one.
+            if served.await.is_err() {
+                return Err(DialError::Unreachable("channel closed at once".into()));
+            }
+            let killed = Box::pin(token.cancelled_owned());
             Ok(Box::new(Killable {
-                inner: client,
+                inner: stream,
                 killed,
             }) as Stream)
         })
     }
 }
 
-/// The provider's end of a pipe, which fails at once when the fixture drops the
-/// connection (the fake's server may keep its own end open for hung calls).
+/// The provider's end of a connection, which fails at once when the fixture drops
+/// the connection (the fake's server may keep its own end open for hung calls).
 struct Killable {
-    inner: tokio::io::DuplexStream,
+    inner: Stream,
     killed: std::pin::Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
 }
-
 impl Killable {
     fn dead(&mut self, cx: &mut Context<'_>) -> bool {
         self.killed.as_mut().poll(cx).is_ready()
@@ -356,12 +529,22 @@ impl AsyncWrite for Killable {
 
 struct Bed {
     hosts: Vec<Arc<FakeHost>>,
-    dialer: Arc<FakeDialer>,
+    dialer: Arc<FixtureDialer>,
     config: Config,
     verbosity: Verbosity,
     provider: Kvm2,
     faults: Mutex<HashMap<u64, Vec<FaultHandle>>>,
     next_fault: AtomicU64,
+    /// Dropped last: the credential files.
+    _dir: TempDir,
+}
+
+impl Drop for Bed {
+    fn drop(&mut self) {
+        for h in &self.hosts {
+            h.kill(|_| true);
+        }
+    }
 }
 
 impl Bed {
@@ -373,7 +556,7 @@ impl Bed {
     }
 
     fn fake(&self, location: &str) -> HookResult<&FakeLibvirt> {
-        Ok(&self.host(location)?.fake)
+        Ok(self.host(location)?.fake())
     }
 }
 
@@ -477,8 +660,17 @@ impl Testbed for Bed {
     fn faults(&self) -> Option<&dyn Faults> {
         Some(self)
     }
+    fn rotation(&self) -> Option<&dyn Rotation> {
+        Some(self)
+    }
     fn observation(&self) -> Option<&dyn Observation> {
         Some(self)
+    }
+}
+
+impl Rotation for Bed {
+    fn rotate<'a>(&'a self, location: &'a str) -> BoxFuture<'a, HookResult<()>> {
+        Box::pin(async move { self.host(location)?.rotate() })
     }
 }
 
@@ -684,7 +876,7 @@ impl StateControl for Bed {
     fn hold_boot(&self, hold: bool) -> BoxFuture<'_, HookResult<()>> {
         Box::pin(async move {
             for h in &self.hosts {
-                h.fake.hold_all_boots(hold);
+                h.fake().hold_all_boots(hold);
             }
             Ok(())
         })
@@ -764,7 +956,7 @@ impl Faults for Bed {
         let mut handles = Vec::new();
         for h in &self.hosts {
             if spec.location.as_deref().is_none_or(|l| l == h.name) {
-                handles.push(h.fake.faults().add(rule.clone()));
+                handles.push(h.fake().faults().add(rule.clone()));
             }
         }
         if handles.is_empty() {
@@ -791,10 +983,10 @@ impl Faults for Bed {
 
     fn clear(&self) {
         for h in &self.hosts {
-            h.fake.faults().clear();
+            h.fake().faults().clear();
             // A hung call answers only when its connection goes: release them.
             let hung: Vec<u64> = h
-                .fake
+                .fake()
                 .trace()
                 .calls()
                 .into_iter()
@@ -817,7 +1009,7 @@ impl Faults for Bed {
                 Reachability::Refused => DialMode::Refuse,
                 Reachability::BlackHole => DialMode::BlackHole,
             };
-            h.fake.set_dial_mode(mode);
+            h.fake().set_dial_mode(mode);
             if r != Reachability::Up {
                 h.kill(|_| true);
             }
@@ -830,7 +1022,7 @@ impl Observation for Bed {
     fn calls(&self) -> Vec<BackendCall> {
         let mut all = Vec::new();
         for h in &self.hosts {
-            for c in h.fake.trace().calls().into_iter().skip(h.baseline_calls) {
+            for c in h.fake().trace().calls().into_iter().skip(h.baseline_calls) {
                 all.push((
                     c.at,
                     BackendCall {
@@ -847,7 +1039,7 @@ impl Observation for Bed {
 
     fn dials(&self, location: &str) -> u64 {
         self.host(location)
-            .map(|h| h.fake.trace().dial_count() - h.baseline_dials)
+            .map(|h| h.fake().trace().dial_count() - h.baseline_dials)
             .unwrap_or(0)
     }
 
