@@ -12,7 +12,7 @@ use russh::client;
 use russh::keys::{self, PrivateKey, PrivateKeyWithHashAlg, PublicKeyOrCertificate};
 use russh::{ChannelStream, Disconnect};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tracing::{debug, warn};
+use tracing::{trace, warn};
 
 use crate::error::{SshError, SshErrorKind};
 
@@ -311,7 +311,7 @@ async fn connect(target: &SshTarget, label: &str, key: PrivateKey) -> Result<Ssh
     let mut handle = client::connect(config, (target.host.as_str(), target.port), handler)
         .await
         .map_err(|e| map_russh(label, "connect", &verdict, e))?;
-    debug!(target = %label, "ssh handshake done");
+    trace!(target = %label, "ssh handshake done");
 
     let hash = handle
         .best_supported_rsa_hash()
@@ -339,7 +339,7 @@ async fn connect(target: &SshTarget, label: &str, key: PrivateKey) -> Result<Ssh
         .channel_open_direct_streamlocal(target.socket_path.clone())
         .await
         .map_err(|e| map_russh(label, "channel open", &verdict, e))?;
-    debug!(target = %label, socket = %target.socket_path, "socket channel open");
+    trace!(target = %label, socket = %target.socket_path, "socket channel open");
     Ok(SshStream {
         stream: channel.into_stream(),
         _handle: handle,
