@@ -241,7 +241,7 @@ start_sshd() {
     log "root's password field is locked with '!'; setting it to '*' so key logins work"
     usermod -p '*' root
   fi
-  cat >"$SSH_DIR/sshd_config" <<EOF
+  cat >"$SSH_DIR/sshd_config.new" <<EOF
 # Private sshd for the kvm2 integration host; loopback only, keys only.
 ListenAddress 127.0.0.1
 Port $PORT
@@ -254,11 +254,21 @@ PasswordAuthentication no
 KbdInteractiveAuthentication no
 UsePAM no
 StrictModes no
-AllowTcpForwarding no
+# OpenSSH applies AllowTcpForwarding's local switch to direct-streamlocal channels too:
+# with "no" (or PermitOpen none) every forward of the libvirt socket is denied.
+AllowTcpForwarding local
 AllowStreamLocalForwarding yes
 X11Forwarding no
 LogLevel VERBOSE
 EOF
+  # A running sshd keeps the configuration it started with (its per-connection children
+  # get it from the listener), so a changed file needs a reload.
+  local reload=0
+  if ! cmp -s "$SSH_DIR/sshd_config.new" "$SSH_DIR/sshd_config"; then
+    /usr/sbin/sshd -t -f "$SSH_DIR/sshd_config.new"
+    reload=1
+  fi
+  mv "$SSH_DIR/sshd_config.new" "$SSH_DIR/sshd_config"
   echo "[127.0.0.1]:$PORT $(cut -d' ' -f1-2 "$SSH_DIR/host_ed25519.pub")" >"$SSH_DIR/known_hosts"
 
   step "start sshd" sshd
@@ -268,6 +278,10 @@ EOF
     fi
     /usr/sbin/sshd -t -f "$SSH_DIR/sshd_config"
     /usr/sbin/sshd -f "$SSH_DIR/sshd_config" -E "$LOGS/sshd.log"
+  elif [ "$reload" = 1 ]; then
+    log "sshd_config changed; reloading sshd (pid $(cat "$SSH_DIR/sshd.pid"))"
+    kill -HUP "$(cat "$SSH_DIR/sshd.pid")"
+    sleep 0.5
   fi
   local _
   for _ in $(seq 1 50); do port_open "$PORT" && break; sleep 0.1; done
@@ -278,6 +292,24 @@ EOF
     -o BatchMode=yes -o IdentitiesOnly=yes -o StrictHostKeyChecking=yes \
     -o UserKnownHostsFile="$SSH_DIR/known_hosts" -o ConnectTimeout=10 \
     root@127.0.0.1 test -S "$SOCKET"
+  # The way kvm2 reaches libvirt: the socket forwarded over a direct-streamlocal channel.
+  local fwd=$SSH_DIR/check.sock fwd_pid _ ok=0
+  rm -f "$fwd"
+  ssh -q -N -p "$PORT" -i "$SSH_DIR/client_ed25519" \
+    -o BatchMode=yes -o IdentitiesOnly=yes -o StrictHostKeyChecking=yes \
+    -o UserKnownHostsFile="$SSH_DIR/known_hosts" -o ConnectTimeout=10 -o ExitOnForwardFailure=yes \
+    -L "$fwd:$SOCKET" root@127.0.0.1 &
+  fwd_pid=$!
+  for _ in $(seq 1 100); do [ -S "$fwd" ] && break; sleep 0.1; done
+  virsh -q -c "qemu+unix:///system?socket=$fwd" version >/dev/null 2>&1 && ok=1
+  kill "$fwd_pid" 2>/dev/null || true
+  wait "$fwd_pid" 2>/dev/null || true
+  rm -f "$fwd"
+  if [ "$ok" != 1 ]; then
+    log "last 10 lines of $LOGS/sshd.log:"
+    tail -n 10 "$LOGS/sshd.log" | sed 's/^/    /' >&2
+    die "libvirt does not answer through the SSH-forwarded socket"
+  fi
 }
 
 create_pool() {
