@@ -27,7 +27,11 @@ use crate::upload::UploadSession;
 
 #[derive(Debug, Default)]
 struct ConnState {
+    /// The hypervisor driver connection is open.
     opened: bool,
+    /// The storage driver connection is open. `ConnectOpen` opens both; a
+    /// second `ConnectOpen` fails and drops only the hypervisor one.
+    storage: bool,
     authenticated: bool,
     uri: Option<String>,
     keepalive: bool,
@@ -216,7 +220,12 @@ impl FakeConnection {
         {
             return Err(VirError::auth_required().into());
         }
-        if procedure.needs_open() && !conn.opened {
+        let open = if procedure.uses_storage_driver() {
+            conn.storage
+        } else {
+            conn.opened
+        };
+        if procedure.needs_open() && !open {
             return Err(VirError::not_open().into());
         }
         let mut state = self.fake.state();
@@ -233,9 +242,14 @@ impl FakeConnection {
         .await
     }
 
-    /// `AuthPolkit`: authenticates the connection; returns `complete`.
+    /// `AuthPolkit`: authenticates the connection and returns `complete`
+    /// on a socket whose authentication is polkit; elsewhere libvirtd
+    /// refuses it without setting an error.
     pub async fn auth_polkit(&self) -> Result<i32, CallError> {
-        self.call_conn(Procedure::AuthPolkit, |c, _, _| {
+        self.call_conn(Procedure::AuthPolkit, |c, st, _| {
+            if !st.host.auth_types.contains(&2) {
+                return Err(VirError::error_not_set());
+            }
             c.authenticated = true;
             Ok(1)
         })
@@ -265,12 +279,17 @@ impl FakeConnection {
         let uri = uri.map(str::to_owned);
         self.call_conn(Procedure::ConnectOpen, move |c, _, _| {
             if c.opened {
+                // libvirtd releases the hypervisor connection of a failed
+                // open, even when it failed for being open already; the
+                // storage connection stays, and a later open succeeds.
+                c.opened = false;
                 return Err(VirError::already_open());
             }
             if flags_ & !0x3 != 0 {
                 return Err(VirError::unsupported_flags(flags_, "virConnectOpenAuth"));
             }
             c.opened = true;
+            c.storage = true;
             c.uri = uri;
             Ok(())
         })
@@ -711,15 +730,15 @@ impl Upload {
             self.commit();
             return Err(err.into());
         }
-        if let Err(msg) = self.session.write(data) {
+        if let Err(e) = self.session.write(data) {
             self.commit();
-            return Err(VirError::new(code::RPC, domain::STREAMS, msg).into());
+            return Err(e.into());
         }
-        let end = self.session.end();
+        let (start, end) = (self.session.start(), self.session.end());
         let mut st = self.conn.fake.state();
         match st.vol_mut(&self.vol) {
             Ok(v) => {
-                v.allocation = v.allocation.max(end);
+                v.record_write(start, end);
                 Ok(())
             }
             Err(e) => {
@@ -760,10 +779,10 @@ impl Upload {
     fn commit_checked(&mut self) -> Result<(), VirError> {
         self.done = true;
         let content = self.session.content();
-        let end = self.session.end();
+        let (start, end) = (self.session.start(), self.session.end());
         let mut st = self.conn.fake.state();
         let v = st.vol_mut(&self.vol)?;
-        v.allocation = v.allocation.max(end);
+        v.record_write(start, end);
         v.content = content;
         Ok(())
     }

@@ -44,11 +44,13 @@ pub(crate) struct Def {
 impl Def {
     pub(crate) fn new(mut parsed: ParsedDomain) -> Self {
         let metadata = std::mem::take(&mut parsed.metadata);
+        let title = parsed.title.take();
+        let description = parsed.description.take();
         Def {
             parsed,
             metadata,
-            title: None,
-            description: None,
+            title,
+            description,
         }
     }
 }
@@ -289,7 +291,7 @@ impl State {
         check_flags(flags_, 0x1f, "qemuDomainShutdownFlags")?;
         let d = self.dom(h)?;
         if !d.active() {
-            return Err(VirError::domain_not_running());
+            return Err(VirError::domain_not_running_from(domain::QEMU));
         }
         let uuid = d.uuid;
         self.stop(uuid, reason::SHUTOFF_SHUTDOWN);
@@ -369,9 +371,13 @@ impl State {
         };
         Ok(xml::render_domain(
             &def.parsed.body,
-            &d.uuid,
-            id,
-            &def.metadata,
+            xml::Rendered {
+                uuid: &d.uuid,
+                id,
+                title: def.title.as_deref(),
+                description: def.description.as_deref(),
+                metadata: &def.metadata,
+            },
         ))
     }
 

@@ -25,6 +25,8 @@ pub mod code {
     pub const NO_NAME: i32 = 21;
     /// `VIR_ERR_XML_ERROR`.
     pub const XML_ERROR: i32 = 27;
+    /// `VIR_ERR_XML_DETAIL` (a syntax error found by the XML parser).
+    pub const XML_DETAIL: i32 = 35;
     /// `VIR_ERR_OPERATION_DENIED`.
     pub const OPERATION_DENIED: i32 = 29;
     /// `VIR_ERR_SYSTEM_ERROR`.
@@ -220,13 +222,16 @@ impl VirError {
         )
     }
 
-    /// `VIR_ERR_OPERATION_INVALID` "domain is not running".
+    /// `VIR_ERR_OPERATION_INVALID` "domain is not running", as the generic
+    /// domain code raises it (destroy, interface addresses, live metadata).
     pub fn domain_not_running() -> Self {
-        Self::new(
-            code::OPERATION_INVALID,
-            domain::DOMAIN,
-            "domain is not running",
-        )
+        Self::domain_not_running_from(domain::DOMAIN)
+    }
+
+    /// `VIR_ERR_OPERATION_INVALID` "domain is not running" raised by the given
+    /// subsystem: the QEMU driver checks shutdown itself.
+    pub fn domain_not_running_from(from: i32) -> Self {
+        Self::new(code::OPERATION_INVALID, from, "domain is not running")
     }
 
     /// `VIR_ERR_OPERATION_INVALID` "domain is already running".
@@ -279,6 +284,49 @@ impl VirError {
     /// `VIR_ERR_XML_ERROR` with a parser detail.
     pub fn xml(detail: impl Into<String>) -> Self {
         Self::new(code::XML_ERROR, domain::XML, detail)
+    }
+
+    /// `VIR_ERR_XML_DETAIL`: the XML parser rejected a document. libvirt
+    /// names the document (`domain_definition`,
+    /// `storage_volume_definition`) and the line, and raises it from the
+    /// subsystem that parsed it.
+    pub fn xml_syntax(from: i32, document: &str, line: usize, detail: &str) -> Self {
+        let message = format!("({document}):{line}: {detail}");
+        VirError {
+            message: message.clone(),
+            str1: Some("%s".to_owned()),
+            str2: Some(message),
+            ..Self::new(code::XML_DETAIL, from, "")
+        }
+    }
+
+    /// `VIR_ERR_INTERNAL_ERROR` for a `<uuid>` that does not parse.
+    pub fn malformed_uuid() -> Self {
+        Self::internal(domain::DOMAIN, "malformed uuid element")
+    }
+
+    /// What libvirtd 9.0 answers to `AUTH_POLKIT` on a socket whose
+    /// authentication is not polkit: the dispatcher fails without setting
+    /// an error, so the client sees this generic one.
+    pub fn error_not_set() -> Self {
+        let message = "Library function returned error but did not set virError";
+        VirError {
+            message: message.to_owned(),
+            str1: Some("%s".to_owned()),
+            str2: Some(message.to_owned()),
+            ..Self::new(code::INTERNAL_ERROR, domain::RPC, "")
+        }
+    }
+
+    /// `VIR_ERR_SYSTEM_ERROR` from the stream when an upload sends more bytes
+    /// than it declared: the helper writing the volume stops at the declared
+    /// length and the next write fails with `ENOSPC`.
+    pub fn stream_no_space() -> Self {
+        Self::new(
+            code::SYSTEM_ERROR,
+            domain::STREAMS,
+            "cannot write to stream: No space left on device",
+        )
     }
 
     /// `VIR_ERR_NO_NAME` for a domain definition without `<name>`.

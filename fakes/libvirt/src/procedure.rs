@@ -156,6 +156,15 @@ impl Procedure {
     }
 }
 
+impl Procedure {
+    /// Whether libvirtd serves the procedure through the client's storage
+    /// driver connection rather than its hypervisor connection (the two are
+    /// opened together but can be lost separately).
+    pub fn uses_storage_driver(self) -> bool {
+        self.name().starts_with("Storage") || self == Procedure::ConnectListAllStoragePools
+    }
+}
+
 impl fmt::Display for Procedure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

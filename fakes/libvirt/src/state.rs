@@ -18,8 +18,10 @@ use crate::types::{AddressSource, Interface};
 /// Where libvirt puts a domain's NVRAM file when its XML names none.
 pub(crate) const NVRAM_DIR: &str = "/var/lib/libvirt/qemu/nvram";
 
-/// Allocation of a freshly created, empty qcow2 file.
-pub(crate) const QCOW2_EMPTY_ALLOCATION: u64 = 196_608;
+/// Allocation of a freshly created, empty qcow2 file: qemu-img 7.2 writes
+/// 196 616 bytes, which ext4 stores in 49 blocks of 4 KiB (measured on the
+/// project's real-host setup, with and without a backing file).
+pub(crate) const QCOW2_EMPTY_ALLOCATION: u64 = 200_704;
 
 /// Settings of the fake host.
 #[derive(Debug, Clone)]

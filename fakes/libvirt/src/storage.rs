@@ -12,6 +12,9 @@ use crate::types::{PoolInfo, PoolRef, PoolState, VolInfo, VolRef};
 use crate::upload::VolumeContent;
 use crate::xml;
 
+/// The unit in which a file system allocates: writes allocate whole blocks.
+const BLOCK: u64 = 4096;
+
 #[derive(Debug, Clone)]
 pub(crate) struct Volume {
     pub(crate) name: String,
@@ -20,6 +23,39 @@ pub(crate) struct Volume {
     pub(crate) format: Option<String>,
     pub(crate) backing_path: Option<String>,
     pub(crate) content: VolumeContent,
+    /// Blocks allocated, as sorted disjoint half-open ranges of block
+    /// numbers: the allocation the volume was created with, then every
+    /// range an upload wrote. Files are sparse, so writing past a hole
+    /// allocates only the blocks written.
+    pub(crate) blocks: Vec<(u64, u64)>,
+}
+
+impl Volume {
+    /// Accounts for bytes `start..end` written by an upload: the blocks they
+    /// touch become allocated and a raw file grows to hold them (its
+    /// capacity is its size), as a plain file on a directory pool does.
+    pub(crate) fn record_write(&mut self, start: u64, end: u64) {
+        if end <= start {
+            return;
+        }
+        if self.blocks.is_empty() && self.allocation > 0 {
+            self.blocks.push((0, self.allocation.div_ceil(BLOCK)));
+        }
+        self.blocks.push((start / BLOCK, end.div_ceil(BLOCK)));
+        self.blocks.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(self.blocks.len());
+        for &(a, b) in &self.blocks {
+            match merged.last_mut() {
+                Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        self.allocation = merged.iter().map(|(a, b)| (b - a) * BLOCK).sum();
+        self.blocks = merged;
+        if self.format.as_deref() != Some("qcow2") {
+            self.capacity = self.capacity.max(end);
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -270,6 +306,7 @@ impl State {
                 format: parsed.format,
                 backing_path: parsed.backing_path,
                 content: VolumeContent::Empty,
+                blocks: Vec::new(),
             },
         );
         Ok(handle)

@@ -4,6 +4,8 @@
 
 use sha2::{Digest, Sha256};
 
+use crate::error::VirError;
+
 /// The contents of a volume as far as uploads wrote them.
 #[derive(Clone, PartialEq, Eq)]
 pub enum VolumeContent {
@@ -93,16 +95,22 @@ impl UploadSession {
         }
     }
 
-    /// Takes one data packet; fails when it goes past the declared length.
-    pub(crate) fn write(&mut self, data: &[u8]) -> Result<(), String> {
-        let total = self.written + data.len() as u64;
+    /// Takes one data packet. Past the declared length libvirt's helper
+    /// writes up to the length and then fails with `ENOSPC`; so does this.
+    pub(crate) fn write(&mut self, data: &[u8]) -> Result<(), VirError> {
         if let Some(limit) = self.limit
-            && total > limit
+            && self.written + data.len() as u64 > limit
         {
-            return Err(format!(
-                "stream sent {total} bytes, more than the {limit} requested"
-            ));
+            let room = usize::try_from(limit.saturating_sub(self.written)).unwrap_or(usize::MAX);
+            self.append(&data[..room.min(data.len())]);
+            return Err(VirError::stream_no_space());
         }
+        self.append(data);
+        Ok(())
+    }
+
+    fn append(&mut self, data: &[u8]) {
+        let total = self.written + data.len() as u64;
         self.hasher.update(data);
         if let Some(kept) = self.kept.as_mut() {
             if self.offset + total <= self.keep_limit {
@@ -112,7 +120,11 @@ impl UploadSession {
             }
         }
         self.written = total;
-        Ok(())
+    }
+
+    /// The first byte the stream writes.
+    pub(crate) fn start(&self) -> u64 {
+        self.offset
     }
 
     /// The highest byte written so far (offset + bytes).

@@ -11,7 +11,7 @@ use quick_xml::Writer;
 use quick_xml::events::{BytesStart, Event};
 use uuid::Uuid;
 
-use crate::error::VirError;
+use crate::error::{VirError, domain};
 use crate::types::MetadataEntry;
 
 /// What the model keeps from a defined domain document.
@@ -34,8 +34,13 @@ pub(crate) struct ParsedDomain {
     pub(crate) disk_files: Vec<String>,
     /// The top-level elements of `<metadata>` that carry a namespace.
     pub(crate) metadata: Vec<MetadataEntry>,
-    /// The document without `<uuid>`, `<metadata>` and the root `id`
-    /// attribute; [`render_domain`] puts the current values back.
+    /// `<title>`, which libvirt also serves through the metadata calls.
+    pub(crate) title: Option<String>,
+    /// `<description>`, likewise.
+    pub(crate) description: Option<String>,
+    /// The document without `<uuid>`, `<title>`, `<description>`,
+    /// `<metadata>` and the root `id` attribute; [`render_domain`] puts the
+    /// current values back.
     pub(crate) body: String,
 }
 
@@ -52,6 +57,32 @@ pub(crate) struct ParsedVolume {
 
 fn parse_error(what: &str, e: impl std::fmt::Display) -> VirError {
     VirError::xml(format!("failed to parse {what}: {e}"))
+}
+
+/// The documents whose syntax errors libvirt reports as `VIR_ERR_XML_DETAIL`
+/// from the subsystem that parsed them.
+#[derive(Debug, Clone, Copy)]
+enum Document {
+    Domain,
+    Volume,
+}
+
+impl Document {
+    /// A syntax error at byte `pos` of `xml`, with libvirt's numbering of
+    /// the line.
+    fn syntax(self, xml: &str, pos: u64, detail: impl std::fmt::Display) -> VirError {
+        let upto = usize::try_from(pos).unwrap_or(usize::MAX).min(xml.len());
+        let line = xml.as_bytes()[..upto]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1;
+        let (from, name) = match self {
+            Document::Domain => (domain::DOMAIN, "domain_definition"),
+            Document::Volume => (domain::STORAGE, "storage_volume_definition"),
+        };
+        VirError::xml_syntax(from, name, line, &detail.to_string())
+    }
 }
 
 fn attr(e: &BytesStart<'_>, name: &str) -> Option<String> {
@@ -134,12 +165,15 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
     let mut macs = Vec::new();
     let mut disk_files = Vec::new();
     let mut metadata = Vec::new();
+    let mut title = None;
+    let mut description = None;
     let mut mem_unit: Option<String> = None;
+    let doc = Document::Domain;
 
     loop {
         let ev = reader
             .read_event()
-            .map_err(|e| parse_error("domain definition", e))?;
+            .map_err(|e| doc.syntax(xml, reader.error_position(), e))?;
         let is_start = matches!(ev, Event::Start(_));
         match &ev {
             Event::Start(e) | Event::Empty(e) => {
@@ -147,7 +181,11 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
                 let depth = path.len();
                 if depth == 0 {
                     if seen_root {
-                        return Err(VirError::xml("extra content at the end of the document"));
+                        return Err(doc.syntax(
+                            xml,
+                            reader.buffer_position(),
+                            "Extra content at the end of the document",
+                        ));
                     }
                     seen_root = true;
                     if qname != "domain" {
@@ -214,7 +252,12 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
                         push_metadata(&mut metadata, w, prefix, uri.as_deref().unwrap_or(""))?;
                     }
                 } else if skip_depth.is_none() {
-                    if depth == 1 && (qname == "uuid" || qname == "metadata") {
+                    if depth == 1
+                        && matches!(
+                            qname.as_str(),
+                            "uuid" | "metadata" | "title" | "description"
+                        )
+                    {
                         if is_start {
                             skip_depth = Some(depth);
                         }
@@ -249,7 +292,7 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
             }
             Event::End(_) => {
                 let Some(qname) = path.pop() else {
-                    return Err(VirError::xml("unexpected end tag"));
+                    return Err(doc.syntax(xml, reader.buffer_position(), "Unexpected end tag"));
                 };
                 ns.pop();
                 let depth = path.len();
@@ -258,11 +301,12 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
                 match (parent, qname.as_str()) {
                     ("domain", "name") => name = Some(value.trim().to_owned()),
                     ("domain", "uuid") => {
-                        let u = Uuid::parse_str(value.trim()).map_err(|_| {
-                            VirError::xml(format!("malformed uuid element '{}'", value.trim()))
-                        })?;
+                        let u = Uuid::parse_str(value.trim())
+                            .map_err(|_| VirError::malformed_uuid())?;
                         uuid = Some(u);
                     }
+                    ("domain", "title") => title = Some(value),
+                    ("domain", "description") => description = Some(value),
                     ("domain", "memory") => {
                         max_mem_kib = scaled(&value, mem_unit.as_deref(), "KiB")? / 1024;
                     }
@@ -312,16 +356,15 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
             Event::Comment(_) | Event::PI(_) | Event::Decl(_) | Event::DocType(_) => {}
         }
     }
-    if !path.is_empty() {
-        return Err(VirError::xml(format!(
-            "failed to parse domain definition: premature end of data in tag {}",
-            path.last().map(String::as_str).unwrap_or("")
-        )));
+    if let Some(open) = path.last() {
+        return Err(doc.syntax(
+            xml,
+            reader.buffer_position(),
+            format!("Premature end of data in tag {open}"),
+        ));
     }
     if !seen_root {
-        return Err(VirError::xml(
-            "failed to parse domain definition: document is empty",
-        ));
+        return Err(doc.syntax(xml, reader.buffer_position(), "Document is empty"));
     }
     let name = match name {
         Some(n) if !n.is_empty() => n,
@@ -340,6 +383,8 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
         macs,
         disk_files,
         metadata,
+        title,
+        description,
         body,
     })
 }
@@ -575,14 +620,33 @@ pub(crate) fn canonical_metadata(xml: &str, key: &str, uri: &str) -> Result<Stri
     strip_namespace(&qualified, key, uri)
 }
 
-/// Writes a stored domain body back out with its current UUID, running id
-/// and metadata.
-pub(crate) fn render_domain(
-    body: &str,
-    uuid: &Uuid,
-    id: Option<i32>,
-    metadata: &[MetadataEntry],
-) -> String {
+/// What [`render_domain`] puts back into a stored body.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Rendered<'a> {
+    pub(crate) uuid: &'a Uuid,
+    pub(crate) id: Option<i32>,
+    pub(crate) title: Option<&'a str>,
+    pub(crate) description: Option<&'a str>,
+    pub(crate) metadata: &'a [MetadataEntry],
+}
+
+/// Escapes text for an element's content.
+fn escape_text(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Writes a stored domain body back out with its current UUID, running id,
+/// title, description and metadata, in libvirt's element order.
+pub(crate) fn render_domain(body: &str, r: Rendered<'_>) -> String {
+    let Rendered {
+        uuid,
+        id,
+        title,
+        description,
+        metadata,
+    } = r;
     let mut out = String::with_capacity(body.len() + 256);
     // The body was written by `parse_domain`, so its root start tag is the
     // first `<domain` and its last end tag is `</domain>`.
@@ -617,6 +681,15 @@ pub(crate) fn render_domain(
         rest = &inner[cut..];
     }
     out.push_str(&format!("\n  <uuid>{uuid}</uuid>"));
+    if let Some(t) = title {
+        out.push_str(&format!("\n  <title>{}</title>", escape_text(t)));
+    }
+    if let Some(d) = description {
+        out.push_str(&format!(
+            "\n  <description>{}</description>",
+            escape_text(d)
+        ));
+    }
     if !metadata.is_empty() {
         out.push_str("\n  <metadata>");
         for m in metadata {
@@ -661,16 +734,21 @@ pub(crate) fn parse_volume(xml: &str) -> Result<ParsedVolume, VirError> {
         backing_format: None,
     };
     let mut seen_root = false;
+    let doc = Document::Volume;
     loop {
         let ev = reader
             .read_event()
-            .map_err(|e| parse_error("volume definition", e))?;
+            .map_err(|e| doc.syntax(xml, reader.error_position(), e))?;
         match &ev {
             Event::Start(e) | Event::Empty(e) => {
                 let q = e.name().as_ref().to_owned();
                 if path.is_empty() {
                     if seen_root {
-                        return Err(VirError::xml("extra content at the end of the document"));
+                        return Err(doc.syntax(
+                            xml,
+                            reader.buffer_position(),
+                            "Extra content at the end of the document",
+                        ));
                     }
                     seen_root = true;
                     if q != "volume" {
@@ -714,10 +792,15 @@ pub(crate) fn parse_volume(xml: &str) -> Result<ParsedVolume, VirError> {
             _ => {}
         }
     }
-    if !path.is_empty() || !seen_root {
-        return Err(VirError::xml(
-            "failed to parse volume definition: premature end of data",
+    if let Some(open) = path.last() {
+        return Err(doc.syntax(
+            xml,
+            reader.buffer_position(),
+            format!("Premature end of data in tag {open}"),
         ));
+    }
+    if !seen_root {
+        return Err(doc.syntax(xml, reader.buffer_position(), "Document is empty"));
     }
     if vol.name.is_empty() {
         return Err(VirError::new(
@@ -803,7 +886,16 @@ mod tests {
             !p.body.contains("uuid") && !p.body.contains("metadata") && !p.body.contains("id='3'")
         );
         let uuid = p.uuid.unwrap();
-        let out = render_domain(&p.body, &uuid, Some(4), &p.metadata);
+        let out = render_domain(
+            &p.body,
+            Rendered {
+                uuid: &uuid,
+                id: Some(4),
+                title: None,
+                description: None,
+                metadata: &p.metadata,
+            },
+        );
         assert!(out.starts_with("<domain type='kvm' id='4'>"), "{out}");
         assert!(out.contains(&format!("<uuid>{uuid}</uuid>")), "{out}");
         assert!(

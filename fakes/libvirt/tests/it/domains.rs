@@ -100,13 +100,16 @@ async fn redefine_keeps_uuid_and_foreign_uuid_is_refused() {
     assert_eq!(fake.domains().len(), 1);
 }
 
+// Codes as a real libvirtd 9.0 answers them (the fidelity comparison checks
+// these against one): syntax errors are XML_DETAIL, a bad UUID is internal.
 #[rstest]
-#[case::not_xml("<domain", err::XML_ERROR)]
+#[case::not_xml("<domain", err::XML_DETAIL)]
+#[case::unclosed("<domain type='qemu'><name>", err::XML_DETAIL)]
 #[case::wrong_root("<volume><name>x</name></volume>", err::XML_ERROR)]
 #[case::no_name("<domain type='kvm'><memory>1</memory></domain>", err::NO_NAME)]
 #[case::bad_uuid(
     "<domain type='kvm'><name>x</name><uuid>nope</uuid></domain>",
-    err::XML_ERROR
+    err::INTERNAL_ERROR
 )]
 #[tokio::test]
 async fn malformed_definitions_are_refused(#[case] xml: &str, #[case] expected: i32) {
@@ -346,5 +349,44 @@ async fn agent_without_channel_is_not_configured() {
     assert_eq!(
         message(c.domain_interface_addresses(&d, 1, 0).await),
         "argument unsupported: QEMU guest agent is not configured"
+    );
+}
+
+#[tokio::test]
+async fn title_and_description_come_from_the_definition() {
+    let fake = FakeLibvirt::new();
+    let c = open(&fake).await;
+    let xml = bios_xml("t").replacen(
+        "</name>",
+        "</name>\n  <title>a &lt;title&gt;</title>\n  <description>about t</description>",
+        1,
+    );
+    let dom = c.domain_define_xml(&xml).await.unwrap();
+    let title = c
+        .domain_get_metadata(&dom, flags::METADATA_TITLE, None, 0)
+        .await
+        .unwrap();
+    assert_eq!(title, "a <title>");
+    let description = c
+        .domain_get_metadata(&dom, flags::METADATA_DESCRIPTION, None, 0)
+        .await
+        .unwrap();
+    assert_eq!(description, "about t");
+    let out = c.domain_get_xml_desc(&dom, 0).await.unwrap();
+    assert!(out.contains("<title>a &lt;title&gt;</title>"), "{out}");
+    assert!(out.contains("<description>about t</description>"), "{out}");
+    assert_eq!(out.matches("<title>").count(), 1, "{out}");
+}
+
+#[tokio::test]
+async fn shutdown_of_an_inactive_domain_is_refused_by_the_qemu_driver() {
+    let fake = FakeLibvirt::new();
+    let c = open(&fake).await;
+    let dom = c.domain_define_xml(&bios_xml("s")).await.unwrap();
+    let e = c.domain_shutdown_flags(&dom, 0).await.unwrap_err();
+    let e = e.as_libvirt().unwrap();
+    assert_eq!(
+        (e.code, e.domain),
+        (err::OPERATION_INVALID, libvirt_fake::domain::QEMU)
     );
 }

@@ -226,12 +226,30 @@ async fn gating_like_libvirtd() {
     );
     assert_eq!(c.supports_feature(10).await.unwrap(), 1);
     assert!(c.keepalive_requested());
+    assert_eq!(
+        message(c.auth_polkit().await),
+        "Library function returned error but did not set virError",
+        "polkit on a socket that does not ask for it"
+    );
     c.open(None, 0).await.unwrap();
     assert_eq!(c.get_uri().await.unwrap(), "qemu:///system");
     assert_eq!(
         message(c.open(None, 0).await),
         "internal error: connection already open"
     );
+    // The failed open released the hypervisor connection but not the
+    // storage one, and a third open succeeds (libvirtd 9.0, measured).
+    assert_eq!(
+        message(c.get_uri().await),
+        "internal error: hypervisor connection not open"
+    );
+    assert_eq!(
+        message(c.domain_lookup_by_name("x").await),
+        "internal error: hypervisor connection not open"
+    );
+    assert_eq!(c.list_all_storage_pools(0).await.unwrap(), vec![]);
+    c.open(None, 0).await.unwrap();
+    assert_eq!(c.get_uri().await.unwrap(), "qemu:///system");
     c.connect_close().await.unwrap();
     assert!(c.is_closed());
 

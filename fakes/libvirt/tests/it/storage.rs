@@ -171,7 +171,7 @@ async fn large_uploads_keep_only_size_and_digest() {
         }
     );
     // An upload writes into the existing file without truncating it.
-    assert_eq!(v.allocation, 196_608);
+    assert_eq!(v.allocation, 200_704);
 }
 
 #[tokio::test]
@@ -184,8 +184,15 @@ async fn upload_length_limit_and_missing_volume() {
         .await
         .unwrap();
     let mut up = c.storage_vol_upload(&vol, 0, 4, 0).await.unwrap();
-    up.send(b"abcd").unwrap();
-    assert!(up.send(b"e").is_err());
+    up.send(b"ab").unwrap();
+    // Past the declared length the bytes up to it are written, then the
+    // stream fails the way libvirt's helper does.
+    assert_eq!(
+        message(up.send(b"cdef")),
+        "cannot write to stream: No space left on device"
+    );
+    let v = fake.volume("default", "v").unwrap();
+    assert_eq!(v.content, VolumeContent::Bytes(b"abcd".to_vec()));
     fake.remove_volume("default", "v");
     assert_eq!(
         code(c.storage_vol_upload(&vol, 0, 0, 0).await),
@@ -238,5 +245,44 @@ async fn set_pool_available_is_exact() {
     assert_eq!(
         c.storage_pool_get_info(&pool).await.unwrap().available,
         5000
+    );
+}
+
+#[tokio::test]
+async fn uploads_allocate_sparse_blocks_and_grow_raw_files() {
+    let fake = pool_fake();
+    let c = open(&fake).await;
+    let pool = c.storage_pool_lookup_by_name("default").await.unwrap();
+    let xml = "<volume><name>r</name><capacity>1048576</capacity>\
+               <allocation>0</allocation></volume>";
+    let vol = c.storage_vol_create_xml(&pool, xml, 0).await.unwrap();
+    let info = c.storage_vol_get_info(&vol).await.unwrap();
+    assert_eq!((info.capacity, info.allocation), (1 << 20, 0));
+
+    let mut up = c.storage_vol_upload(&vol, 0, 0, 0).await.unwrap();
+    up.send(&[1u8; 5000]).unwrap();
+    up.finish().unwrap();
+    let info = c.storage_vol_get_info(&vol).await.unwrap();
+    assert_eq!(info.allocation, 2 * 4096, "two blocks touched");
+
+    // Past the end, with a hole: one more block, and the file grows.
+    let end = (1 << 20) + 4096 + 10;
+    let mut up = c
+        .storage_vol_upload(&vol, (1 << 20) + 4096, 0, 0)
+        .await
+        .unwrap();
+    up.send(&[2u8; 10]).unwrap();
+    up.finish().unwrap();
+    let info = c.storage_vol_get_info(&vol).await.unwrap();
+    assert_eq!(info.allocation, 3 * 4096);
+    assert_eq!(info.capacity, end);
+
+    // Rewriting blocks already allocated allocates nothing more.
+    let mut up = c.storage_vol_upload(&vol, 100, 0, 0).await.unwrap();
+    up.send(&[3u8; 100]).unwrap();
+    up.finish().unwrap();
+    assert_eq!(
+        c.storage_vol_get_info(&vol).await.unwrap().allocation,
+        3 * 4096
     );
 }
