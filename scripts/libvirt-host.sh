@@ -74,7 +74,16 @@ PACKAGES=(
 STEP=init
 DAEMON=
 log() { printf 'libvirt-host: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+die() {
+  trap - ERR
+  if [ "$STEP" = init ]; then
+    log "error: $*"
+  else
+    log "error at step '$STEP': $*"
+    log_tail
+  fi
+  exit 1
+}
 
 log_of() {
   case $1 in
@@ -91,16 +100,20 @@ on_error() {
   local rc=$? line=$1
   trap - ERR
   log "failed at step '$STEP' (line $line, exit $rc)"
-  if [ -n "$DAEMON" ]; then
-    local f
-    f=$(log_of "$DAEMON")
-    log "daemon: $DAEMON, log: $f"
-    if [ -f "$f" ]; then
-      log "last 30 lines of $f:"
-      tail -n 30 "$f" | sed 's/^/    /' >&2
-    fi
-  fi
+  log_tail
   exit "$rc"
+}
+
+# The log of the daemon (or tool) the current step drives, last 30 lines.
+log_tail() {
+  [ -n "$DAEMON" ] || return 0
+  local f
+  f=$(log_of "$DAEMON")
+  log "daemon: $DAEMON, log: $f"
+  if [ -f "$f" ]; then
+    log "last 30 lines of $f:"
+    tail -n 30 "$f" | sed 's/^/    /' >&2
+  fi
 }
 trap 'on_error $LINENO' ERR
 
@@ -305,11 +318,7 @@ EOF
   kill "$fwd_pid" 2>/dev/null || true
   wait "$fwd_pid" 2>/dev/null || true
   rm -f "$fwd"
-  if [ "$ok" != 1 ]; then
-    log "last 10 lines of $LOGS/sshd.log:"
-    tail -n 10 "$LOGS/sshd.log" | sed 's/^/    /' >&2
-    die "libvirt does not answer through the SSH-forwarded socket"
-  fi
+  [ "$ok" = 1 ] || die "libvirt does not answer through the SSH-forwarded socket"
 }
 
 create_pool() {
