@@ -15,6 +15,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use conformance::fixture::Fixture;
 use conformance::suite::outcome::Outcome;
 use conformance::suite::report::{Format, find_sentinel, write_all};
 use conformance::suite::runner::{RunOptions, run};
@@ -40,6 +41,11 @@ fn main() {
         .build()
         .expect("runtime");
     let fixture = Arc::new(Kvm2Fixture::default());
+    let backend = fixture
+        .environment()
+        .get("backend")
+        .cloned()
+        .unwrap_or_default();
     let report = rt.block_on(run(fixture, opts.clone(), &mut |_| {}));
     drop(rt);
     let checked = started.elapsed();
@@ -62,6 +68,7 @@ fn main() {
         report.results.len(),
         opts.concurrency
     );
+    println!("backend: {backend}");
     println!(
         "pass {}, fail {}, error {}, skipped {}, not applicable {}",
         s.pass, s.fail, s.error, s.skipped, s.not_applicable
@@ -89,7 +96,7 @@ fn main() {
         wall.as_secs_f64() / GOAL.as_secs_f64()
     );
     let mut slowest = ran.clone();
-    slowest.sort_by(|a, b| b.duration.cmp(&a.duration));
+    slowest.sort_by_key(|r| std::cmp::Reverse(r.duration));
     println!("slowest five rules:");
     println!(
         "{:<22} {:<8} {:>9} {:>12}",
