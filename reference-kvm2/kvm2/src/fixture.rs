@@ -1052,3 +1052,102 @@ impl Observation for Bed {
         self.provider.set_verbosity(n);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::*;
+
+    async fn one_host() -> (TempDir, Arc<FakeHost>, HostConfig, FixtureDialer) {
+        let dir = TempDir::new().unwrap();
+        let fake = FakeLibvirt::with_config(libvirt_fake::HostConfig {
+            hostname: "host-a.fake".into(),
+            ..Default::default()
+        });
+        let host = Arc::new(
+            FakeHost::start("host-a", fake, &dir.0.join("host-a"))
+                .await
+                .unwrap(),
+        );
+        let mut cfg = Kvm2Fixture::default().config().hosts[0].clone();
+        cfg.address = "127.0.0.1".into();
+        cfg.port = host.ssh.port();
+        cfg.key_file = Some(host.key_file.clone());
+        cfg.known_hosts_file = Some(host.known_hosts_file.clone());
+        let dialer = FixtureDialer {
+            hosts: HashMap::from([("host-a".to_owned(), host.clone())]),
+            ssh: SshDialer::default(),
+        };
+        (dir, host, cfg, dialer)
+    }
+
+    async fn client(stream: Stream) -> libvirt_rpc::Client {
+        let (client, conn) = libvirt_rpc::Config::default().attach(stream);
+        tokio::spawn(conn);
+        client.open("qemu:///system").await.unwrap();
+        client
+    }
+
+    #[tokio::test]
+    async fn rotation_revokes_the_old_key_and_the_next_dial_reads_the_new_files() {
+        let (dir, host, cfg, dialer) = one_host().await;
+        let old_key = std::fs::read(&host.key_file).unwrap();
+        let old_known = std::fs::read_to_string(&host.known_hosts_file).unwrap();
+        let before = client(dialer.dial(&cfg).await.unwrap()).await;
+
+        host.rotate().unwrap();
+        assert_ne!(std::fs::read(&host.key_file).unwrap(), old_key);
+        let known = std::fs::read_to_string(&host.known_hosts_file).unwrap();
+        assert_ne!(known, old_known);
+        assert!(known.starts_with("|1|"), "hashed entry: {known}");
+
+        // The next dial reads the new files; the old key is refused.
+        let after = client(dialer.dial(&cfg).await.unwrap()).await;
+        assert_eq!(after.connect_get_hostname().await.unwrap(), "host-a.fake");
+        let stale = dir.0.join("old-key");
+        std::fs::write(&stale, &old_key).unwrap();
+        let mut old_cfg = cfg.clone();
+        old_cfg.key_file = Some(stale);
+        let e = dialer
+            .dial(&old_cfg)
+            .await
+            .err()
+            .expect("the old key is revoked");
+        assert!(matches!(e, DialError::AuthFailed(_)), "{e}");
+
+        // A connection opened before the rotation stays open.
+        assert_eq!(before.connect_get_hostname().await.unwrap(), "host-a.fake");
+        assert_eq!(host.fake().trace().dial_count() - host.baseline_dials, 2);
+    }
+
+    #[tokio::test]
+    async fn killed_connections_fail_at_once_and_refused_dials_are_counted() {
+        let (_dir, host, cfg, dialer) = one_host().await;
+        let c = client(dialer.dial(&cfg).await.unwrap()).await;
+        assert_eq!(host.serving.conns.lock().unwrap().len(), 1);
+        host.fake()
+            .faults()
+            .add(FaultRule::on(Procedure::ConnectGetHostname, Fault::Hang));
+        let hung = tokio::spawn(async move { c.connect_get_hostname().await });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let t = Instant::now();
+        host.kill(|_| true);
+        let r = tokio::time::timeout(Duration::from_secs(2), hung)
+            .await
+            .expect("the hung call ends when its connection is killed")
+            .unwrap();
+        assert!(r.is_err());
+        assert!(
+            t.elapsed() < Duration::from_millis(500),
+            "{:?}",
+            t.elapsed()
+        );
+
+        host.fake().set_dial_mode(DialMode::Refuse);
+        let dials = host.fake().trace().dial_count();
+        let e = dialer.dial(&cfg).await.err().expect("refused");
+        assert!(matches!(e, DialError::Unreachable(_)), "{e}");
+        assert_eq!(host.fake().trace().dial_count(), dials + 1);
+    }
+}
