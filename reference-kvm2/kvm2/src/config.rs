@@ -297,7 +297,13 @@ impl Config {
         let host = get("HOST")?;
         let need = |k: &str| get(k).ok_or_else(|| err(format!("KVM2_TEST_{k}"), "is not set"));
         let build = || -> Result<Config, ConfigError> {
-            let name: String = host.split('.').next().unwrap_or(&host).to_owned();
+            // A DNS name gives its first label; an IP address all of it, its
+            // separators made dashes (`127.0.0.1` → `127-0-0-1`, not `127`).
+            let name: String = if host.parse::<std::net::IpAddr>().is_ok() {
+                host.replace(['.', ':'], "-")
+            } else {
+                host.split('.').next().unwrap_or(&host).to_owned()
+            };
             let mut timeouts = Timeouts::default();
             if let Some(t) = get("TIMEOUT") {
                 timeouts.create = parse_duration(&t)
@@ -575,6 +581,13 @@ kvm2:
             "beelink.example"
         );
         assert_eq!(c.timeouts.create, Duration::from_secs(420));
+        let ip = Config::from_vars(|k| match k {
+            "KVM2_TEST_HOST" => Some("127.0.0.1".to_string()),
+            _ => vars.get(k).map(|v| v.to_string()),
+        })
+        .unwrap()
+        .unwrap();
+        assert_eq!(ip.hosts[0].name, "127-0-0-1", "an address is kept whole");
         assert!(Config::from_vars(|_| None).is_none());
         let e = Config::from_vars(|k| (k == "KVM2_TEST_HOST").then(|| "h".to_string()))
             .unwrap()
