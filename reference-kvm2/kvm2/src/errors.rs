@@ -71,8 +71,9 @@ impl Failure {
 /// Classifies a failure of operation `op` into one of the contract's kinds.
 ///
 /// - no domain / no storage volume → NotFound, but Transient inside Create;
-/// - no storage pool, XML error, no support, invalid argument, authentication
-///   failed, access denied → Permanent;
+/// - no storage pool, XML error (both libvirt's semantic `XML_ERROR` and the
+///   parser's syntax `XML_DETAIL`), no support, invalid argument,
+///   authentication failed, access denied → Permanent;
 /// - SSH authentication failure, rejected host key, unusable key → Permanent;
 ///   missing key or known_hosts file → Transient (the secret is not mounted yet);
 /// - cancellation, deadlines, network errors, EOF and anything else → Transient.
@@ -89,6 +90,7 @@ pub fn classify(op: Op, f: &Failure) -> ErrorKind {
             Some(
                 ErrorCode::NoStoragePool
                 | ErrorCode::XmlError
+                | ErrorCode::XmlDetail
                 | ErrorCode::NoSupport
                 | ErrorCode::InvalidArg
                 | ErrorCode::AuthFailed
@@ -182,6 +184,12 @@ mod tests {
         let denied = client.connect_get_hostname().await.unwrap_err();
         assert_eq!(
             classify(Op::Get, &fail("ConnectGetHostname", denied)).name(),
+            "Permanent"
+        );
+        // A document libvirt's parser rejects: the same bytes never succeed.
+        let bad_xml = client.domain_define_xml("<domain").await.unwrap_err();
+        assert_eq!(
+            classify(Op::Create, &fail("DomainDefineXML", bad_xml)).name(),
             "Permanent"
         );
         fake.faults()
