@@ -365,9 +365,14 @@ async fn a_slow_download_nobody_waits_for_is_abandoned_and_cleaned_up() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     };
+    let left = Instant::now();
     tokio::time::timeout(Duration::from_secs(3), gone)
         .await
         .unwrap_or_else(|_| panic!("left behind: {:?}", s.fake.volumes(POOL)));
+    eprintln!(
+        "abandoned download's partial volume deleted {:?} after the caller left",
+        left.elapsed()
+    );
     assert!(!s.marker());
     assert_eq!(s.calls(Procedure::StorageVolDelete), 1);
     assert_eq!(server.requests(PATH), 1);
