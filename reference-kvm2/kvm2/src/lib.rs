@@ -25,6 +25,7 @@ mod iso9660;
 mod list;
 pub mod names;
 mod provider;
+pub mod real_fixture;
 pub mod seed;
 pub mod state;
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! The `kvm2` command.
 //!
 //! - `kvm2 conformance [suite options]` runs the conformance suite against
-//!   kvm2 on the embedded in-memory libvirt hosts and writes the report.
+//!   kvm2 on the embedded in-memory libvirt hosts and writes the report;
+//!   `kvm2 conformance --config FILE --test-host [suite options]` runs it against
+//!   the real hosts of a configuration file.
 //! - `kvm2 check|preflight|create|get|delete|list --config FILE` drive the
 //!   provider against the hosts of a configuration file, over SSH, for
 //!   manual use and for checking a host before anything touches it.
@@ -104,8 +106,7 @@ fn main() -> ExitCode {
     if args.get(1).and_then(|a| a.to_str()) == Some("conformance") {
         let program = args.remove(0);
         args[0] = format!("{} conformance", program.to_string_lossy()).into();
-        let fixture = Arc::new(kvm2::fixture::Kvm2Fixture::default());
-        return ExitCode::from(conformance::suite::cli::main_with(fixture, args));
+        return conformance_main(args);
     }
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Runtime::new() {
@@ -122,6 +123,82 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// `kvm2 conformance`: on the embedded fake, or with `--config FILE` on the real
+/// hosts of a configuration file. A real host must be marked a test host with
+/// `--test-host` (the suite creates, breaks and deletes VMs there); real runs
+/// default to 2 rules at once (so at most about 2 boots at a time), 2 property cases
+/// and a 15-minute rule limit unless the flags or `CONFORMANCE_*` variables say
+/// otherwise.
+fn conformance_main(mut args: Vec<OsString>) -> ExitCode {
+    let mut config: Option<PathBuf> = None;
+    let mut test_host = false;
+    let mut rest: Vec<OsString> = Vec::with_capacity(args.len());
+    let mut it = args.drain(..);
+    while let Some(a) = it.next() {
+        let text = a.to_string_lossy().into_owned();
+        if text == "--config" {
+            match it.next() {
+                Some(v) => config = Some(PathBuf::from(v)),
+                None => {
+                    eprintln!("error: --config needs a file");
+                    return ExitCode::from(conformance::suite::cli::EXIT_USAGE);
+                }
+            }
+        } else if let Some(v) = text.strip_prefix("--config=") {
+            config = Some(PathBuf::from(v));
+        } else if text == "--test-host" {
+            test_host = true;
+        } else {
+            rest.push(a);
+        }
+    }
+    drop(it);
+    let Some(path) = config else {
+        if test_host {
+            eprintln!("error: --test-host needs --config FILE");
+            return ExitCode::from(conformance::suite::cli::EXIT_USAGE);
+        }
+        let fixture = Arc::new(kvm2::fixture::Kvm2Fixture::default());
+        return ExitCode::from(conformance::suite::cli::main_with(fixture, rest));
+    };
+    let fixture = match kvm2::real_fixture::RealFixture::from_file(&path) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(conformance::suite::cli::EXIT_USAGE);
+        }
+    };
+    let listing_or_help = rest.iter().any(|a| {
+        matches!(
+            a.to_str(),
+            Some("--list" | "--help" | "-h" | "--version" | "-V")
+        )
+    });
+    if !test_host && !listing_or_help {
+        eprintln!(
+            "error: refusing to run the suite against {}: it creates, breaks and deletes VMs \
+             on every host of that configuration. Pass --test-host if these are test hosts.",
+            path.display()
+        );
+        return ExitCode::from(conformance::suite::cli::EXIT_USAGE);
+    }
+    for (flag, env, value) in [
+        ("--concurrency", "CONFORMANCE_CONCURRENCY", "2"),
+        ("--cases", "CONFORMANCE_CASES", "2"),
+        ("--rule-timeout", "CONFORMANCE_RULE_TIMEOUT", "900"),
+    ] {
+        let given = rest.iter().any(|a| {
+            a.to_str()
+                .is_some_and(|a| a == flag || a.starts_with(&format!("{flag}=")))
+        }) || std::env::var_os(env).is_some();
+        if !given {
+            rest.push(flag.into());
+            rest.push(value.into());
+        }
+    }
+    ExitCode::from(conformance::suite::cli::main_with(Arc::new(fixture), rest))
 }
 
 fn load(path: &Path) -> Result<Kvm2, String> {

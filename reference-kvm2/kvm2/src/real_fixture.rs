@@ -1,0 +1,1365 @@
+//! `RealFixture`: the conformance fixture that runs kvm2 against the real libvirt
+//! hosts of a configuration file (`kvm2 conformance --config FILE --test-host`).
+//!
+//! Instances really boot. Each request asks the test guest for an address of its
+//! own in 192.0.2.0/24 through a `# test-address:` line in its user-data (the guest
+//! of `scripts/build-guest.sh` configures exactly that address).
+//!
+//! The hooks reach below the provider without touching it:
+//!
+//! - inventory and planting use a libvirt connection of the testbed's own, dialled
+//!   with the configuration's credentials (planting defines domains with or without
+//!   kvm2's mark; an instance with an empty uid is made complete by an out-of-band
+//!   kvm2 and then has its mark rewritten);
+//! - faults are injected by a chaos layer at the dialer seam: every stream the
+//!   provider dials is wrapped, its libvirt packets are framed, and a call chosen by
+//!   an injection is answered with a libvirt error, held forever, delayed, or has its
+//!   connection dropped. `fired` is true only once the layer has done so;
+//! - reachability dials the host's real SSH client against a closed loopback port
+//!   (refused at once) or a listener that accepts and never answers;
+//! - rotation, when the host's `authorized_keys` file sits beside the configured
+//!   key (the layout of `scripts/libvirt-host.sh`): each testbed authorises a key of
+//!   its own, and rotation swaps it for a new one in the key file and in
+//!   `authorized_keys`;
+//! - observation: the calls and dials the chaos layer saw, and the provider's
+//!   verbosity.
+//!
+//! State control and capacity are not offered: a real guest's power state could be
+//! forced, but its reported addresses, a failing guest agent, held boots and a
+//! pool's free space cannot be, so those rules are Skipped with the hook's name.
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::io;
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, SystemTime};
+
+use bytes::BytesMut;
+use conformance::fixture::{
+    BackendCall, FaultId, FaultKind, FaultSpec, Faults, Fixture, Hook, HookError, HookResult,
+    Inventory, Location, Observation, Part, Plant, Planting, Reachability, Resource, Rotation,
+    Testbed, Trigger, Verbosity as Tier,
+};
+use conformance::{BoxFuture, CloudInit, Ctx, Profile, Provider, ProviderId};
+use libvirt_rpc::Client;
+use libvirt_ssh::server::{KeyKind, generate_client_key};
+use libvirt_wire::{
+    DOMAIN_METADATA_ELEMENT, DOMAIN_UNDEFINE_NVRAM, DOMAIN_XML_INACTIVE, ErrorCode, ErrorDomain,
+    Header, MessageType, REMOTE_PROGRAM, RemoteError, STORAGE_VOL_DELETE_NORMAL,
+    encode_error_reply, frame_len,
+};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio_util::sync::CancellationToken;
+
+use crate::backend::Verbosity;
+use crate::config::{Config, HostConfig};
+use crate::dialer::{DialError, Dialer, SshDialer, Stream};
+use crate::names::{image_marker, image_volume, overlay_volume, seed_volume, volume_owner};
+use crate::provider::Kvm2;
+use crate::xml::{Mark, format_time, metadata_element};
+
+/// Where libvirtd keeps NVRAM files; read directly only for a host on loopback.
+const NVRAM_DIR: &str = "/var/lib/libvirt/qemu/nvram";
+
+/// The fixture over the hosts of a configuration file.
+pub struct RealFixture {
+    config: Config,
+    /// The `authorized_keys` file of the (single, loopback) test host's sshd, when
+    /// the fixture may add testbed keys to it.
+    authorized_keys: Option<PathBuf>,
+}
+
+impl RealFixture {
+    /// The fixture for `config`. Refuses a configuration without hosts.
+    pub fn new(config: Config) -> Result<RealFixture, String> {
+        if config.hosts.is_empty() {
+            return Err("the configuration names no host".into());
+        }
+        let authorized_keys = match config.hosts.as_slice() {
+            [h] if is_loopback(&h.address) => h
+                .key_file
+                .as_ref()
+                .and_then(|k| k.parent())
+                .map(|d| d.join("authorized_keys"))
+                .filter(|p| std::fs::OpenOptions::new().append(true).open(p).is_ok()),
+            _ => None,
+        };
+        Ok(RealFixture {
+            config,
+            authorized_keys,
+        })
+    }
+
+    /// Reads the configuration file at `path`.
+    pub fn from_file(path: &Path) -> Result<RealFixture, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the configuration {}: {e}", path.display()))?;
+        let config = Config::from_yaml(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        RealFixture::new(config)
+    }
+
+    /// The provider configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+}
+
+fn is_loopback(address: &str) -> bool {
+    address == "localhost"
+        || address
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|a| a.is_loopback())
+}
+
+fn hook_err(e: impl std::fmt::Display) -> HookError {
+    HookError::new(e)
+}
+
+/// The test address for instance `name`: distinct per name in 192.0.2.10-249,
+/// the same for the same name (a repeated Create sends the same request).
+pub fn test_address(name: &str) -> Ipv4Addr {
+    static TABLE: Mutex<(BTreeMap<String, u8>, u8)> = Mutex::new((BTreeMap::new(), 0));
+    let mut t = TABLE.lock().expect("address table poisoned");
+    if let Some(a) = t.0.get(name) {
+        return Ipv4Addr::new(192, 0, 2, *a);
+    }
+    let octet = 10 + t.1 % 240;
+    t.1 = t.1.wrapping_add(1) % 240;
+    t.0.insert(name.to_owned(), octet);
+    Ipv4Addr::new(192, 0, 2, octet)
+}
+
+/// The user-data of a test instance: the test guest takes its address from it.
+pub fn user_data(name: &str) -> String {
+    format!(
+        "#cloud-config\n# test-address: {}/24\nhostname: {name}\n",
+        test_address(name)
+    )
+}
+
+/// Serialises edits of the host's `authorized_keys` file.
+static AUTHORIZED_KEYS: Mutex<()> = Mutex::new(());
+
+fn edit_authorized_keys(
+    path: &Path,
+    edit: impl FnOnce(Vec<String>) -> Vec<String>,
+) -> io::Result<()> {
+    let _one = AUTHORIZED_KEYS
+        .lock()
+        .expect("authorized_keys lock poisoned");
+    let text = std::fs::read_to_string(path)?;
+    let lines = edit(text.lines().map(str::to_owned).collect());
+    let tmp = path.with_extension("kvm2-conformance.new");
+    let mut out = lines.join("\n");
+    out.push('\n');
+    std::fs::write(&tmp, out)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))?;
+    }
+    std::fs::rename(&tmp, path)
+}
+
+impl Fixture for RealFixture {
+    fn provider_name(&self) -> String {
+        self.config.name.clone()
+    }
+
+    fn profile(&self) -> Profile {
+        Kvm2::declared_profile()
+    }
+
+    fn provider_version(&self) -> String {
+        env!("CARGO_PKG_VERSION").into()
+    }
+
+    fn hooks(&self) -> Vec<Hook> {
+        let mut hooks = vec![
+            Hook::Inventory,
+            Hook::Planting,
+            Hook::Faults,
+            Hook::Observation,
+        ];
+        if self.authorized_keys.is_some() {
+            hooks.push(Hook::Rotation);
+        }
+        hooks
+    }
+
+    fn locations(&self) -> Vec<Location> {
+        let mut out = Vec::new();
+        for h in &self.config.hosts {
+            // The first placement that maps to the host, in name order.
+            if let Some((zone, _)) = self
+                .config
+                .placement
+                .iter()
+                .find(|(_, host)| **host == h.name)
+            {
+                out.push(Location {
+                    name: h.name.clone(),
+                    placement: zone.clone(),
+                });
+            }
+        }
+        out
+    }
+
+    fn has_checker(&self) -> bool {
+        true
+    }
+
+    fn is_real_backend(&self) -> bool {
+        true
+    }
+
+    fn environment(&self) -> BTreeMap<String, String> {
+        let hosts: Vec<String> = self
+            .config
+            .hosts
+            .iter()
+            .map(|h| format!("{} ({}@{}:{})", h.name, h.user, h.address, h.port))
+            .collect();
+        BTreeMap::from([
+            (
+                "backend".to_owned(),
+                "real libvirtd over SSH; faults injected by a chaos layer at the dialer seam"
+                    .to_owned(),
+            ),
+            ("hosts".to_owned(), hosts.join(", ")),
+            ("pool".to_owned(), self.config.pool.clone()),
+            ("bridge".to_owned(), self.config.bridge.clone()),
+            (
+                "domainType".to_owned(),
+                self.config.domain_type.as_str().to_owned(),
+            ),
+        ])
+    }
+
+    fn open(&self) -> BoxFuture<'_, HookResult<Box<dyn Testbed>>> {
+        Box::pin(async move {
+            let dir = TempDir::new().map_err(hook_err)?;
+            let mut config = self.config.clone();
+            let mut creds = None;
+            if let Some(ak) = &self.authorized_keys {
+                let host = &mut config.hosts[0];
+                let key_file = dir.0.join("id_ed25519");
+                let known = dir.0.join("known_hosts");
+                if let Some(k) = &host.known_hosts_file {
+                    std::fs::copy(k, &known).map_err(hook_err)?;
+                }
+                let marker = format!("kvm2-conformance-{}", dir.0.display());
+                let line = install_key(&dir.0, &key_file, ak, &marker, None)?;
+                host.key_file = Some(key_file.clone());
+                host.known_hosts_file = Some(known.clone());
+                creds = Some(Creds {
+                    authorized_keys: ak.clone(),
+                    key_file,
+                    known_hosts_file: known,
+                    original_known_hosts: self.config.hosts[0].known_hosts_file.clone(),
+                    marker,
+                    line: Mutex::new(line),
+                });
+            }
+            let chaos = Arc::new(Chaos::default());
+            let dialer = Arc::new(ChaosDialer {
+                ssh: SshDialer {
+                    handshake_timeout: config.timeouts.dial,
+                },
+                chaos: chaos.clone(),
+            });
+            let verbosity: Verbosity = Arc::new(1.into());
+            let provider = Kvm2::with_verbosity(config.clone(), dialer.clone(), verbosity.clone());
+            let oob = Kvm2::new(
+                self.config.clone(),
+                Arc::new(SshDialer {
+                    handshake_timeout: config.timeouts.dial,
+                }),
+            );
+            Ok(Box::new(RealBed {
+                operator: self.config.clone(),
+                config,
+                chaos,
+                dialer,
+                verbosity,
+                provider,
+                oob,
+                side: tokio::sync::Mutex::new(HashMap::new()),
+                creds,
+                _dir: dir,
+            }) as Box<dyn Testbed>)
+        })
+    }
+}
+
+/// Writes a new key to `key_file` and puts its public half in `authorized_keys`
+/// under `marker`, replacing `old` when given. Returns the line written.
+fn install_key(
+    dir: &Path,
+    key_file: &Path,
+    authorized_keys: &Path,
+    marker: &str,
+    old: Option<&str>,
+) -> HookResult<String> {
+    let (key, public) = generate_client_key(dir, KeyKind::Ed25519);
+    let line = format!(
+        "{} {marker}",
+        public
+            .to_openssh()
+            .map_err(hook_err)?
+            .split(' ')
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let add = line.clone();
+    edit_authorized_keys(authorized_keys, move |mut lines| {
+        if let Some(old) = old {
+            lines.retain(|l| l != old);
+        }
+        lines.push(add);
+        lines
+    })
+    .map_err(hook_err)?;
+    std::fs::rename(&key, key_file).map_err(hook_err)?;
+    Ok(line)
+}
+
+/// A directory of the testbed's credentials, removed with the testbed.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> io::Result<TempDir> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "kvm2-real-fixture-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&path)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700))?;
+        }
+        Ok(TempDir(path))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The testbed's own key, authorised on the host under a marker.
+struct Creds {
+    authorized_keys: PathBuf,
+    key_file: PathBuf,
+    known_hosts_file: PathBuf,
+    original_known_hosts: Option<PathBuf>,
+    marker: String,
+    line: Mutex<String>,
+}
+
+impl Creds {
+    fn rotate(&self, dir: &Path) -> HookResult<()> {
+        let mut line = self.line.lock().expect("credential lock poisoned");
+        let new = install_key(
+            dir,
+            &self.key_file,
+            &self.authorized_keys,
+            &self.marker,
+            Some(&line),
+        )?;
+        *line = new;
+        // The host key stays; the known_hosts file is written anew, so a dial
+        // that cached it would not notice.
+        if let Some(k) = &self.original_known_hosts {
+            let text = std::fs::read(k).map_err(hook_err)?;
+            let tmp = self.known_hosts_file.with_extension("new");
+            std::fs::write(&tmp, text).map_err(hook_err)?;
+            std::fs::rename(&tmp, &self.known_hosts_file).map_err(hook_err)?;
+        }
+        Ok(())
+    }
+
+    fn revoke(&self) {
+        let marker = self.marker.clone();
+        let _ = edit_authorized_keys(&self.authorized_keys, move |mut lines| {
+            lines.retain(|l| !l.ends_with(&format!(" {marker}")));
+            lines
+        });
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The chaos layer.
+
+/// One injection.
+struct Injection {
+    id: u64,
+    location: Option<String>,
+    trigger: Trigger,
+    kind: FaultKind,
+    /// For `Nth`: the call count per location when injected.
+    base: HashMap<String, u64>,
+    fired: bool,
+    spent: bool,
+}
+
+/// One live connection the provider dialled.
+struct Conn {
+    location: String,
+    killed: CancellationToken,
+    hung: AtomicBool,
+}
+
+/// What the chaos layer decides for one call.
+enum Action {
+    Forward,
+    Reply(RemoteError),
+    Hang,
+    Delay(Duration),
+    Drop,
+}
+
+#[derive(Default)]
+struct ChaosState {
+    injections: Vec<Injection>,
+    next_id: u64,
+    calls: Vec<BackendCall>,
+    counts: HashMap<String, u64>,
+    dials: HashMap<String, u64>,
+    reach: HashMap<String, Reachability>,
+    conns: HashMap<u64, Arc<Conn>>,
+    next_conn: u64,
+}
+
+/// The fault table, the call log and the connections of one testbed.
+#[derive(Default)]
+struct Chaos {
+    state: Mutex<ChaosState>,
+    /// Sockets of the black-hole listener, held open and never answered.
+    black_hole: tokio::sync::Mutex<Option<(u16, tokio::task::JoinHandle<()>)>>,
+}
+
+impl Drop for Chaos {
+    fn drop(&mut self) {
+        if let Some((_, task)) = self.black_hole.get_mut().take() {
+            task.abort();
+        }
+        for c in self.state.get_mut().expect("chaos poisoned").conns.values() {
+            c.killed.cancel();
+        }
+    }
+}
+
+fn not_found_for(procedure: &str) -> RemoteError {
+    if procedure.starts_with("StorageVol") {
+        RemoteError::new(
+            ErrorCode::NoStorageVol,
+            ErrorDomain::Storage,
+            "Storage volume not found: no storage vol with matching name",
+        )
+    } else if procedure.starts_with("StoragePool") {
+        RemoteError::new(
+            ErrorCode::NoStoragePool,
+            ErrorDomain::Storage,
+            "Storage pool not found: no storage pool with matching name",
+        )
+    } else {
+        RemoteError::new(
+            ErrorCode::NoDomain,
+            ErrorDomain::Qemu,
+            "Domain not found: no domain with matching name",
+        )
+    }
+}
+
+fn action_for(kind: &FaultKind, procedure: &str) -> Action {
+    match kind {
+        FaultKind::Transient => Action::Reply(RemoteError::new(
+            ErrorCode::OperationTimeout,
+            ErrorDomain::Qemu,
+            "Timed out during operation: cannot acquire state change lock",
+        )),
+        FaultKind::Permanent => Action::Reply(RemoteError::new(
+            ErrorCode::AccessDenied,
+            ErrorDomain::None,
+            "access denied: 'manage' denied by the access driver",
+        )),
+        FaultKind::NotFound => Action::Reply(not_found_for(procedure)),
+        FaultKind::Quota => Action::Reply(RemoteError::new(
+            ErrorCode::InternalError,
+            ErrorDomain::Storage,
+            "internal error: Not enough free space in pool",
+        )),
+        FaultKind::Hang => Action::Hang,
+        FaultKind::Delay(d) => Action::Delay(*d),
+        FaultKind::Drop => Action::Drop,
+    }
+}
+
+impl Chaos {
+    /// Records one call and decides its fate.
+    fn on_call(&self, conn: u64, location: &str, procedure: &str) -> Action {
+        let mut s = self.state.lock().expect("chaos poisoned");
+        s.calls.push(BackendCall {
+            location: location.to_owned(),
+            name: procedure.to_owned(),
+            connection: conn,
+        });
+        let count = {
+            let c = s.counts.entry(location.to_owned()).or_default();
+            *c += 1;
+            *c
+        };
+        for inj in s.injections.iter_mut() {
+            if inj.spent || inj.location.as_deref().is_some_and(|l| l != location) {
+                continue;
+            }
+            let hit = match &inj.trigger {
+                Trigger::Nth(k) => count == inj.base.get(location).copied().unwrap_or(0) + k,
+                Trigger::Named(n) => n == procedure,
+                Trigger::Always => true,
+            };
+            if !hit {
+                continue;
+            }
+            inj.fired = true;
+            if !matches!(inj.trigger, Trigger::Always) {
+                inj.spent = true;
+            }
+            return action_for(&inj.kind, procedure);
+        }
+        Action::Forward
+    }
+
+    fn register(&self, location: &str) -> (u64, Arc<Conn>) {
+        let mut s = self.state.lock().expect("chaos poisoned");
+        s.next_conn += 1;
+        let id = s.next_conn;
+        let conn = Arc::new(Conn {
+            location: location.to_owned(),
+            killed: CancellationToken::new(),
+            hung: AtomicBool::new(false),
+        });
+        s.conns.insert(id, conn.clone());
+        (id, conn)
+    }
+
+    fn forget(&self, id: u64) {
+        self.state.lock().expect("chaos poisoned").conns.remove(&id);
+    }
+
+    fn kill(&self, pick: impl Fn(&Conn) -> bool) {
+        let s = self.state.lock().expect("chaos poisoned");
+        for c in s.conns.values() {
+            if pick(c) {
+                c.killed.cancel();
+            }
+        }
+    }
+
+    async fn black_hole_port(&self) -> io::Result<u16> {
+        let mut bh = self.black_hole.lock().await;
+        if let Some((port, _)) = &*bh {
+            return Ok(*port);
+        }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let port = listener.local_addr()?.port();
+        let task = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((sock, _)) = listener.accept().await {
+                held.push(sock);
+            }
+        });
+        *bh = Some((port, task));
+        Ok(port)
+    }
+}
+
+/// A loopback port nothing listens on (bound, then released).
+fn closed_port() -> io::Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+    l.local_addr().map(|a| a.port())
+}
+
+/// kvm2's production [`SshDialer`], with every stream wrapped by the chaos layer and
+/// reachability applied as a real TCP behaviour.
+struct ChaosDialer {
+    ssh: SshDialer,
+    chaos: Arc<Chaos>,
+}
+
+impl Dialer for ChaosDialer {
+    fn dial<'a>(&'a self, host: &'a HostConfig) -> BoxFuture<'a, Result<Stream, DialError>> {
+        Box::pin(async move {
+            let reach = {
+                let mut s = self.chaos.state.lock().expect("chaos poisoned");
+                *s.dials.entry(host.name.clone()).or_default() += 1;
+                s.reach.get(&host.name).copied().unwrap_or(Reachability::Up)
+            };
+            let mut target = host.clone();
+            match reach {
+                Reachability::Up => {}
+                Reachability::Refused => {
+                    target.address = "127.0.0.1".into();
+                    target.port = closed_port().map_err(|e| DialError::Other(e.to_string()))?;
+                }
+                Reachability::BlackHole => {
+                    target.address = "127.0.0.1".into();
+                    target.port = self
+                        .chaos
+                        .black_hole_port()
+                        .await
+                        .map_err(|e| DialError::Other(e.to_string()))?;
+                }
+            }
+            let inner = self.ssh.dial(&target).await?;
+            let (id, conn) = self.chaos.register(&host.name);
+            let killed = Box::pin(conn.killed.clone().cancelled_owned());
+            Ok(Box::new(ChaosStream {
+                inner,
+                id,
+                conn,
+                chaos: self.chaos.clone(),
+                killed,
+                wbuf: BytesMut::new(),
+                out: BytesMut::new(),
+                delayed: BytesMut::new(),
+                delay: None,
+                rraw: BytesMut::new(),
+                rq: BytesMut::new(),
+                read_waker: None,
+            }) as Stream)
+        })
+    }
+}
+
+/// The provider's end of a connection, framed both ways so calls can be answered,
+/// held, delayed or dropped without a partial packet ever reaching either side.
+struct ChaosStream {
+    inner: Stream,
+    id: u64,
+    conn: Arc<Conn>,
+    chaos: Arc<Chaos>,
+    killed: Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
+    /// Bytes from the provider not yet framed.
+    wbuf: BytesMut,
+    /// Framed bytes for the host.
+    out: BytesMut,
+    /// A delayed call, sent when `delay` ends.
+    delayed: BytesMut,
+    delay: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// Bytes from the host not yet framed.
+    rraw: BytesMut,
+    /// Whole packets for the provider (the host's and injected replies).
+    rq: BytesMut,
+    read_waker: Option<Waker>,
+}
+
+impl Drop for ChaosStream {
+    fn drop(&mut self) {
+        self.chaos.forget(self.id);
+    }
+}
+
+fn dropped() -> io::Error {
+    io::Error::new(io::ErrorKind::ConnectionReset, "connection dropped")
+}
+
+impl ChaosStream {
+    fn dead(&mut self, cx: &mut Context<'_>) -> bool {
+        self.killed.as_mut().poll(cx).is_ready()
+    }
+
+    /// Frames what the provider wrote and decides each call's fate, until a delay
+    /// holds the rest back. Errs when a call drops the connection.
+    fn process(&mut self) -> io::Result<()> {
+        while self.delay.is_none() {
+            let len = match frame_len(&self.wbuf) {
+                Ok(Some(n)) if self.wbuf.len() >= n => n,
+                Ok(_) => return Ok(()),
+                Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string())),
+            };
+            let frame = self.wbuf.split_to(len);
+            let header = Header::decode(&frame)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+            let Some(h) =
+                header.filter(|h| h.program == REMOTE_PROGRAM && h.kind == MessageType::Call)
+            else {
+                self.out.extend_from_slice(&frame);
+                continue;
+            };
+            let procedure = h.remote_procedure();
+            let name = procedure
+                .name()
+                .map(str::to_owned)
+                .unwrap_or_else(|| format!("Procedure{}", h.procedure));
+            match self.chaos.on_call(self.id, &self.conn.location, &name) {
+                Action::Forward => self.out.extend_from_slice(&frame),
+                Action::Reply(err) => {
+                    encode_error_reply(&mut self.rq, &h, &err)
+                        .map_err(|e| io::Error::other(e.to_string()))?;
+                    if let Some(w) = self.read_waker.take() {
+                        w.wake();
+                    }
+                }
+                Action::Hang => self.conn.hung.store(true, Ordering::SeqCst),
+                Action::Delay(d) => {
+                    self.delayed.extend_from_slice(&frame);
+                    self.delay = Some(Box::pin(tokio::time::sleep(d)));
+                }
+                Action::Drop => {
+                    self.conn.killed.cancel();
+                    return Err(dropped());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves a finished delay's call out, then writes everything framed to the
+    /// host. Pending while a delay runs or the host does not take bytes.
+    fn drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        loop {
+            if let Some(sleep) = self.delay.as_mut() {
+                if sleep.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                self.delay = None;
+                let d = self.delayed.split();
+                self.out.extend_from_slice(&d);
+                self.process()?;
+                continue;
+            }
+            while !self.out.is_empty() {
+                let out = self.out.clone();
+                match Pin::new(&mut self.inner).poll_write(cx, &out) {
+                    Poll::Ready(Ok(0)) => return Poll::Ready(Err(dropped())),
+                    Poll::Ready(Ok(n)) => {
+                        let _ = self.out.split_to(n);
+                    }
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Pending => return Poll::Pending,
+                }
+            }
+            return Poll::Ready(Ok(()));
+        }
+    }
+}
+
+impl AsyncRead for ChaosStream {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        this.read_waker = Some(cx.waker().clone());
+        if this.dead(cx) {
+            return Poll::Ready(Err(dropped()));
+        }
+        loop {
+            if !this.rq.is_empty() {
+                let n = this.rq.len().min(buf.remaining());
+                buf.put_slice(&this.rq.split_to(n));
+                return Poll::Ready(Ok(()));
+            }
+            let mut tmp = [0u8; 16 * 1024];
+            let mut rb = ReadBuf::new(&mut tmp);
+            match Pin::new(&mut this.inner).poll_read(cx, &mut rb) {
+                Poll::Ready(Ok(())) if rb.filled().is_empty() => return Poll::Ready(Ok(())),
+                Poll::Ready(Ok(())) => {
+                    this.rraw.extend_from_slice(rb.filled());
+                    loop {
+                        match frame_len(&this.rraw) {
+                            Ok(Some(n)) if this.rraw.len() >= n => {
+                                let f = this.rraw.split_to(n);
+                                this.rq.extend_from_slice(&f);
+                            }
+                            Ok(_) => break,
+                            Err(e) => {
+                                return Poll::Ready(Err(io::Error::new(
+                                    io::ErrorKind::InvalidData,
+                                    e.to_string(),
+                                )));
+                            }
+                        }
+                    }
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
+
+impl AsyncWrite for ChaosStream {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = &mut *self;
+        if this.dead(cx) {
+            return Poll::Ready(Err(dropped()));
+        }
+        match this.drain(cx) {
+            Poll::Ready(Ok(())) => {}
+            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+            Poll::Pending => return Poll::Pending,
+        }
+        this.wbuf.extend_from_slice(buf);
+        if let Err(e) = this.process() {
+            return Poll::Ready(Err(e));
+        }
+        // Start sending at once; the rest goes with the next write or flush.
+        if let Poll::Ready(Err(e)) = this.drain(cx) {
+            return Poll::Ready(Err(e));
+        }
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        if this.dead(cx) {
+            return Poll::Ready(Err(dropped()));
+        }
+        match this.drain(cx) {
+            Poll::Ready(Ok(())) => Pin::new(&mut this.inner).poll_flush(cx),
+            other => other,
+        }
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The testbed.
+
+struct RealBed {
+    /// The configuration as the operator wrote it (the side connections use it).
+    operator: Config,
+    /// The provider's configuration (the testbed's own credentials when rotating).
+    config: Config,
+    chaos: Arc<Chaos>,
+    dialer: Arc<ChaosDialer>,
+    verbosity: Verbosity,
+    provider: Kvm2,
+    /// An out-of-band kvm2 for plants that must be complete instances.
+    oob: Kvm2,
+    side: tokio::sync::Mutex<HashMap<String, Client>>,
+    creds: Option<Creds>,
+    /// Dropped last: the credential files.
+    _dir: TempDir,
+}
+
+impl Drop for RealBed {
+    fn drop(&mut self) {
+        self.chaos.kill(|_| true);
+        if let Some(c) = &self.creds {
+            c.revoke();
+        }
+    }
+}
+
+impl RealBed {
+    fn host(&self, location: &str) -> HookResult<&HostConfig> {
+        self.operator
+            .hosts
+            .iter()
+            .find(|h| h.name == location)
+            .ok_or_else(|| HookError::new(format!("no location {location}")))
+    }
+
+    /// The testbed's own libvirt connection to `location`, dialled with the
+    /// operator's credentials (redialled when it went away).
+    async fn side(&self, location: &str) -> HookResult<Client> {
+        let host = self.host(location)?.clone();
+        let mut side = self.side.lock().await;
+        if let Some(c) = side.get(location)
+            && c.connect_get_lib_version().await.is_ok()
+        {
+            return Ok(c.clone());
+        }
+        let stream = SshDialer::default()
+            .dial(&host)
+            .await
+            .map_err(|e| HookError::new(format!("side connection to {location}: {e}")))?;
+        let (client, conn) = libvirt_rpc::Config::default().attach(stream);
+        tokio::spawn(conn);
+        client
+            .open(crate::backend::LIBVIRT_URI)
+            .await
+            .map_err(hook_err)?;
+        side.insert(location.to_owned(), client.clone());
+        Ok(client)
+    }
+
+    async fn volumes(&self, c: &Client) -> HookResult<Vec<String>> {
+        let pool = c
+            .storage_pool_lookup_by_name(&self.operator.pool)
+            .await
+            .map_err(hook_err)?;
+        c.storage_pool_refresh(&pool).await.map_err(hook_err)?;
+        let vols = c
+            .storage_pool_list_all_volumes(&pool)
+            .await
+            .map_err(hook_err)?;
+        Ok(vols.into_iter().map(|v| v.name).collect())
+    }
+
+    async fn delete_volume(&self, c: &Client, name: &str) -> HookResult<()> {
+        let pool = c
+            .storage_pool_lookup_by_name(&self.operator.pool)
+            .await
+            .map_err(hook_err)?;
+        if let Ok(v) = c.storage_vol_lookup_by_name(&pool, name).await {
+            c.storage_vol_delete(&v, STORAGE_VOL_DELETE_NORMAL)
+                .await
+                .map_err(hook_err)?;
+        }
+        Ok(())
+    }
+
+    async fn destroy_and_undefine(&self, c: &Client, name: &str) -> HookResult<()> {
+        if let Ok(d) = c.domain_lookup_by_name(name).await {
+            let _ = c.domain_destroy(&d).await;
+            c.domain_undefine_flags(&d, DOMAIN_UNDEFINE_NVRAM)
+                .await
+                .map_err(hook_err)?;
+        }
+        Ok(())
+    }
+
+    fn nvram_files(&self, location: &str) -> Vec<String> {
+        let Ok(host) = self.host(location) else {
+            return Vec::new();
+        };
+        if !is_loopback(&host.address) {
+            return Vec::new();
+        }
+        let Ok(dir) = std::fs::read_dir(NVRAM_DIR) else {
+            return Vec::new();
+        };
+        dir.filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    }
+}
+
+/// A minimal domain for plants: no disk, so it starts at once and boots nothing.
+fn plant_xml(name: &str, domain_type: &str, mark: Option<(&str, &str, &str)>) -> String {
+    let metadata = mark
+        .map(|(tag, uid, created)| {
+            format!(
+                "<metadata><kvm2:instance xmlns:kvm2='{}' managed='{tag}' uid='{uid}' createdAt='{created}'/></metadata>",
+                crate::config::DEFAULT_NAMESPACE
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "<domain type='{domain_type}'><name>{name}</name>{metadata}<memory unit='MiB'>32</memory><vcpu>1</vcpu><os><type arch='x86_64'>hvm</type></os><devices><channel type='unix'><target type='virtio' name='org.qemu.guest_agent.0'/></channel></devices></domain>"
+    )
+}
+
+impl Testbed for RealBed {
+    fn provider(&self) -> Arc<dyn Provider> {
+        Arc::new(self.provider.clone())
+    }
+
+    fn restart(&self) -> HookResult<Arc<dyn Provider>> {
+        Ok(Arc::new(Kvm2::with_verbosity(
+            self.config.clone(),
+            self.dialer.clone(),
+            self.verbosity.clone(),
+        )))
+    }
+
+    fn request(&self, name: &str, tag: &str, location: &Location) -> conformance::CreateRequest {
+        conformance::CreateRequest {
+            name: name.to_owned(),
+            uid: format!("uid-{name}"),
+            tag: tag.to_owned(),
+            placement: location.placement.clone(),
+            image: None,
+            cloud_init: CloudInit::new(user_data(name)),
+        }
+    }
+
+    fn id_for(&self, location: &str, name: &str) -> ProviderId {
+        crate::id::format_id(location, name)
+    }
+
+    fn location_of(&self, id: &ProviderId) -> Option<String> {
+        crate::id::parse_id(id).map(|p| p.host)
+    }
+
+    fn malformed_ids(&self) -> Vec<String> {
+        let h = &self.config.hosts[0].name;
+        [
+            String::new(),
+            "hosts".into(),
+            format!("hosts/{h}"),
+            format!("hosts/{h}/domains"),
+            format!("hosts/{h}/domains/"),
+            "hosts//domains/x".into(),
+            format!("host/{h}/domains/x"),
+            format!("hosts/{h}/domain/x"),
+            format!("hosts/{h}/domains/x/extra"),
+            format!("hosts/{h}/domains/Upper"),
+            format!("hosts/{h}/domains/../x"),
+            "hosts/host a/domains/x".into(),
+        ]
+        .to_vec()
+    }
+
+    fn unconfigured_id(&self, name: &str) -> ProviderId {
+        crate::id::format_id("no-such-host", name)
+    }
+
+    fn inventory(&self) -> Option<&dyn Inventory> {
+        Some(self)
+    }
+    fn planting(&self) -> Option<&dyn Planting> {
+        Some(self)
+    }
+    fn faults(&self) -> Option<&dyn Faults> {
+        Some(self)
+    }
+    fn rotation(&self) -> Option<&dyn Rotation> {
+        self.creds.as_ref().map(|_| self as &dyn Rotation)
+    }
+    fn observation(&self) -> Option<&dyn Observation> {
+        Some(self)
+    }
+
+    fn teardown(&self) -> BoxFuture<'_, HookResult<()>> {
+        Box::pin(async move {
+            self.chaos
+                .state
+                .lock()
+                .expect("chaos poisoned")
+                .injections
+                .clear();
+            self.chaos.kill(|_| true);
+            for (_, c) in self.side.lock().await.drain() {
+                let _ = c.connect_close().await;
+            }
+            Ok(())
+        })
+    }
+}
+
+impl Rotation for RealBed {
+    fn rotate<'a>(&'a self, location: &'a str) -> BoxFuture<'a, HookResult<()>> {
+        Box::pin(async move {
+            self.host(location)?;
+            let creds = self
+                .creds
+                .as_ref()
+                .ok_or_else(|| HookError::new("no testbed credentials"))?;
+            creds.rotate(&self._dir.0)
+        })
+    }
+}
+
+impl Inventory for RealBed {
+    fn resources<'a>(&'a self, location: &'a str) -> BoxFuture<'a, HookResult<Vec<Resource>>> {
+        Box::pin(async move {
+            let c = self.side(location).await?;
+            let mut out: Vec<Resource> = c
+                .connect_list_all_domains(0)
+                .await
+                .map_err(hook_err)?
+                .into_iter()
+                .map(|d| Resource {
+                    instance: Some(d.name.clone()),
+                    kind: "domain".into(),
+                    primary: true,
+                    name: d.name,
+                })
+                .collect();
+            let images: Vec<(String, String)> = self
+                .operator
+                .images
+                .iter()
+                .map(|i| (image_volume(i), image_marker(i)))
+                .collect();
+            for name in self.volumes(&c).await? {
+                let (instance, kind) = match volume_owner(&name) {
+                    Some((owner, kind)) => (Some(owner.to_owned()), kind),
+                    None if images.iter().any(|(v, _)| *v == name) => (None, "image"),
+                    None if images.iter().any(|(_, m)| *m == name) => (None, "marker"),
+                    None => (None, "volume"),
+                };
+                out.push(Resource {
+                    instance,
+                    kind: kind.into(),
+                    primary: false,
+                    name,
+                });
+            }
+            for file in self.nvram_files(location) {
+                let owner = file.strip_suffix("_VARS.fd").map(str::to_owned);
+                out.push(Resource {
+                    instance: owner,
+                    kind: "nvram".into(),
+                    primary: false,
+                    name: format!("{NVRAM_DIR}/{file}"),
+                });
+            }
+            out.sort();
+            Ok(out)
+        })
+    }
+}
+
+impl Planting for RealBed {
+    fn plant<'a>(
+        &'a self,
+        location: &'a str,
+        name: &'a str,
+        what: Plant,
+    ) -> BoxFuture<'a, HookResult<()>> {
+        Box::pin(async move {
+            let c = self.side(location).await?;
+            if let Plant::EmptyUid { tag } = &what {
+                // A complete instance, booted with an address, whose mark then
+                // loses its uid: made by a kvm2 of the fixture's own.
+                let loc = Location {
+                    name: location.to_owned(),
+                    placement: self
+                        .operator
+                        .placement
+                        .iter()
+                        .find(|(_, h)| *h == location)
+                        .map(|(z, _)| z.clone())
+                        .ok_or_else(|| HookError::new(format!("no zone maps to {location}")))?,
+                };
+                let req = self.request(name, tag, &loc);
+                let ctx =
+                    Ctx::with_timeout(self.operator.timeouts.create + Duration::from_secs(60));
+                self.oob
+                    .create(&ctx, &req)
+                    .await
+                    .map_err(|e| HookError::new(format!("planting {name}: {}", e.chain())))?;
+                let dom = c.domain_lookup_by_name(name).await.map_err(hook_err)?;
+                let mark = Mark {
+                    tag: tag.clone(),
+                    uid: String::new(),
+                    created_at: Some(SystemTime::now()),
+                };
+                // Live and persistent (1 | 2).
+                c.domain_set_metadata(
+                    &dom,
+                    DOMAIN_METADATA_ELEMENT,
+                    Some(&metadata_element(&mark)),
+                    Some("kvm2"),
+                    Some(&self.operator.namespace),
+                    3,
+                )
+                .await
+                .map_err(hook_err)?;
+                return Ok(());
+            }
+            let now = format_time(SystemTime::now());
+            let dt = self.operator.domain_type.as_str();
+            let xml = match &what {
+                Plant::Unmarked => plant_xml(name, dt, None),
+                Plant::ForeignUid { tag, uid } => plant_xml(name, dt, Some((tag, uid, &now))),
+                Plant::Unreadable { tag } => {
+                    plant_xml(name, dt, Some((tag, "someone", "not-a-time")))
+                }
+                Plant::EmptyUid { .. } => unreachable!("handled above"),
+            };
+            let dom = c.domain_define_xml(&xml).await.map_err(hook_err)?;
+            c.domain_create(&dom).await.map_err(hook_err)
+        })
+    }
+
+    fn inspect<'a>(
+        &'a self,
+        location: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, HookResult<Option<String>>> {
+        Box::pin(async move {
+            let c = self.side(location).await?;
+            let vols: Vec<String> = self
+                .volumes(&c)
+                .await?
+                .into_iter()
+                .filter(|v| volume_owner(v).is_some_and(|(o, _)| o == name))
+                .collect();
+            let dom = match c.domain_lookup_by_name(name).await {
+                Ok(d) => Some(d),
+                Err(e) if e.as_remote().is_some_and(|r| r.code == ErrorCode::NoDomain) => None,
+                Err(e) => return Err(hook_err(e)),
+            };
+            let Some(dom) = dom else {
+                return Ok((!vols.is_empty()).then(|| format!("no domain, volumes {vols:?}")));
+            };
+            let state = c.domain_get_state(&dom).await.map_err(hook_err)?;
+            let xml = c
+                .domain_get_xml_desc(&dom, DOMAIN_XML_INACTIVE)
+                .await
+                .map_err(hook_err)?;
+            let meta = c
+                .domain_get_metadata(
+                    &dom,
+                    DOMAIN_METADATA_ELEMENT,
+                    Some(&self.operator.namespace),
+                    0,
+                )
+                .await
+                .unwrap_or_default();
+            Ok(Some(format!("{state:?} {meta} {xml} {vols:?}")))
+        })
+    }
+
+    fn remove_part<'a>(
+        &'a self,
+        location: &'a str,
+        name: &'a str,
+        part: Part,
+    ) -> BoxFuture<'a, HookResult<()>> {
+        Box::pin(async move {
+            let c = self.side(location).await?;
+            match part {
+                Part::Secondary => {
+                    self.delete_volume(&c, &overlay_volume(name)).await?;
+                    self.delete_volume(&c, &seed_volume(name)).await?;
+                }
+                Part::Primary => self.destroy_and_undefine(&c, name).await?,
+                Part::Container => {
+                    return Err(HookError::new(format!(
+                        "the real-host fixture does not remove the pool {} that every testbed \
+                         of the run shares",
+                        self.operator.pool
+                    )));
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn remove<'a>(&'a self, location: &'a str, name: &'a str) -> BoxFuture<'a, HookResult<()>> {
+        Box::pin(async move {
+            let c = self.side(location).await?;
+            self.destroy_and_undefine(&c, name).await?;
+            self.delete_volume(&c, &overlay_volume(name)).await?;
+            self.delete_volume(&c, &seed_volume(name)).await
+        })
+    }
+}
+
+impl Faults for RealBed {
+    fn inject(&self, spec: FaultSpec) -> HookResult<FaultId> {
+        if let Some(l) = &spec.location {
+            self.host(l)?;
+        }
+        if let Trigger::Named(n) = &spec.trigger
+            && !libvirt_wire::Procedure::ALL
+                .iter()
+                .any(|p| p.name() == Some(n.as_str()))
+        {
+            return Err(HookError::new(format!("unknown procedure {n}")));
+        }
+        let mut s = self.chaos.state.lock().expect("chaos poisoned");
+        s.next_id += 1;
+        let id = s.next_id;
+        let base = s.counts.clone();
+        s.injections.push(Injection {
+            id,
+            location: spec.location,
+            trigger: spec.trigger,
+            kind: spec.kind,
+            base,
+            fired: false,
+            spent: false,
+        });
+        Ok(FaultId(id))
+    }
+
+    fn fired(&self, id: FaultId) -> bool {
+        self.chaos
+            .state
+            .lock()
+            .expect("chaos poisoned")
+            .injections
+            .iter()
+            .any(|i| i.id == id.0 && i.fired)
+    }
+
+    fn clear(&self) {
+        self.chaos
+            .state
+            .lock()
+            .expect("chaos poisoned")
+            .injections
+            .clear();
+        // A held call answers only when its connection goes: release them.
+        self.chaos.kill(|c| c.hung.load(Ordering::SeqCst));
+    }
+
+    fn set_reachability<'a>(
+        &'a self,
+        location: &'a str,
+        r: Reachability,
+    ) -> BoxFuture<'a, HookResult<()>> {
+        Box::pin(async move {
+            self.host(location)?;
+            self.chaos
+                .state
+                .lock()
+                .expect("chaos poisoned")
+                .reach
+                .insert(location.to_owned(), r);
+            if r != Reachability::Up {
+                self.chaos.kill(|c| c.location == location);
+            }
+            Ok(())
+        })
+    }
+}
+
+impl Observation for RealBed {
+    fn calls(&self) -> Vec<BackendCall> {
+        self.chaos
+            .state
+            .lock()
+            .expect("chaos poisoned")
+            .calls
+            .clone()
+    }
+
+    fn dials(&self, location: &str) -> u64 {
+        self.chaos
+            .state
+            .lock()
+            .expect("chaos poisoned")
+            .dials
+            .get(location)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    fn set_verbosity(&self, v: Tier) {
+        self.provider.set_verbosity(match v {
+            Tier::V0 => 0,
+            Tier::V1 => 1,
+            Tier::V2 => 2,
+        });
+    }
+}
