@@ -586,6 +586,14 @@ impl Chaos {
     }
 }
 
+/// The name kvm2's spans give procedure `number` (`DomainDefineXML`), from the
+/// procedure table `libvirt-fake` shares with kvm2's call names.
+fn procedure_name(number: i32) -> String {
+    libvirt_fake::Procedure::from_number(number)
+        .map(|p| p.name().to_owned())
+        .unwrap_or_else(|| format!("Procedure{number}"))
+}
+
 /// A loopback port nothing listens on (bound, then released).
 fn closed_port() -> io::Result<u16> {
     let l = std::net::TcpListener::bind("127.0.0.1:0")?;
@@ -699,11 +707,7 @@ impl ChaosStream {
                 self.out.extend_from_slice(&frame);
                 continue;
             };
-            let procedure = h.remote_procedure();
-            let name = procedure
-                .name()
-                .map(str::to_owned)
-                .unwrap_or_else(|| format!("Procedure{}", h.procedure));
+            let name = procedure_name(h.procedure);
             match self.chaos.on_call(self.id, &self.conn.location, &name) {
                 Action::Forward => self.out.extend_from_slice(&frame),
                 Action::Reply(err) => {
@@ -1265,16 +1269,15 @@ impl Planting for RealBed {
 }
 
 impl Faults for RealBed {
-    fn inject(&self, spec: FaultSpec) -> HookResult<FaultId> {
+    fn inject(&self, mut spec: FaultSpec) -> HookResult<FaultId> {
         if let Some(l) = &spec.location {
             self.host(l)?;
         }
-        if let Trigger::Named(n) = &spec.trigger
-            && !libvirt_wire::Procedure::ALL
-                .iter()
-                .any(|p| p.name() == Some(n.as_str()))
-        {
-            return Err(HookError::new(format!("unknown procedure {n}")));
+        if let Trigger::Named(n) = &mut spec.trigger {
+            // Accepts `DomainDefineXML` and `DOMAIN_DEFINE_XML` alike.
+            let p = libvirt_fake::Procedure::from_name(n)
+                .ok_or_else(|| HookError::new(format!("unknown procedure {n}")))?;
+            *n = p.name().to_owned();
         }
         let mut s = self.chaos.state.lock().expect("chaos poisoned");
         s.next_id += 1;
