@@ -9,9 +9,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use conformance::fixture::{
-    FaultKind, FaultSpec, Fixture, Plant, Reachability, Testbed, Trigger,
-};
+use conformance::fixture::{FaultKind, FaultSpec, Fixture, Plant, Reachability, Testbed, Trigger};
 use conformance::{Ctx, ErrorKind};
 use kvm2::Config;
 use kvm2::real_fixture::{RealFixture, test_address, user_data};
@@ -223,7 +221,11 @@ async fn dropped_delayed_refused_and_black_holed_connections() {
     let t = Instant::now();
     let e = p.get(&ctx(), &missing_id(tb.as_ref())).await.unwrap_err();
     assert_eq!(*e.kind(), ErrorKind::NotFound, "{e}");
-    assert!(t.elapsed() >= Duration::from_millis(800), "{:?}", t.elapsed());
+    assert!(
+        t.elapsed() >= Duration::from_millis(800),
+        "{:?}",
+        t.elapsed()
+    );
 
     // Refused: a real SSH dial to a closed port fails at once.
     faults
@@ -251,7 +253,11 @@ async fn dropped_delayed_refused_and_black_holed_connections() {
         .await
         .unwrap_err();
     assert_eq!(*e.kind(), ErrorKind::Transient, "{e}");
-    assert!(t.elapsed() >= Duration::from_millis(1500), "{:?}", t.elapsed());
+    assert!(
+        t.elapsed() >= Duration::from_millis(1500),
+        "{:?}",
+        t.elapsed()
+    );
 
     faults
         .set_reachability("local", Reachability::Up)
@@ -304,7 +310,10 @@ async fn plants_are_defined_through_libvirt_seen_by_inventory_and_removed() {
     assert!(before.unwrap().contains("someone-else"));
     planting.remove("local", "kvm2-plant-a").await.unwrap();
     planting.remove("local", "kvm2-plant-b").await.unwrap();
-    assert_eq!(planting.inspect("local", "kvm2-plant-a").await.unwrap(), None);
+    assert_eq!(
+        planting.inspect("local", "kvm2-plant-a").await.unwrap(),
+        None
+    );
     assert!(h.fake.domain("kvm2-plant-b").is_none());
     let e = planting
         .remove_part("local", "x", conformance::fixture::Part::Container)
