@@ -258,7 +258,8 @@ fn main() {
             println!("real libvirtd: SKIPPED: {reason}");
             None
         }
-        Gate::Run(t) => Some(t),
+        // The socket directly, as virsh reaches it: like for like.
+        Gate::Run(t) => Some(libvirt_fidelity::RealTarget { ssh: None, ..t }),
     };
     if let Some(target) = real {
         let socket = target.socket.clone();

@@ -87,16 +87,7 @@ impl Backend {
             reason,
             requested: target.requested,
         };
-        let stream = tokio::net::UnixStream::connect(&target.socket)
-            .await
-            .map_err(|e| {
-                fail(format!(
-                    "cannot connect to {}: {e}",
-                    target.socket.display()
-                ))
-            })?;
-        let (client, connection) = Config::default().attach(stream);
-        tokio::spawn(connection);
+        let client = connect(target, Config::default()).await.map_err(fail)?;
         client.open(URI).await.map_err(|e| {
             fail(format!(
                 "cannot open {URI} on {}: {e}",
@@ -155,14 +146,7 @@ impl Backend {
                 tokio::spawn(connection);
                 client
             }
-            Kind::Real(t) => {
-                let stream = tokio::net::UnixStream::connect(&t.socket)
-                    .await
-                    .map_err(|e| format!("cannot connect to {}: {e}", t.socket.display()))?;
-                let (client, connection) = config.attach(stream);
-                tokio::spawn(connection);
-                client
-            }
+            Kind::Real(t) => connect(t, config).await?,
         };
         Ok(client)
     }
@@ -244,6 +228,58 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A client on the real daemon: over SSH when the target has a route,
+/// through the socket otherwise.
+async fn connect(target: &RealTarget, config: Config) -> Result<Client, String> {
+    let client = match &target.ssh {
+        Some(r) => {
+            let mut via = libvirt_ssh::SshTarget::new(
+                r.host.clone(),
+                r.user.clone(),
+                r.key_file.clone(),
+                r.known_hosts_file.clone(),
+            );
+            via.port = r.port;
+            via.socket_path = target.socket.display().to_string();
+            let stream = libvirt_ssh::dial(&via).await.map_err(|e| {
+                format!(
+                    "cannot reach {} over ssh to {}@{}:{}: {e}",
+                    target.socket.display(),
+                    r.user,
+                    r.host,
+                    r.port
+                )
+            })?;
+            let (client, connection) = config.attach(stream);
+            tokio::spawn(connection);
+            client
+        }
+        None => {
+            let stream = tokio::net::UnixStream::connect(&target.socket)
+                .await
+                .map_err(|e| format!("cannot connect to {}: {e}", target.socket.display()))?;
+            let (client, connection) = config.attach(stream);
+            tokio::spawn(connection);
+            client
+        }
+    };
+    Ok(client)
+}
+
+/// How a real backend is reached, for the test output.
+pub fn route(target: &RealTarget) -> String {
+    match &target.ssh {
+        Some(r) => format!(
+            "{} over ssh {}@{}:{}",
+            target.socket.display(),
+            r.user,
+            r.host,
+            r.port
+        ),
+        None => format!("{} directly", target.socket.display()),
+    }
+}
+
 /// The real backend for a gated check, or `None` after announcing why the
 /// check is skipped. Panics (failing the check) when a `KVM2_TEST_*`
 /// variable asked for the real host and it cannot be used.
@@ -257,7 +293,10 @@ pub async fn real_or_skip(check: &str) -> Option<Backend> {
     };
     let connect = tokio::time::timeout(Duration::from_secs(60), Backend::real(&target));
     match connect.await {
-        Ok(Ok(b)) => Some(b),
+        Ok(Ok(b)) => {
+            crate::target::announce(&format!("{check}: real libvirt at {}", route(&target)));
+            Some(b)
+        }
         Ok(Err(e)) if !e.requested => {
             announce_skip(
                 check,

@@ -1,8 +1,11 @@
 //! Which real libvirtd to talk to, read from the `KVM2_TEST_*` variables,
 //! and how a gated test or bench says why it does not run.
 //!
-//! The real daemon is reached through its Unix socket on this machine, not
-//! over SSH: the checks read uploaded bytes back from the pool's directory.
+//! The real daemon runs on this machine (the checks read uploaded bytes back
+//! from the pool's directory). It is reached the way kvm2 reaches a host —
+//! over SSH, forwarding its socket — when `KVM2_TEST_HOST`, `_PORT`, `_USER`,
+//! `_SSH_KEY` and `_KNOWN_HOSTS` are all set, and through the socket directly
+//! otherwise.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -14,11 +17,28 @@ pub const DEFAULT_POOL: &str = "kvm2-test";
 /// The connection URI opened on both sides.
 pub const URI: &str = "qemu:///system";
 
+/// An SSH server on this machine that forwards the daemon's socket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SshRoute {
+    /// The server's address.
+    pub host: String,
+    /// Its port.
+    pub port: u16,
+    /// The user to log in as.
+    pub user: String,
+    /// The client's private key file.
+    pub key_file: PathBuf,
+    /// The known_hosts file holding the server's key.
+    pub known_hosts_file: PathBuf,
+}
+
 /// A real libvirtd reachable on this machine.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RealTarget {
     /// The daemon's Unix socket.
     pub socket: PathBuf,
+    /// The SSH server to reach the socket through, when configured.
+    pub ssh: Option<SshRoute>,
     /// An active directory pool the checks may create volumes in.
     pub pool: String,
     /// Whether a variable asked for the real host (then failing to reach it
@@ -56,8 +76,25 @@ pub fn gate_from(var: impl Fn(&str) -> Option<String>, exists: impl Fn(&Path) ->
             socket.display()
         ));
     }
+    let ssh = match (
+        get("KVM2_TEST_HOST"),
+        get("KVM2_TEST_PORT").and_then(|p| p.parse().ok()),
+        get("KVM2_TEST_USER"),
+        get("KVM2_TEST_SSH_KEY"),
+        get("KVM2_TEST_KNOWN_HOSTS"),
+    ) {
+        (Some(host), Some(port), Some(user), Some(key), Some(known)) => Some(SshRoute {
+            host,
+            port,
+            user,
+            key_file: key.into(),
+            known_hosts_file: known.into(),
+        }),
+        _ => None,
+    };
     Gate::Run(RealTarget {
         socket,
+        ssh,
         pool: get("KVM2_TEST_POOL").unwrap_or_else(|| DEFAULT_POOL.to_owned()),
         requested,
     })
@@ -130,6 +167,26 @@ mod tests {
         };
         assert_eq!(t.socket, Path::new(DEFAULT_SOCKET));
         assert!(t.requested);
+        assert_eq!(t.ssh, None, "an incomplete SSH setting means the socket");
+    }
+
+    #[test]
+    fn a_complete_ssh_setting_routes_through_ssh() {
+        let Gate::Run(t) = gate_from(
+            vars(&[
+                ("KVM2_TEST_HOST", "127.0.0.1"),
+                ("KVM2_TEST_PORT", "2222"),
+                ("KVM2_TEST_USER", "root"),
+                ("KVM2_TEST_SSH_KEY", "/k"),
+                ("KVM2_TEST_KNOWN_HOSTS", "/kh"),
+            ]),
+            |_| false,
+        ) else {
+            panic!("expected a run");
+        };
+        let ssh = t.ssh.expect("an SSH route");
+        assert_eq!((ssh.host.as_str(), ssh.port), ("127.0.0.1", 2222));
+        assert_eq!(ssh.key_file, Path::new("/k"));
     }
 
     #[test]
