@@ -1,8 +1,9 @@
 //! The dialer seam: how kvm2 gets a byte stream to a host's libvirt socket.
 //!
-//! Production dials SSH and forwards the socket; tests and the embedded fake hand
-//! out in-memory pipes. Everything above the seam (handshake, RPC, spans) is the
-//! same for both.
+//! Production dials SSH and forwards the socket ([`SshDialer`]); the embedded fake
+//! is reached the same way, through an in-process SSH server, and unit tests may
+//! hand out in-memory pipes or a local socket ([`LocalSocketDialer`]). Everything
+//! above the seam (handshake, RPC, spans) is the same for all of them.
 
 use std::fmt;
 
