@@ -1306,12 +1306,10 @@ impl Faults for RealBed {
     }
 
     fn clear(&self) {
-        self.chaos
-            .state
-            .lock()
-            .expect("chaos poisoned")
-            .injections
-            .clear();
+        // Spent, not forgotten: `fired` still answers for them.
+        for i in &mut self.chaos.state.lock().expect("chaos poisoned").injections {
+            i.spent = true;
+        }
         // A held call answers only when its connection goes: release them.
         self.chaos.kill(|c| c.hung.load(Ordering::SeqCst));
     }

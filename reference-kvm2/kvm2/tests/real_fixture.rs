@@ -178,6 +178,7 @@ async fn a_held_call_is_transient_at_the_deadline_and_clear_releases_it() {
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     assert!(faults.fired(id));
     faults.clear();
+    assert!(faults.fired(id), "fired survives clear");
     let ctx = Ctx::with_timeout(Duration::from_secs(10));
     let e = p.get(&ctx, &missing_id(tb.as_ref())).await.unwrap_err();
     assert_eq!(*e.kind(), ErrorKind::NotFound, "{e}");
