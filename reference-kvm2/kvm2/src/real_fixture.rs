@@ -89,6 +89,9 @@ impl RealFixture {
                 .filter(|p| std::fs::OpenOptions::new().append(true).open(p).is_ok()),
             _ => None,
         };
+        if let Some(ak) = &authorized_keys {
+            sweep_stale_keys(ak);
+        }
         Ok(RealFixture {
             config,
             authorized_keys,
@@ -140,6 +143,33 @@ pub fn user_data(name: &str) -> String {
         "#cloud-config\n# test-address: {}/24\nhostname: {name}\n",
         test_address(name)
     )
+}
+
+/// The comment that marks a testbed's key in `authorized_keys`.
+const KEY_MARK: &str = "kvm2-conformance-";
+
+/// Removes testbed keys of runs whose process is gone (killed before teardown).
+fn sweep_stale_keys(authorized_keys: &Path) {
+    let alive = |line: &str| {
+        let Some((_, mark)) = line.rsplit_once(' ') else {
+            return true;
+        };
+        let Some(rest) = mark.strip_prefix(KEY_MARK) else {
+            return true;
+        };
+        // `<tmp>/kvm2-real-fixture-<pid>-<n>`
+        let pid = rest
+            .rsplit('/')
+            .next()
+            .and_then(|d| d.strip_prefix("kvm2-real-fixture-"))
+            .and_then(|d| d.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok());
+        pid.is_none_or(|p| Path::new(&format!("/proc/{p}")).exists())
+    };
+    let _ = edit_authorized_keys(authorized_keys, |mut lines| {
+        lines.retain(|l| alive(l));
+        lines
+    });
 }
 
 /// Serialises edits of the host's `authorized_keys` file.
@@ -254,7 +284,7 @@ impl Fixture for RealFixture {
                 if let Some(k) = &host.known_hosts_file {
                     std::fs::copy(k, &known).map_err(hook_err)?;
                 }
-                let marker = format!("kvm2-conformance-{}", dir.0.display());
+                let marker = format!("{KEY_MARK}{}", dir.0.display());
                 let line = install_key(&dir.0, &key_file, ak, &marker, None)?;
                 host.key_file = Some(key_file.clone());
                 host.known_hosts_file = Some(known.clone());
