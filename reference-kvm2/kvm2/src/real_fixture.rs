@@ -24,6 +24,11 @@
 //! - observation: the calls and dials the chaos layer saw, and the provider's
 //!   verbosity.
 //!
+//! The chaos layer also gates boots: a call that starts a guest waits for one of
+//! two turns of the whole process, each given back 30 s after its start (about the
+//! test guest's time to an address), so at most two guests boot at once whatever
+//! the rules do in parallel. The CLI runs two rules at once on a real host.
+//!
 //! State control and capacity are not offered: a real guest's power state could be
 //! forced, but its reported addresses, a failing guest agent, held boots and a
 //! pool's free space cannot be, so those rules are Skipped with the hook's name.
@@ -616,6 +621,28 @@ impl Chaos {
     }
 }
 
+/// Boots started at once on the hosts, at most (software emulation on a small
+/// machine), and how long a started boot holds its turn: the test guest reports
+/// its address through the agent some 20-30 s after the start.
+const BOOTS_AT_ONCE: usize = 2;
+const BOOT_TURN: Duration = Duration::from_secs(30);
+
+/// The calls that start a guest.
+const BOOT_CALLS: [&str; 2] = ["DomainCreateWithFlags", "DomainCreate"];
+
+/// Waits for a boot turn of the whole process; the turn is given back
+/// [`BOOT_TURN`] after the start goes out.
+async fn boot_turn() {
+    static TURNS: std::sync::LazyLock<Arc<tokio::sync::Semaphore>> =
+        std::sync::LazyLock::new(|| Arc::new(tokio::sync::Semaphore::new(BOOTS_AT_ONCE)));
+    if let Ok(permit) = TURNS.clone().acquire_owned().await {
+        tokio::spawn(async move {
+            tokio::time::sleep(BOOT_TURN).await;
+            drop(permit);
+        });
+    }
+}
+
 /// The name kvm2's spans give procedure `number` (`DomainDefineXML`), from the
 /// procedure table `libvirt-fake` shares with kvm2's call names.
 fn procedure_name(number: i32) -> String {
@@ -696,7 +723,8 @@ struct ChaosStream {
     out: BytesMut,
     /// A delayed call, sent when `delay` ends.
     delayed: BytesMut,
-    delay: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// What holds `delayed` back: an injected delay or the boot gate.
+    delay: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
     /// Bytes from the host not yet framed.
     rraw: BytesMut,
     /// Whole packets for the provider (the host's and injected replies).
@@ -739,6 +767,10 @@ impl ChaosStream {
             };
             let name = procedure_name(h.procedure);
             match self.chaos.on_call(self.id, &self.conn.location, &name) {
+                Action::Forward if BOOT_CALLS.contains(&name.as_str()) => {
+                    self.delayed.extend_from_slice(&frame);
+                    self.delay = Some(Box::pin(boot_turn()));
+                }
                 Action::Forward => self.out.extend_from_slice(&frame),
                 Action::Reply(err) => {
                     encode_error_reply(&mut self.rq, &h, &err)
