@@ -12,7 +12,7 @@
 //!
 //! Goal (issue 4): peak RSS ≤ 64 MiB while caching a 1 GiB image.
 //!
-//! `cargo bench -p kvm2 --bench image_rss`; `KVM2_BENCH_IMAGE_MIB` (1024)
+//! `cargo bench -p reference-kvm2 --bench image_rss`; `KVM2_BENCH_IMAGE_MIB` (1024)
 //! sets the image size. Without `--bench` it does a token run on 8 MiB.
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -18,7 +18,7 @@
 //! Goal (issue 4): kvm2 within 10 round trips, against ~500 for a client
 //! making one call at a time.
 //!
-//! `cargo bench -p kvm2 --bench list_by_tag`. Without `--bench` (as under
+//! `cargo bench -p reference-kvm2 --bench list_by_tag`. Without `--bench` (as under
 //! `cargo test --benches`) it does a token run on 20 domains.
 
 use std::sync::Arc;

@@ -8,7 +8,7 @@
 //!
 //! Goal (issue 4): the full suite in ≤ 10 s.
 //!
-//! `cargo bench -p kvm2 --bench suite`; `KVM2_BENCH_SEED` (1) is the run's
+//! `cargo bench -p reference-kvm2 --bench suite`; `KVM2_BENCH_SEED` (1) is the run's
 //! seed. Without `--bench` (as under `cargo test --benches`) it runs the
 //! create rules only.
 
