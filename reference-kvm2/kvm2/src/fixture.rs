@@ -623,26 +623,11 @@ impl Testbed for Bed {
     }
 
     fn malformed_ids(&self) -> Vec<String> {
-        [
-            "",
-            "hosts",
-            "hosts/host-a",
-            "hosts/host-a/domains",
-            "hosts/host-a/domains/",
-            "hosts//domains/x",
-            "host/host-a/domains/x",
-            "hosts/host-a/domain/x",
-            "hosts/host-a/domains/x/extra",
-            "hosts/host-a/domains/Upper",
-            "hosts/host-a/domains/../x",
-            "hosts/host a/domains/x",
-        ]
-        .map(String::from)
-        .to_vec()
+        crate::id::malformed_examples("host-a")
     }
 
     fn unconfigured_id(&self, name: &str) -> ProviderId {
-        crate::id::format_id("no-such-host", name)
+        crate::id::unconfigured(name)
     }
 
     fn inventory(&self) -> Option<&dyn Inventory> {

@@ -38,10 +38,43 @@ pub fn parse_id(id: &ProviderId) -> Option<InstanceId> {
     })
 }
 
+/// IDs that are not kvm2 IDs, built around the configured host `host` so that
+/// only their shape is wrong: what a fixture hands the suite for GET-MALFORMED
+/// and DEL-MALFORMED.
+pub fn malformed_examples(host: &str) -> Vec<String> {
+    vec![
+        String::new(),
+        "hosts".into(),
+        format!("hosts/{host}"),
+        format!("hosts/{host}/domains"),
+        format!("hosts/{host}/domains/"),
+        "hosts//domains/x".into(),
+        format!("host/{host}/domains/x"),
+        format!("hosts/{host}/domain/x"),
+        format!("hosts/{host}/domains/x/extra"),
+        format!("hosts/{host}/domains/Upper"),
+        format!("hosts/{host}/domains/../x"),
+        "hosts/host a/domains/x".into(),
+    ]
+}
+
+/// The ID of `name` on a host that no configuration names.
+pub fn unconfigured(name: &str) -> ProviderId {
+    format_id("no-such-host", name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use rstest::rstest;
+
+    #[test]
+    fn malformed_examples_never_parse() {
+        for id in malformed_examples("host-a") {
+            assert_eq!(parse_id(&ProviderId::new(id.clone())), None, "{id:?}");
+        }
+        assert!(parse_id(&unconfigured("vm-1")).is_some(), "well formed");
+    }
 
     #[test]
     fn round_trip() {

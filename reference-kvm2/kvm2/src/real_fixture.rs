@@ -1073,26 +1073,11 @@ impl Testbed for RealBed {
     }
 
     fn malformed_ids(&self) -> Vec<String> {
-        let h = &self.config.hosts[0].name;
-        [
-            String::new(),
-            "hosts".into(),
-            format!("hosts/{h}"),
-            format!("hosts/{h}/domains"),
-            format!("hosts/{h}/domains/"),
-            "hosts//domains/x".into(),
-            format!("host/{h}/domains/x"),
-            format!("hosts/{h}/domain/x"),
-            format!("hosts/{h}/domains/x/extra"),
-            format!("hosts/{h}/domains/Upper"),
-            format!("hosts/{h}/domains/../x"),
-            "hosts/host a/domains/x".into(),
-        ]
-        .to_vec()
+        crate::id::malformed_examples(&self.config.hosts[0].name)
     }
 
     fn unconfigured_id(&self, name: &str) -> ProviderId {
-        crate::id::format_id("no-such-host", name)
+        crate::id::unconfigured(name)
     }
 
     fn inventory(&self) -> Option<&dyn Inventory> {
