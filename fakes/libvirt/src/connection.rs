@@ -461,6 +461,22 @@ impl FakeConnection {
         .await
     }
 
+    /// `DomainSuspend`: pauses a running domain.
+    pub async fn domain_suspend(&self, dom: &DomainRef) -> Result<(), CallError> {
+        self.call_on(Procedure::DomainSuspend, &[&dom.name], |st, _| {
+            st.suspend(dom)
+        })
+        .await
+    }
+
+    /// `DomainResume`: resumes a paused domain.
+    pub async fn domain_resume(&self, dom: &DomainRef) -> Result<(), CallError> {
+        self.call_on(Procedure::DomainResume, &[&dom.name], |st, _| {
+            st.resume(dom)
+        })
+        .await
+    }
+
     /// `DomainGetState`: state and reason.
     pub async fn domain_get_state(
         &self,
@@ -553,6 +569,82 @@ impl FakeConnection {
     pub async fn storage_pool_lookup_by_name(&self, name: &str) -> Result<PoolRef, CallError> {
         self.call_on(Procedure::StoragePoolLookupByName, &[name], |st, _| {
             st.pool_lookup_by_name(name)
+        })
+        .await
+    }
+
+    /// `StoragePoolDefineXML`: a persistent pool, inactive until started.
+    pub async fn storage_pool_define_xml(
+        &self,
+        xml: &str,
+        flags_: u32,
+    ) -> Result<PoolRef, CallError> {
+        self.call(Procedure::StoragePoolDefineXml, |st, _| {
+            st.pool_define(xml, flags_)
+        })
+        .await
+    }
+
+    /// `StoragePoolCreateXML`: a transient pool, started at once.
+    pub async fn storage_pool_create_xml(
+        &self,
+        xml: &str,
+        flags_: u32,
+    ) -> Result<PoolRef, CallError> {
+        self.call(Procedure::StoragePoolCreateXml, |st, _| {
+            st.pool_create_xml(xml, flags_)
+        })
+        .await
+    }
+
+    /// `StoragePoolCreate`: starts a defined pool.
+    pub async fn storage_pool_create(&self, pool: &PoolRef, flags_: u32) -> Result<(), CallError> {
+        self.call_on(Procedure::StoragePoolCreate, &[&pool.name], |st, _| {
+            st.pool_start(pool, flags_)
+        })
+        .await
+    }
+
+    /// `StoragePoolBuild`: makes a stopped pool's directory.
+    pub async fn storage_pool_build(&self, pool: &PoolRef, flags_: u32) -> Result<(), CallError> {
+        self.call_on(Procedure::StoragePoolBuild, &[&pool.name], |st, _| {
+            st.pool_build(pool, flags_)
+        })
+        .await
+    }
+
+    /// `StoragePoolDestroy`: stops a pool (a transient one goes away).
+    pub async fn storage_pool_destroy(&self, pool: &PoolRef) -> Result<(), CallError> {
+        self.call_on(Procedure::StoragePoolDestroy, &[&pool.name], |st, _| {
+            st.pool_destroy(pool)
+        })
+        .await
+    }
+
+    /// `StoragePoolDelete`: removes a stopped pool's (empty) directory.
+    pub async fn storage_pool_delete(&self, pool: &PoolRef, flags_: u32) -> Result<(), CallError> {
+        self.call_on(Procedure::StoragePoolDelete, &[&pool.name], |st, _| {
+            st.pool_delete(pool, flags_)
+        })
+        .await
+    }
+
+    /// `StoragePoolUndefine`: forgets a stopped pool; its files stay.
+    pub async fn storage_pool_undefine(&self, pool: &PoolRef) -> Result<(), CallError> {
+        self.call_on(Procedure::StoragePoolUndefine, &[&pool.name], |st, _| {
+            st.pool_undefine(pool)
+        })
+        .await
+    }
+
+    /// `StoragePoolGetXMLDesc`.
+    pub async fn storage_pool_get_xml_desc(
+        &self,
+        pool: &PoolRef,
+        flags_: u32,
+    ) -> Result<String, CallError> {
+        self.call_on(Procedure::StoragePoolGetXmlDesc, &[&pool.name], |st, _| {
+            st.pool_get_xml_desc(pool, flags_)
         })
         .await
     }

@@ -298,6 +298,43 @@ impl State {
         Ok(())
     }
 
+    /// `virDomainSuspend`: a running domain pauses (reason user); pausing a
+    /// paused domain changes nothing, as in the QEMU driver.
+    pub(crate) fn suspend(&mut self, h: &DomainRef) -> Result<(), VirError> {
+        let d = self.dom_mut(h)?;
+        if !d.active() {
+            return Err(VirError::domain_not_running());
+        }
+        match d.state {
+            DomainState::PmSuspended => Err(VirError::domain_pmsuspended()),
+            DomainState::Paused => Ok(()),
+            _ => {
+                d.state = DomainState::Paused;
+                d.reason = reason::PAUSED_USER;
+                Ok(())
+            }
+        }
+    }
+
+    /// `virDomainResume`: a paused domain runs again (reason unpaused); a
+    /// running one is refused, other states are left as they are.
+    pub(crate) fn resume(&mut self, h: &DomainRef) -> Result<(), VirError> {
+        let d = self.dom_mut(h)?;
+        if !d.active() {
+            return Err(VirError::domain_not_running());
+        }
+        match d.state {
+            DomainState::PmSuspended => Err(VirError::domain_pmsuspended()),
+            DomainState::Running => Err(VirError::domain_already_running()),
+            DomainState::Paused => {
+                d.state = DomainState::Running;
+                d.reason = reason::RUNNING_UNPAUSED;
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
     pub(crate) fn undefine(&mut self, h: &DomainRef, flags_: u32) -> Result<(), VirError> {
         check_flags(flags_, 0x7f, "qemuDomainUndefineFlags")?;
         if flags_ & flags::UNDEFINE_NVRAM != 0 && flags_ & flags::UNDEFINE_KEEP_NVRAM != 0 {

@@ -222,6 +222,84 @@ impl VirError {
         )
     }
 
+    /// `VIR_ERR_OPERATION_INVALID` for starting or building a pool that runs.
+    pub fn pool_already_active(name: &str) -> Self {
+        Self::new(
+            code::OPERATION_INVALID,
+            domain::STORAGE,
+            format!("storage pool '{name}' is already active"),
+        )
+    }
+
+    /// `VIR_ERR_OPERATION_INVALID` for deleting or undefining a pool that
+    /// runs.
+    pub fn pool_still_active(name: &str) -> Self {
+        Self::new(
+            code::OPERATION_INVALID,
+            domain::STORAGE,
+            format!("storage pool '{name}' is still active"),
+        )
+    }
+
+    /// `VIR_ERR_OPERATION_FAILED` for a new pool whose name another pool
+    /// (with another UUID) has.
+    pub fn pool_exists(name: &str, uuid: &uuid::Uuid) -> Self {
+        Self::new(
+            code::OPERATION_FAILED,
+            domain::STORAGE,
+            format!("pool '{name}' already exists with uuid {uuid}"),
+        )
+    }
+
+    /// `VIR_ERR_OPERATION_FAILED` for a pool whose UUID another pool (with
+    /// another name) has.
+    pub fn pool_uuid_taken(other: &str, uuid: &uuid::Uuid) -> Self {
+        Self::new(
+            code::OPERATION_FAILED,
+            domain::STORAGE,
+            format!("pool '{other}' is already defined with uuid {uuid}"),
+        )
+    }
+
+    /// `VIR_ERR_OPERATION_INVALID` for creating a transient pool over a
+    /// running one with the same name and UUID.
+    pub fn pool_active_as(name: &str) -> Self {
+        Self::new(
+            code::OPERATION_INVALID,
+            domain::STORAGE,
+            format!("pool is already active as '{name}'"),
+        )
+    }
+
+    /// `VIR_ERR_OPERATION_FAILED` for a pool whose target another pool uses.
+    pub fn pool_source_conflict(other: &str) -> Self {
+        Self::new(
+            code::OPERATION_FAILED,
+            domain::STORAGE,
+            format!("Storage source conflict with pool: '{other}'"),
+        )
+    }
+
+    /// `VIR_ERR_SYSTEM_ERROR`: what failed and the operating system's reason
+    /// (`strerror`), as `virReportSystemError` writes them.
+    pub fn system(domain: i32, text: impl Into<String>, reason: &str) -> Self {
+        Self::new(
+            code::SYSTEM_ERROR,
+            domain,
+            format!("{}: {reason}", text.into()),
+        )
+    }
+
+    /// `VIR_ERR_OPERATION_INVALID` for pausing or resuming a domain that is
+    /// suspended to memory by its guest.
+    pub fn domain_pmsuspended() -> Self {
+        Self::new(
+            code::OPERATION_INVALID,
+            domain::QEMU,
+            "domain is pmsuspended",
+        )
+    }
+
     /// `VIR_ERR_OPERATION_INVALID` "domain is not running", as the generic
     /// domain code raises it (destroy, interface addresses, live metadata).
     pub fn domain_not_running() -> Self {

@@ -187,6 +187,17 @@ impl FakeLibvirt {
         self.state().pool_hook(name, |_, _, a| *a = active)
     }
 
+    /// The directories left on the host by undefined pools (and stopped
+    /// transient ones), which a pool defined at the same path finds again.
+    pub fn leftover_directories(&self) -> Vec<String> {
+        self.state().directory_names()
+    }
+
+    /// Whether a pool is persistent, without a call.
+    pub fn pool_persistent(&self, name: &str) -> Option<bool> {
+        self.state().pools.get(name).map(|p| p.persistent)
+    }
+
     /// A pool's info, without a call.
     pub fn pool_info(&self, name: &str) -> Option<PoolInfo> {
         self.state().pool_info_by_name(name)

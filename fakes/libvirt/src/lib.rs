@@ -50,9 +50,16 @@
 //! live definition; a missing metadata element is `VIR_ERR_NO_DOMAIN_METADATA`;
 //! defining a known name with another UUID is `VIR_ERR_OPERATION_FAILED`; the
 //! ARP address source of 9.0 can fail with "wrong nlmsg len" (a switch).
+//! Pools follow libvirt 11.3's storage driver: a defined pool is inactive
+//! with no sizes until it starts, starting needs its directory (built by
+//! `StoragePoolBuild`), deleting it fails as `rmdir` does while files remain,
+//! a transient pool is gone once stopped, and an undefined pool's files stay
+//! on the host for the next pool defined at that path. Pausing a paused
+//! domain succeeds; resuming a running one is refused.
 //! Simplifications: guests shut down at once, NVRAM files and volumes are
 //! names without bytes unless uploaded, firmware is never resolved into the
-//! XML, and volume creation checks only pool space and backing files.
+//! XML, volume creation checks only pool space and backing files, and only
+//! directory pools exist (other types fail as on a daemon without their backend).
 #![deny(missing_docs)]
 
 mod connection;

@@ -64,6 +64,10 @@ procedures! {
     DomainLookupByName = 23, "DomainLookupByName";
     /// `REMOTE_PROC_DOMAIN_LOOKUP_BY_UUID`.
     DomainLookupByUuid = 24, "DomainLookupByUUID";
+    /// `REMOTE_PROC_DOMAIN_RESUME`.
+    DomainResume = 28, "DomainResume";
+    /// `REMOTE_PROC_DOMAIN_SUSPEND`.
+    DomainSuspend = 34, "DomainSuspend";
     /// `REMOTE_PROC_CONNECT_GET_HOSTNAME`.
     ConnectGetHostname = 59, "ConnectGetHostname";
     /// `REMOTE_PROC_CONNECT_SUPPORTS_FEATURE`.
@@ -72,12 +76,28 @@ procedures! {
     AuthList = 66, "AuthList";
     /// `REMOTE_PROC_AUTH_POLKIT`.
     AuthPolkit = 70, "AuthPolkit";
+    /// `REMOTE_PROC_STORAGE_POOL_CREATE_XML`.
+    StoragePoolCreateXml = 76, "StoragePoolCreateXML";
+    /// `REMOTE_PROC_STORAGE_POOL_DEFINE_XML`.
+    StoragePoolDefineXml = 77, "StoragePoolDefineXML";
+    /// `REMOTE_PROC_STORAGE_POOL_CREATE`.
+    StoragePoolCreate = 78, "StoragePoolCreate";
+    /// `REMOTE_PROC_STORAGE_POOL_BUILD`.
+    StoragePoolBuild = 79, "StoragePoolBuild";
+    /// `REMOTE_PROC_STORAGE_POOL_DESTROY`.
+    StoragePoolDestroy = 80, "StoragePoolDestroy";
+    /// `REMOTE_PROC_STORAGE_POOL_DELETE`.
+    StoragePoolDelete = 81, "StoragePoolDelete";
+    /// `REMOTE_PROC_STORAGE_POOL_UNDEFINE`.
+    StoragePoolUndefine = 82, "StoragePoolUndefine";
     /// `REMOTE_PROC_STORAGE_POOL_REFRESH`.
     StoragePoolRefresh = 83, "StoragePoolRefresh";
     /// `REMOTE_PROC_STORAGE_POOL_LOOKUP_BY_NAME`.
     StoragePoolLookupByName = 84, "StoragePoolLookupByName";
     /// `REMOTE_PROC_STORAGE_POOL_GET_INFO`.
     StoragePoolGetInfo = 87, "StoragePoolGetInfo";
+    /// `REMOTE_PROC_STORAGE_POOL_GET_XML_DESC`.
+    StoragePoolGetXmlDesc = 88, "StoragePoolGetXMLDesc";
     /// `REMOTE_PROC_STORAGE_VOL_CREATE_XML`.
     StorageVolCreateXml = 93, "StorageVolCreateXML";
     /// `REMOTE_PROC_STORAGE_VOL_DELETE`.

@@ -24,10 +24,10 @@ use libvirt_wire::{
     DomainGetStateRet, DomainGetXmlDescRet, DomainInterface, DomainInterfaceAddressesRet,
     DomainIpAddr, DomainLookupByNameRet, DomainLookupByUuidRet, Encode, ErrorCode, ErrorDomain,
     ErrorLevel, Header, KEEPALIVE_PING, KEEPALIVE_PONG, KEEPALIVE_PROGRAM, MessageType, Packet,
-    REMOTE_PROGRAM, REMOTE_VERSION, RemoteError, Status, StoragePoolGetInfoRet,
-    StoragePoolListAllVolumesRet, StoragePoolLookupByNameRet, StorageVolCreateXmlRet,
-    StorageVolGetInfoRet, StorageVolGetPathRet, StorageVolLookupByNameRet, WireError,
-    encode_error_reply, encode_packet, encode_reply,
+    REMOTE_PROGRAM, REMOTE_VERSION, RemoteError, Status, StoragePoolDefineXmlRet,
+    StoragePoolGetInfoRet, StoragePoolGetXmlDescRet, StoragePoolListAllVolumesRet,
+    StoragePoolLookupByNameRet, StorageVolCreateXmlRet, StorageVolGetInfoRet, StorageVolGetPathRet,
+    StorageVolLookupByNameRet, WireError, encode_error_reply, encode_packet, encode_reply,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::UnixListener;
@@ -549,6 +549,14 @@ async fn dispatch(
             c.domain_undefine_flags(&dom_in(&a.dom), a.flags).await?;
             reply(h, &())
         }
+        CallArgs::DomainSuspend(a) => {
+            c.domain_suspend(&dom_in(&a.dom)).await?;
+            reply(h, &())
+        }
+        CallArgs::DomainResume(a) => {
+            c.domain_resume(&dom_in(&a.dom)).await?;
+            reply(h, &())
+        }
         CallArgs::DomainGetXmlDesc(a) => reply(
             h,
             &DomainGetXmlDescRet {
@@ -634,6 +642,42 @@ async fn dispatch(
             let p = c.storage_pool_lookup_by_name(&a.name).await?;
             reply(h, &StoragePoolLookupByNameRet { pool: pool_out(&p) })
         }
+        CallArgs::StoragePoolDefineXml(a) => {
+            let p = c.storage_pool_define_xml(&a.xml, a.flags).await?;
+            reply(h, &StoragePoolDefineXmlRet { pool: pool_out(&p) })
+        }
+        CallArgs::StoragePoolCreateXml(a) => {
+            let p = c.storage_pool_create_xml(&a.xml, a.flags).await?;
+            reply(h, &StoragePoolDefineXmlRet { pool: pool_out(&p) })
+        }
+        CallArgs::StoragePoolCreate(a) => {
+            c.storage_pool_create(&pool_in(&a.pool), a.flags).await?;
+            reply(h, &())
+        }
+        CallArgs::StoragePoolBuild(a) => {
+            c.storage_pool_build(&pool_in(&a.pool), a.flags).await?;
+            reply(h, &())
+        }
+        CallArgs::StoragePoolDestroy(a) => {
+            c.storage_pool_destroy(&pool_in(&a.pool)).await?;
+            reply(h, &())
+        }
+        CallArgs::StoragePoolDelete(a) => {
+            c.storage_pool_delete(&pool_in(&a.pool), a.flags).await?;
+            reply(h, &())
+        }
+        CallArgs::StoragePoolUndefine(a) => {
+            c.storage_pool_undefine(&pool_in(&a.pool)).await?;
+            reply(h, &())
+        }
+        CallArgs::StoragePoolGetXmlDesc(a) => reply(
+            h,
+            &StoragePoolGetXmlDescRet {
+                xml: c
+                    .storage_pool_get_xml_desc(&pool_in(&a.pool), a.flags)
+                    .await?,
+            },
+        ),
         CallArgs::StoragePoolGetInfo(a) => {
             let i = c.storage_pool_get_info(&pool_in(&a.pool)).await?;
             reply(

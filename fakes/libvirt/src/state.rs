@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use crate::domains::Domain;
 use crate::error::VirError;
-use crate::storage::Pool;
+use crate::storage::{Directory, Pool};
 use crate::types::{AddressSource, Interface};
 
 /// Where libvirt puts a domain's NVRAM file when its XML names none.
@@ -87,6 +87,9 @@ pub(crate) struct State {
     pub(crate) next_id: i32,
     pub(crate) nvram_files: BTreeSet<String>,
     pub(crate) pools: BTreeMap<String, Pool>,
+    /// Directories on the host that no pool holds (left by undefined or
+    /// stopped transient pools), by path.
+    pub(crate) directories: BTreeMap<String, Directory>,
     pub(crate) arp_failure: bool,
     pub(crate) next_auto_ip: u32,
     /// Out-of-band "the guest agent never answers" switch per domain name.
@@ -127,6 +130,7 @@ impl State {
             next_id: 1,
             nvram_files: BTreeSet::new(),
             pools: BTreeMap::new(),
+            directories: BTreeMap::new(),
             arp_failure: false,
             next_auto_ip: 0,
             agent_broken: BTreeSet::new(),
@@ -169,6 +173,18 @@ impl State {
             let i = p.info();
             if i.available != i.capacity.saturating_sub(i.allocation) {
                 return Err(format!("pool {} accounting broken", p.name));
+            }
+            if !p.active && !p.persistent {
+                return Err(format!("inactive transient pool {}", p.name));
+            }
+            if p.active && !p.built {
+                return Err(format!("pool {} runs without its directory", p.name));
+            }
+            if !p.built && !p.volumes.is_empty() {
+                return Err(format!("pool {} has files but no directory", p.name));
+            }
+            if self.directories.contains_key(&p.path) && p.built {
+                return Err(format!("directory {} held twice", p.path));
             }
         }
         Ok(())

@@ -66,8 +66,56 @@ pub(crate) struct Pool {
     pub(crate) capacity: u64,
     pub(crate) other_allocation: u64,
     pub(crate) active: bool,
+    /// Whether the pool has a persistent definition; a transient pool goes
+    /// away when it stops.
+    pub(crate) persistent: bool,
+    /// Whether the pool's directory exists on the host.
+    pub(crate) built: bool,
+    /// The mode of the pool's directory (while it exists).
+    pub(crate) dir_mode: u32,
+    /// The directory's mode as the definition shows it: read by a start.
+    pub(crate) mode: Option<u32>,
+    /// The definition to switch to when the pool stops (libvirt's
+    /// `newDef`): a redefinition while it ran, or the persistent definition
+    /// a transient create replaced.
+    pub(crate) next_path: Option<String>,
+    /// The files in the pool's directory. libvirt lists them only while the
+    /// pool runs; they stay on disk while it is stopped.
     pub(crate) volumes: BTreeMap<String, Volume>,
 }
+
+/// A directory left on the host by a pool that was undefined (or a
+/// transient pool that stopped), with the files in it: a pool defined at the
+/// same path later finds them again.
+#[derive(Debug, Clone)]
+pub(crate) struct Directory {
+    pub(crate) mode: u32,
+    pub(crate) volumes: BTreeMap<String, Volume>,
+}
+
+/// Mode of a directory `virStoragePoolBuild` makes (`0711`).
+const BUILT_DIR_MODE: u32 = 0o711;
+/// Mode of a pool directory added out of band (`0755`).
+const EXISTING_DIR_MODE: u32 = 0o755;
+/// Capacity of a new pool's file system when no other pool tells it.
+const DEFAULT_POOL_CAPACITY: u64 = 50 << 30;
+/// `VIR_STORAGE_POOL_CREATE_WITH_BUILD`, `_OVERWRITE`, `_NO_OVERWRITE`.
+const CREATE_WITH_BUILD: u32 = 1;
+const CREATE_BUILD_OVERWRITE: u32 = 2;
+const CREATE_BUILD_NO_OVERWRITE: u32 = 4;
+/// `VIR_STORAGE_POOL_BUILD_NO_OVERWRITE`, `_OVERWRITE`.
+const BUILD_NO_OVERWRITE: u32 = 4;
+const BUILD_OVERWRITE: u32 = 8;
+/// `VIR_STORAGE_XML_INACTIVE`.
+const POOL_XML_INACTIVE: u32 = 1;
+/// `VIR_STORAGE_POOL_DEFINE_VALIDATE`.
+const POOL_DEFINE_VALIDATE: u32 = 1;
+/// `VIR_CONNECT_LIST_STORAGE_POOLS_*` filters on persistence and
+/// autostart.
+const LIST_PERSISTENT: u32 = 4;
+const LIST_TRANSIENT: u32 = 8;
+const LIST_AUTOSTART: u32 = 16;
+const LIST_NO_AUTOSTART: u32 = 32;
 
 impl Pool {
     pub(crate) fn handle(&self) -> PoolRef {
@@ -131,6 +179,10 @@ impl State {
     // ----- pools ---------------------------------------------------------
 
     pub(crate) fn add_pool(&mut self, name: &str, path: &str, capacity: u64) -> PoolRef {
+        let dir = self.directories.remove(path).unwrap_or(Directory {
+            mode: EXISTING_DIR_MODE,
+            volumes: BTreeMap::new(),
+        });
         let pool = self.pools.entry(name.to_owned()).or_insert_with(|| Pool {
             uuid: Uuid::new_v4(),
             name: name.to_owned(),
@@ -138,10 +190,16 @@ impl State {
             capacity,
             other_allocation: 0,
             active: true,
-            volumes: BTreeMap::new(),
+            persistent: true,
+            built: true,
+            dir_mode: dir.mode,
+            mode: Some(dir.mode),
+            next_path: None,
+            volumes: dir.volumes,
         });
         pool.path = path.to_owned();
         pool.capacity = capacity;
+        pool.built = true;
         pool.handle()
     }
 
@@ -206,12 +264,346 @@ impl State {
         // the pool-type filters are accepted and, all pools being
         // directories, ignored.
         let (inactive, active) = (flags_ & 1 != 0, flags_ & 2 != 0);
+        let (persistent, transient) = (flags_ & LIST_PERSISTENT != 0, flags_ & LIST_TRANSIENT != 0);
+        // No pool of the fake starts on its own.
+        let (autostart, no_autostart) = (
+            flags_ & LIST_AUTOSTART != 0,
+            flags_ & LIST_NO_AUTOSTART != 0,
+        );
         Ok(self
             .pools
             .values()
             .filter(|p| (!inactive && !active) || (inactive && !p.active) || (active && p.active))
+            .filter(|p| {
+                (!persistent && !transient)
+                    || (persistent && p.persistent)
+                    || (transient && !p.persistent)
+            })
+            .filter(|_| !autostart || no_autostart)
             .map(Pool::handle)
             .collect())
+    }
+
+    // ----- pool lifecycle ------------------------------------------------
+
+    /// Adds a parsed definition as libvirt's `virStoragePoolObjListAdd`
+    /// does: a target another pool uses is refused first, then a UUID or
+    /// name another pool has; the same name and UUID update that pool
+    /// (`live`: the definition is the running one of a transient create,
+    /// refused over a running pool). Returns the pool's name.
+    fn pool_add(&mut self, def: xml::ParsedPool, live: bool) -> Result<String, VirError> {
+        if let Some(other) = self
+            .pools
+            .values()
+            .find(|p| p.name != def.name && p.path == def.path)
+        {
+            return Err(VirError::pool_source_conflict(&other.name));
+        }
+        let same_uuid = def
+            .uuid
+            .and_then(|u| self.pools.values().find(|p| p.uuid == u));
+        if let Some(p) = same_uuid {
+            if p.name != def.name {
+                return Err(VirError::pool_uuid_taken(&p.name, &p.uuid));
+            }
+            if live && p.active {
+                return Err(VirError::pool_active_as(&p.name));
+            }
+            let name = p.name.clone();
+            let (active, old) = (p.active, p.path.clone());
+            if active {
+                // Takes effect when the pool stops.
+                self.pools.get_mut(&name).expect("found").next_path = Some(def.path);
+            } else {
+                if live {
+                    // The persistent definition comes back when it stops.
+                    self.pools.get_mut(&name).expect("found").next_path = Some(old);
+                }
+                self.relocate_pool(&name, &def.path);
+            }
+            return Ok(name);
+        }
+        if let Some(p) = self.pools.get(&def.name) {
+            return Err(VirError::pool_exists(&p.name, &p.uuid));
+        }
+        let dir = self.directories.remove(&def.path);
+        let pool = Pool {
+            uuid: def.uuid.unwrap_or_else(Uuid::new_v4),
+            name: def.name.clone(),
+            path: def.path,
+            capacity: 0,
+            other_allocation: 0,
+            active: false,
+            persistent: false,
+            built: dir.is_some(),
+            dir_mode: dir.as_ref().map_or(0, |d| d.mode),
+            mode: None,
+            next_path: None,
+            volumes: dir.map(|d| d.volumes).unwrap_or_default(),
+        };
+        self.pools.insert(def.name.clone(), pool);
+        Ok(def.name)
+    }
+
+    /// Points an inactive pool at another directory: its own directory
+    /// stays on the host with its files, the new one is looked up.
+    fn relocate_pool(&mut self, name: &str, path: &str) {
+        let Some(p) = self.pools.get(name) else {
+            return;
+        };
+        if p.path == path {
+            return;
+        }
+        self.leave_directory(name);
+        let dir = self.directories.remove(path);
+        let p = self.pools.get_mut(name).expect("checked above");
+        p.path = path.to_owned();
+        p.built = dir.is_some();
+        p.dir_mode = dir.as_ref().map_or(0, |d| d.mode);
+        p.volumes = dir.map(|d| d.volumes).unwrap_or_default();
+    }
+
+    /// Moves a pool's directory (if it exists) and its files out of the
+    /// pool, onto the host.
+    fn leave_directory(&mut self, name: &str) {
+        let Some(p) = self.pools.get_mut(name) else {
+            return;
+        };
+        let volumes = std::mem::take(&mut p.volumes);
+        if p.built {
+            p.built = false;
+            self.directories.insert(
+                p.path.clone(),
+                Directory {
+                    mode: p.dir_mode,
+                    volumes,
+                },
+            );
+        }
+    }
+
+    /// Removes a pool, leaving its directory on the host.
+    fn forget_pool(&mut self, name: &str) {
+        self.leave_directory(name);
+        self.pools.remove(name);
+    }
+
+    /// Starts an inactive pool: its directory must exist; the first start
+    /// reads the file system's size and the directory's mode.
+    fn start_pool(&mut self, name: &str) -> Result<(), VirError> {
+        let default_capacity = self
+            .pools
+            .values()
+            .find(|p| p.capacity > 0)
+            .map_or(DEFAULT_POOL_CAPACITY, |p| p.capacity);
+        let p = self.pools.get_mut(name).expect("resolved by the caller");
+        if !p.built {
+            return Err(VirError::system(
+                domain::NONE,
+                format!("cannot open directory '{}'", p.path),
+                "No such file or directory",
+            ));
+        }
+        if p.capacity == 0 {
+            p.capacity = default_capacity;
+        }
+        p.mode = Some(p.dir_mode);
+        p.active = true;
+        Ok(())
+    }
+
+    /// Makes a pool's directory (`mkdir`; an existing one is kept).
+    fn build_pool(&mut self, name: &str) {
+        let p = self.pools.get_mut(name).expect("resolved by the caller");
+        if !p.built {
+            p.built = true;
+            p.dir_mode = BUILT_DIR_MODE;
+        }
+    }
+
+    fn check_create_flags(flags_: u32, function: &str) -> Result<(), VirError> {
+        check_flags(
+            flags_,
+            CREATE_WITH_BUILD | CREATE_BUILD_OVERWRITE | CREATE_BUILD_NO_OVERWRITE,
+            function,
+        )?;
+        if flags_ & CREATE_BUILD_OVERWRITE != 0 && flags_ & CREATE_BUILD_NO_OVERWRITE != 0 {
+            return Err(VirError::invalid_arg(
+                domain::STORAGE,
+                "Flags 'VIR_STORAGE_POOL_CREATE_WITH_BUILD_OVERWRITE' and \
+                 'VIR_STORAGE_POOL_CREATE_WITH_BUILD_NO_OVERWRITE' are mutually exclusive",
+            ));
+        }
+        Ok(())
+    }
+
+    /// `virStoragePoolDefineXML`: a new pool is persistent and inactive; a
+    /// pool with the same name and UUID gets the new definition (at once
+    /// when stopped, when it stops otherwise) and becomes persistent.
+    pub(crate) fn pool_define(&mut self, doc: &str, flags_: u32) -> Result<PoolRef, VirError> {
+        check_flags(flags_, POOL_DEFINE_VALIDATE, "storagePoolDefineXML")?;
+        let def = xml::parse_pool(doc)?;
+        let name = self.pool_add(def, false)?;
+        let p = self.pools.get_mut(&name).expect("added");
+        p.persistent = true;
+        Ok(p.handle())
+    }
+
+    /// `virStoragePoolCreateXML`: a transient pool, started at once (built
+    /// first with the build flags). When it cannot start it is gone.
+    pub(crate) fn pool_create_xml(&mut self, doc: &str, flags_: u32) -> Result<PoolRef, VirError> {
+        Self::check_create_flags(flags_, "storagePoolCreateXML")?;
+        let def = xml::parse_pool(doc)?;
+        let name = self.pool_add(def, true)?;
+        if flags_ != 0 {
+            self.build_pool(&name);
+        }
+        if let Err(e) = self.start_pool(&name) {
+            let p = &self.pools[&name];
+            if p.persistent {
+                if let Some(back) = self.pools.get_mut(&name).and_then(|p| p.next_path.take()) {
+                    self.relocate_pool(&name, &back);
+                }
+            } else {
+                self.forget_pool(&name);
+            }
+            return Err(e);
+        }
+        Ok(self.pools[&name].handle())
+    }
+
+    /// `virStoragePoolCreate`: starts a defined pool.
+    pub(crate) fn pool_start(&mut self, h: &PoolRef, flags_: u32) -> Result<(), VirError> {
+        Self::check_create_flags(flags_, "storagePoolCreate")?;
+        let p = self.pool(h)?;
+        if p.active {
+            return Err(VirError::pool_already_active(&p.name));
+        }
+        let name = p.name.clone();
+        if flags_ != 0 {
+            self.build_pool(&name);
+        }
+        self.start_pool(&name)
+    }
+
+    /// `virStoragePoolBuild` of a directory pool: makes the directory.
+    pub(crate) fn pool_build(&mut self, h: &PoolRef, flags_: u32) -> Result<(), VirError> {
+        let p = self.pool(h)?;
+        if p.active {
+            return Err(VirError::pool_already_active(&p.name));
+        }
+        let name = p.name.clone();
+        if flags_ & !(BUILD_NO_OVERWRITE | BUILD_OVERWRITE) != 0 {
+            return Err(VirError::invalid_arg(
+                domain::STORAGE,
+                format!(
+                    "unsupported flags (0x{:x}) in function virStorageBackendFileSystemBuild",
+                    flags_ & !(BUILD_NO_OVERWRITE | BUILD_OVERWRITE)
+                ),
+            ));
+        }
+        if flags_ & BUILD_NO_OVERWRITE != 0 && flags_ & BUILD_OVERWRITE != 0 {
+            return Err(VirError::invalid_arg(
+                domain::STORAGE,
+                "Flags 'VIR_STORAGE_POOL_BUILD_OVERWRITE' and \
+                 'VIR_STORAGE_POOL_BUILD_NO_OVERWRITE' are mutually exclusive",
+            ));
+        }
+        self.build_pool(&name);
+        Ok(())
+    }
+
+    /// `virStoragePoolDestroy`: stops a pool; a transient one is gone (its
+    /// directory and files stay on the host).
+    pub(crate) fn pool_destroy(&mut self, h: &PoolRef) -> Result<(), VirError> {
+        let p = self.pool(h)?;
+        if !p.active {
+            return Err(VirError::pool_not_active(&p.name));
+        }
+        let (name, persistent) = (p.name.clone(), p.persistent);
+        if !persistent {
+            self.forget_pool(&name);
+            return Ok(());
+        }
+        let p = self.pools.get_mut(&name).expect("resolved above");
+        p.active = false;
+        if let Some(next) = p.next_path.take() {
+            self.relocate_pool(&name, &next);
+        }
+        Ok(())
+    }
+
+    /// `virStoragePoolDelete` of a directory pool: removes the directory of
+    /// a stopped pool, which fails as `rmdir` does when it is missing or
+    /// still holds files.
+    pub(crate) fn pool_delete(&mut self, h: &PoolRef, flags_: u32) -> Result<(), VirError> {
+        let p = self.pool(h)?;
+        if p.active {
+            return Err(VirError::pool_still_active(&p.name));
+        }
+        if flags_ != 0 {
+            return Err(VirError::invalid_arg(
+                domain::STORAGE,
+                format!(
+                    "unsupported flags (0x{flags_:x}) in function virStorageBackendDeleteLocal"
+                ),
+            ));
+        }
+        let failed = |reason: &str| {
+            VirError::system(
+                domain::STORAGE,
+                format!("failed to remove pool '{}'", p.path),
+                reason,
+            )
+        };
+        if !p.built {
+            return Err(failed("No such file or directory"));
+        }
+        if !p.volumes.is_empty() {
+            return Err(failed("Directory not empty"));
+        }
+        let name = p.name.clone();
+        let p = self.pools.get_mut(&name).expect("resolved above");
+        p.built = false;
+        Ok(())
+    }
+
+    /// `virStoragePoolUndefine`: forgets a stopped pool; its directory and
+    /// files stay on the host.
+    pub(crate) fn pool_undefine(&mut self, h: &PoolRef) -> Result<(), VirError> {
+        let p = self.pool(h)?;
+        if p.active {
+            return Err(VirError::pool_still_active(&p.name));
+        }
+        let name = p.name.clone();
+        self.forget_pool(&name);
+        Ok(())
+    }
+
+    /// `virStoragePoolGetXMLDesc`; `VIR_STORAGE_XML_INACTIVE` shows the
+    /// definition a running pool will switch to when it stops.
+    pub(crate) fn pool_get_xml_desc(&self, h: &PoolRef, flags_: u32) -> Result<String, VirError> {
+        check_flags(flags_, POOL_XML_INACTIVE, "storagePoolGetXMLDesc")?;
+        let p = self.pool(h)?;
+        let i = p.info();
+        let path = match (&p.next_path, flags_ & POOL_XML_INACTIVE != 0) {
+            (Some(next), true) => next.as_str(),
+            _ => p.path.as_str(),
+        };
+        Ok(xml::render_pool(xml::RenderedPool {
+            name: &p.name,
+            uuid: &p.uuid,
+            capacity: i.capacity,
+            allocation: i.allocation,
+            available: i.available,
+            path,
+            mode: p.mode,
+        }))
+    }
+
+    /// The directories the host holds outside any pool, with their files.
+    pub(crate) fn directory_names(&self) -> Vec<String> {
+        self.directories.keys().cloned().collect()
     }
 
     pub(crate) fn pool_list_volumes(

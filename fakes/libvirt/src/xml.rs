@@ -55,6 +55,34 @@ pub(crate) struct ParsedVolume {
     pub(crate) backing_format: Option<String>,
 }
 
+/// What the model keeps from a storage pool document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ParsedPool {
+    pub(crate) name: String,
+    pub(crate) uuid: Option<Uuid>,
+    /// `<target><path>`, sanitised as libvirt does (no repeated or trailing
+    /// slashes).
+    pub(crate) path: String,
+}
+
+/// Pool types libvirt knows (`virStoragePoolType`), in numeric order.
+const POOL_TYPES: [&str; 14] = [
+    "dir",
+    "fs",
+    "netfs",
+    "logical",
+    "disk",
+    "iscsi",
+    "iscsi-direct",
+    "scsi",
+    "mpath",
+    "rbd",
+    "sheepdog",
+    "gluster",
+    "zfs",
+    "vstorage",
+];
+
 fn parse_error(what: &str, e: impl std::fmt::Display) -> VirError {
     VirError::xml(format!("failed to parse {what}: {e}"))
 }
@@ -65,6 +93,7 @@ fn parse_error(what: &str, e: impl std::fmt::Display) -> VirError {
 enum Document {
     Domain,
     Volume,
+    Pool,
 }
 
 impl Document {
@@ -80,6 +109,7 @@ impl Document {
         let (from, name) = match self {
             Document::Domain => (domain::DOMAIN, "domain_definition"),
             Document::Volume => (domain::STORAGE, "storage_volume_definition"),
+            Document::Pool => (domain::STORAGE, "storage_pool_definition"),
         };
         VirError::xml_syntax(from, name, line, &detail.to_string())
     }
@@ -819,6 +849,173 @@ pub(crate) fn parse_volume(xml: &str) -> Result<ParsedVolume, VirError> {
     Ok(vol)
 }
 
+/// `virFileSanitizePath`: collapses repeated slashes and drops a trailing
+/// one (but keeps a lone `/`).
+pub(crate) fn sanitize_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for c in path.chars() {
+        if c == '/' && out.ends_with('/') {
+            continue;
+        }
+        out.push(c);
+    }
+    if out.len() > 1 && out.ends_with('/') {
+        out.pop();
+    }
+    out
+}
+
+/// Reads a storage pool definition. Only directory pools are served: any
+/// other type libvirt knows fails as on a daemon built without its backend.
+pub(crate) fn parse_pool(xml: &str) -> Result<ParsedPool, VirError> {
+    use crate::error::code::{INTERNAL_ERROR, XML_ERROR};
+    let storage = |code: i32, detail: String| VirError::new(code, domain::STORAGE, detail);
+    let mut reader = Reader::from_str(xml);
+    let mut path: Vec<String> = Vec::new();
+    let mut text = String::new();
+    let mut seen_root = false;
+    let mut kind: Option<String> = None;
+    let mut name: Option<String> = None;
+    let mut uuid: Option<String> = None;
+    let mut target: Option<String> = None;
+    let doc = Document::Pool;
+    loop {
+        let ev = reader
+            .read_event()
+            .map_err(|e| doc.syntax(xml, reader.error_position(), e))?;
+        match &ev {
+            Event::Start(e) | Event::Empty(e) => {
+                let q = e.name().as_ref().to_owned();
+                if path.is_empty() {
+                    if seen_root {
+                        return Err(doc.syntax(
+                            xml,
+                            reader.buffer_position(),
+                            "Extra content at the end of the document",
+                        ));
+                    }
+                    seen_root = true;
+                    if q != "pool" {
+                        return Err(VirError::xml(format!(
+                            "expecting root element of 'pool', not '{q}'"
+                        )));
+                    }
+                    kind = attr(e, "type");
+                }
+                if matches!(ev, Event::Start(_)) {
+                    path.push(q);
+                    text.clear();
+                }
+            }
+            Event::End(_) => {
+                let q = path.pop().unwrap_or_default();
+                let parent = path.last().map(String::as_str).unwrap_or("");
+                let value = std::mem::take(&mut text);
+                match (parent, q.as_str()) {
+                    ("pool", "name") if name.is_none() => name = Some(value.trim().to_owned()),
+                    ("pool", "uuid") if uuid.is_none() => uuid = Some(value.trim().to_owned()),
+                    ("target", "path") if path.len() == 2 && target.is_none() => {
+                        target = Some(value.trim().to_owned());
+                    }
+                    _ => {}
+                }
+            }
+            Event::Text(t) => text.push_str(&t.xml10_content()),
+            Event::GeneralRef(r) => text.push_str(&ref_text(&r.xml10_content())),
+            Event::CData(c) => text.push_str(&c.xml10_content()),
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    if let Some(open) = path.last() {
+        return Err(doc.syntax(
+            xml,
+            reader.buffer_position(),
+            format!("Premature end of data in tag {open}"),
+        ));
+    }
+    if !seen_root {
+        return Err(doc.syntax(xml, reader.buffer_position(), "Document is empty"));
+    }
+    let Some(kind) = kind else {
+        return Err(VirError::xml(
+            "Missing required attribute 'type' in element 'pool'",
+        ));
+    };
+    let Some(number) = POOL_TYPES.iter().position(|t| *t == kind) else {
+        return Err(VirError::xml(format!(
+            "Invalid value for attribute 'type' in element 'pool': '{kind}'."
+        )));
+    };
+    let name = name
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| storage(XML_ERROR, "missing pool source name element".to_owned()))?;
+    if name.contains('/') {
+        return Err(storage(
+            XML_ERROR,
+            format!("name {name} cannot contain '/'"),
+        ));
+    }
+    let uuid = match uuid {
+        None => None,
+        Some(u) => Some(
+            Uuid::parse_str(&u)
+                .map_err(|_| storage(XML_ERROR, "malformed uuid element".to_owned()))?,
+        ),
+    };
+    let target = target
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| storage(XML_ERROR, "missing storage pool target path".to_owned()))?;
+    if number != 0 {
+        return Err(storage(
+            INTERNAL_ERROR,
+            format!("missing backend for pool type {number} ({kind})"),
+        ));
+    }
+    Ok(ParsedPool {
+        name,
+        uuid,
+        path: sanitize_path(&target),
+    })
+}
+
+/// What [`render_pool`] writes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RenderedPool<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) uuid: &'a Uuid,
+    pub(crate) capacity: u64,
+    pub(crate) allocation: u64,
+    pub(crate) available: u64,
+    pub(crate) path: &'a str,
+    /// The directory's mode, once a start has read it.
+    pub(crate) mode: Option<u32>,
+}
+
+/// A directory pool's XML as `virStoragePoolGetXMLDesc` formats it.
+pub(crate) fn render_pool(p: RenderedPool<'_>) -> String {
+    let mut out = format!(
+        "<pool type='dir'>\n  <name>{}</name>\n  <uuid>{}</uuid>\n  \
+         <capacity unit='bytes'>{}</capacity>\n  <allocation unit='bytes'>{}</allocation>\n  \
+         <available unit='bytes'>{}</available>\n  <source>\n  </source>\n  <target>\n    \
+         <path>{}</path>\n",
+        escape_text(p.name),
+        p.uuid,
+        p.capacity,
+        p.allocation,
+        p.available,
+        escape_text(p.path)
+    );
+    if let Some(mode) = p.mode {
+        out.push_str(&format!(
+            "    <permissions>\n      <mode>{mode:04o}</mode>\n      <owner>0</owner>\n      \
+             <group>0</group>\n    </permissions>\n"
+        ));
+    }
+    out.push_str("  </target>\n</pool>\n");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -906,6 +1103,46 @@ mod tests {
         let again = parse_domain(&out).unwrap();
         assert_eq!(again.uuid, Some(uuid));
         assert_eq!(again.metadata, p.metadata);
+    }
+
+    #[test]
+    fn pool_definitions() {
+        let p = parse_pool(
+            "<pool type='dir'><name>p</name><target><path>/a//b/</path></target></pool>",
+        )
+        .unwrap();
+        assert_eq!(
+            (p.name.as_str(), p.path.as_str(), p.uuid),
+            ("p", "/a/b", None)
+        );
+        let msg = |x: &str| parse_pool(x).unwrap_err().message;
+        assert_eq!(
+            msg("<pool type='dir'><name>p</name></pool>"),
+            "XML error: missing storage pool target path"
+        );
+        assert_eq!(
+            msg("<pool><name>p</name></pool>"),
+            "XML error: Missing required attribute 'type' in element 'pool'"
+        );
+        assert_eq!(
+            msg("<pool type='dir'><target><path>/x</path></target></pool>"),
+            "XML error: missing pool source name element"
+        );
+        assert_eq!(
+            msg("<volume type='dir'/>"),
+            "XML error: expecting root element of 'pool', not 'volume'"
+        );
+        let e = parse_pool("<pool type='dir'><name>").unwrap_err();
+        assert_eq!(e.code, crate::error::code::XML_DETAIL);
+        let e = parse_pool(
+            "<pool type='logical'><name>l</name><target><path>/x</path></target></pool>",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.message,
+            "internal error: missing backend for pool type 3 (logical)"
+        );
+        assert_eq!(sanitize_path("/"), "/");
     }
 
     #[test]

@@ -5,6 +5,7 @@ mod common;
 mod domains;
 mod faults;
 mod metadata;
+mod pools;
 mod props;
 mod storage;
 mod wire;

@@ -17,14 +17,14 @@ use tokio::time::Instant;
 
 use crate::common::{bios_xml, pool_fake};
 
-struct Raw<S> {
+pub(crate) struct Raw<S> {
     io: S,
     buf: BytesMut,
     serial: u32,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Raw<S> {
-    fn new(io: S) -> Self {
+    pub(crate) fn new(io: S) -> Self {
         Raw {
             io,
             buf: BytesMut::new(),
@@ -51,14 +51,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Raw<S> {
         }
     }
 
-    async fn call<T: Encode + ?Sized>(&mut self, proc_: Procedure, args: &T) -> Packet {
+    pub(crate) async fn call<T: Encode + ?Sized>(&mut self, proc_: Procedure, args: &T) -> Packet {
         let serial = self.send(proc_, args).await;
         let p = self.read().await.expect("a reply");
         assert_eq!(p.header.serial, serial);
         p
     }
 
-    async fn handshake(&mut self) {
+    pub(crate) async fn handshake(&mut self) {
         let p = self.call(Procedure::AuthList, &()).await;
         assert_eq!(p.header.status, Status::Ok);
         let open = ConnectOpenArgs {
