@@ -1,31 +1,56 @@
 #!/usr/bin/env bash
-# Stand up a real libvirt host on this machine for the kvm2 integration tests:
+# Stand up real libvirt hosts on this machine for the kvm2 integration tests:
 # virtlogd + libvirtd (QEMU in software emulation) + an OpenSSH server on 127.0.0.1,
 # started as plain processes (no systemd), plus a client key, a known_hosts file and a
 # directory storage pool; then a bridge for the guests' NICs, the tiny test guest
 # (scripts/build-guest.sh), an HTTP server on 127.0.0.1 that serves its image, and a
-# kvm2 configuration file for this host.
+# kvm2 configuration file for the hosts.
+#
+# Host 1 is the machine's own libvirtd (socket /run/libvirt/libvirt-sock, sshd on port
+# 2222). Host 2 is a second virtlogd + libvirtd in a private mount namespace: its own
+# /etc/libvirt, /var/lib/libvirt, /run/libvirt, /var/cache/libvirt and /var/log/libvirt
+# (directories under <state>/host2 bind-mounted there), its own pool directory, the same
+# bridge, its socket in /run/kvm2-host2 (outside the private mounts, so either sshd
+# forwards it) and its own sshd on port 2223, so that its transport can be killed without
+# touching host 1. kvm2.yaml names them local and local2.
 #
 # Usage: scripts/libvirt-host.sh start|stop|env|status
+#        scripts/libvirt-host.sh kill|revive sshd|libvirtd [1|2]
 #
-#   start   install missing Debian packages, start the daemons, create the pool, the bridge,
-#           build and serve the guest image, write kvm2.yaml (idempotent)
-#   stop    tear down what start started (domains, pool, bridge, HTTP server, daemons) and
-#           restore qemu.conf
-#   env     print the KVM2_TEST_* variables for the running host: eval "$(scripts/libvirt-host.sh env)"
-#   status  show each daemon, the SSH check, the pool, the bridge and the image server
+#   start   install missing Debian packages, start the daemons of both hosts, create the
+#           pools, the bridge, build and serve the guest image, write kvm2.yaml (idempotent;
+#           prints the libvirt and QEMU versions)
+#   stop    tear down what start started (domains, pools, bridge, HTTP server, daemons of
+#           both hosts) and restore qemu.conf
+#   env     print the KVM2_TEST_* variables for the running hosts:
+#           eval "$(scripts/libvirt-host.sh env)"; host 2 adds KVM2_TEST_SOCKET2 and
+#           KVM2_TEST_PORT2
+#   status  show each daemon, the SSH check, the pools, the bridge and the image server
+#   kill    SIGKILL host N's sshd (the listener and its sessions) or libvirtd (default N=1;
+#           running guests stay), to test what a provider does when its transport dies
+#   revive  start that daemon again as start does and wait until it answers
 #
 # Environment:
+#   LIBVIRT_VERSION         11 (default): libvirt 11.x from <codename>-backports;
+#                           9: Debian 12's own libvirt 9.0. Switching either way stops the
+#                           daemons and changes the packages; QEMU comes from backports
+#                           in both cases (see the package notes below)
+#   LIBVIRT_HOST_ONE        set to 1 to start only host 1
 #   LIBVIRT_HOST_STATE      state directory (default: <repo>/target/libvirt-host)
-#   LIBVIRT_HOST_SSH_PORT   loopback port for sshd (default: 2222)
-#   LIBVIRT_HOST_POOL       storage pool name (default: kvm2-test)
+#   LIBVIRT_HOST_SSH_PORT   loopback port for host 1's sshd (default: 2222)
+#   LIBVIRT_HOST_SSH_PORT2  loopback port for host 2's sshd (default: 2223)
+#   LIBVIRT_HOST2_SOCK_DIR  where host 2's libvirt sockets go (default: /run/kvm2-host2)
+#   LIBVIRT_HOST_POOL       storage pool name on both hosts (default: kvm2-test)
 #   LIBVIRT_HOST_BRIDGE     bridge the guests join (default: br0)
 #   LIBVIRT_HOST_HTTP_PORT  loopback port of the image server (default: 8089)
-#   LIBVIRT_HOST_NO_GUEST   set to 1 to start only the daemons and the pool (no bridge,
+#   LIBVIRT_HOST_NO_GUEST   set to 1 to start only the daemons and the pools (no bridge,
 #                           guest image, image server or kvm2.yaml)
 #   LIBVIRT_HOST_NO_INSTALL set to 1 to fail instead of installing missing packages
+#   LIBVIRT_HOST_APT_MIRROR the Debian archive for the backports source (default: the
+#                           one the system's apt sources use for its release)
 #
-# Must run as root on Debian 12 (bookworm, libvirt 9.0) or a close relative.
+# Must run as root on Debian 12 (bookworm) or a close relative; needs unshare and nsenter
+# (util-linux) for host 2.
 set -Eeuo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -39,6 +64,17 @@ SSH_DIR=$STATE/ssh
 BRIDGE=${LIBVIRT_HOST_BRIDGE:-br0}
 GUEST_DIR=$STATE/guest
 CONFIG=$STATE/kvm2.yaml
+CODENAME=$(sed -n 's/^VERSION_CODENAME=//p' /etc/os-release 2>/dev/null || true)
+CODENAME=${CODENAME:-bookworm}
+
+# Host 2: its own libvirtd + virtlogd in a private mount namespace, its sockets in SOCK_DIR2
+# (outside the private mounts), its own sshd on PORT2, its pool directory under HOST2.
+HOST2=$STATE/host2
+SOCK_DIR2=${LIBVIRT_HOST2_SOCK_DIR:-/run/kvm2-host2}
+SOCKET2=$SOCK_DIR2/libvirt-sock
+URI2="qemu+unix:///system?socket=$SOCKET2"
+WANT_HOST2=1
+[ "${LIBVIRT_HOST_ONE:-0}" = 1 ] && WANT_HOST2=0
 
 # The port is remembered in the state directory so that env/status/stop agree with start.
 if [ -n "${LIBVIRT_HOST_SSH_PORT:-}" ]; then
@@ -47,6 +83,13 @@ elif [ -f "$STATE/port" ]; then
   PORT=$(cat "$STATE/port")
 else
   PORT=2222
+fi
+if [ -n "${LIBVIRT_HOST_SSH_PORT2:-}" ]; then
+  PORT2=$LIBVIRT_HOST_SSH_PORT2
+elif [ -f "$STATE/port2" ]; then
+  PORT2=$(cat "$STATE/port2")
+else
+  PORT2=2223
 fi
 if [ -n "${LIBVIRT_HOST_HTTP_PORT:-}" ]; then
   HTTP_PORT=$LIBVIRT_HOST_HTTP_PORT
@@ -59,17 +102,29 @@ fi
 # Packages, installed with --no-install-recommends.
 # libvirt-daemon-system is deliberately not used: it pulls ~226 packages (systemd units,
 # polkit, dbus, dnsmasq, iptables) that a host without systemd never runs; the monolithic
-# daemons and the dir storage backend are in libvirt-daemon itself.
-PACKAGES=(
-  libvirt-daemon
-  libvirt-daemon-driver-qemu
-  libvirt-clients
-  qemu-system-x86
-  qemu-utils
-  ovmf
-  openssh-server
-  openssh-client
+# libvirtd is in libvirt-daemon in both versions.
+#
+# libvirt 11 (the default) and QEMU come from <codename>-backports through a private apt
+# source list and lists directory under the state directory; the system's sources are
+# not touched. Packaging facts behind the lists below:
+#   - since 10.6 libvirt is split: the dir storage backend is libvirt-daemon-driver-storage
+#     (without it a dir pool cannot be defined), virtlogd is libvirt-daemon-log;
+#   - libvirt-daemon-driver-qemu 11 needs "systemd-container | sysvinit-core": it is taken
+#     from the release itself, otherwise apt upgrades the whole systemd suite to backports;
+#   - every QEMU package comes from backports, for both libvirt versions: a backports
+#     qemu-utils (what a fresh machine may already have) Breaks the release's
+#     qemu-system-common, and apt would quietly remove qemu-utils (and qemu-img).
+LIBVIRT_VERSION=${LIBVIRT_VERSION:-11}
+LIBVIRT_PACKAGES_11=(
+  libvirt-daemon libvirt-daemon-driver-qemu libvirt-daemon-driver-storage libvirt-clients
+  libvirt0 libvirt-common libvirt-daemon-common libvirt-daemon-log
 )
+LIBVIRT_PACKAGES_9=(libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients libvirt0)
+# Packages that exist only in the split (10.6+) libvirt and Break a 9.0 libvirt-daemon.
+LIBVIRT_SPLIT_ONLY=(libvirt-common libvirt-daemon-common libvirt-daemon-log libvirt-daemon-driver-storage)
+QEMU_PACKAGES=(qemu-system-x86 qemu-system-common qemu-system-data qemu-utils)
+OTHER_PACKAGES=(ovmf openssh-server openssh-client)
+APT_DIR=$STATE/apt
 
 STEP=init
 DAEMON=
@@ -87,9 +142,7 @@ die() {
 
 log_of() {
   case $1 in
-    virtlogd) echo "$LOGS/virtlogd.log" ;;
-    libvirtd) echo "$LOGS/libvirtd.log" ;;
-    sshd) echo "$LOGS/sshd.log" ;;
+    virtlogd | virtlogd2 | libvirtd | libvirtd2 | sshd | sshd2) echo "$LOGS/$1.log" ;;
     apt) echo "$LOGS/apt.log" ;;
     http) echo "$LOGS/http.log" ;;
     guest) echo "$GUEST_DIR/build.log" ;;
@@ -139,36 +192,139 @@ installed() {
   [ "$status" = "install ok installed" ]
 }
 
-install_packages() {
-  step "install packages" apt
-  local missing=() p
-  for p in "${PACKAGES[@]}"; do
-    installed "$p" || missing+=("$p")
+# The Debian archive this machine already uses for its release: the first "deb" entry for
+# $CODENAME in the system's sources (deb822 or one-line), or LIBVIRT_HOST_APT_MIRROR.
+apt_mirror() {
+  if [ -n "${LIBVIRT_HOST_APT_MIRROR:-}" ]; then
+    echo "$LIBVIRT_HOST_APT_MIRROR"
+    return 0
+  fi
+  local f uri
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    uri=$(awk -v c="$CODENAME" '
+      BEGIN { RS = ""; FS = "\n" }
+      {
+        types = ""; suites = ""; uris = ""; enabled = "yes"
+        for (i = 1; i <= NF; i++) {
+          line = $i; key = line; sub(/:.*/, "", key); val = line; sub(/^[^:]*:[ \t]*/, "", val)
+          if (key == "Types") types = " " val " "
+          else if (key == "Suites") suites = " " val " "
+          else if (key == "URIs") uris = val
+          else if (key == "Enabled") enabled = val
+        }
+        if (enabled != "no" && types ~ / deb / && suites ~ (" " c " ")) { split(uris, u, " "); print u[1]; exit }
+      }' "$f")
+    [ -n "$uri" ] && { echo "$uri"; return 0; }
   done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  [ "${LIBVIRT_HOST_NO_INSTALL:-0}" = 1 ] && die "missing packages: ${missing[*]} (LIBVIRT_HOST_NO_INSTALL=1)"
-  log "installing: ${missing[*]}"
+  uri=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null \
+    | sed -e 's/#.*//' -e 's/\[[^]]*\]//' \
+    | awk -v c="$CODENAME" '$1 == "deb" && $3 == c { print $2; exit }')
+  [ -n "$uri" ] && { echo "$uri"; return 0; }
+  return 1
+}
+
+# apt-get/apt-cache with the private source list (the system's sources plus backports).
+APT_OPTS=()
+apt_private_update() {
+  local mirror signed=
+  mirror=$(apt_mirror) || die "no Debian archive for '$CODENAME' in the system's apt sources; set LIBVIRT_HOST_APT_MIRROR"
+  mkdir -p "$APT_DIR/lists/partial" "$APT_DIR/archives/partial"
+  [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] \
+    && signed="[signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] "
+  {
+    echo "# written by libvirt-host.sh: the system's sources.list plus $CODENAME-backports"
+    [ -f /etc/apt/sources.list ] && cat /etc/apt/sources.list
+    echo "deb ${signed}${mirror%/} $CODENAME-backports main"
+  } >"$APT_DIR/sources.list"
+  APT_OPTS=(-o "Dir::Etc::sourcelist=$APT_DIR/sources.list" -o "Dir::State::lists=$APT_DIR/lists"
+    -o "Dir::Cache::archives=$APT_DIR/archives")
+  log "apt-get update with $CODENAME-backports (private lists in $APT_DIR)"
+  apt-get "${APT_OPTS[@]}" update -q >>"$LOGS/apt.log" 2>&1
+}
+
+version_of() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || true; }
+
+# True when the wanted libvirt and a backports QEMU are installed: nothing to do.
+packages_current() {
+  local p v
+  case $LIBVIRT_VERSION in
+    11) for p in "${LIBVIRT_PACKAGES_11[@]}"; do
+          installed "$p" && [[ $(version_of "$p") == 11.* ]] || return 1
+        done ;;
+    9) for p in "${LIBVIRT_PACKAGES_9[@]}"; do
+         installed "$p" && [[ $(version_of "$p") == 9.* ]] || return 1
+       done
+       for p in "${LIBVIRT_SPLIT_ONLY[@]}"; do installed "$p" && return 1; done ;;
+  esac
+  for p in "${QEMU_PACKAGES[@]}"; do
+    v=$(version_of "$p")
+    installed "$p" && [[ $v == *bpo* ]] || return 1
+  done
+  for p in "${OTHER_PACKAGES[@]}"; do installed "$p" || return 1; done
+  return 0
+}
+
+# A package change under running daemons leaves them on deleted binaries: stop ours first.
+stop_daemons_for_upgrade() {
+  if [ -f "$STATE/libvirtd.foreign" ] && virsh_q version >/dev/null 2>&1; then
+    die "a libvirtd not started by this script is running; stop it before changing the libvirt version"
+  fi
+  alive "$STATE/libvirtd.pid" && log "stopping libvirtd and virtlogd for the package change"
+  stop_pidfile libvirtd "$STATE/libvirtd.pid"
+  stop_pidfile virtlogd "$STATE/virtlogd.pid"
+  stop_host2_daemons
+}
+
+install_packages() {
+  step "install packages (libvirt $LIBVIRT_VERSION, QEMU from backports)" apt
+  case $LIBVIRT_VERSION in
+    9 | 11) ;;
+    *) die "LIBVIRT_VERSION must be 11 (default) or 9, not '$LIBVIRT_VERSION'" ;;
+  esac
+  packages_current && return 0
+  [ "${LIBVIRT_HOST_NO_INSTALL:-0}" = 1 ] \
+    && die "libvirt $LIBVIRT_VERSION and a backports QEMU are not installed (LIBVIRT_HOST_NO_INSTALL=1)"
   mkdir -p "$LOGS"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -q >>"$LOGS/apt.log" 2>&1
-  local args=(-y -q --no-install-recommends)
-  # A qemu-utils newer than the distribution's QEMU (e.g. from backports) breaks
-  # qemu-system-common, and apt would silently remove qemu-utils (and qemu-img with it).
-  # Ask for the qemu-utils that matches qemu-system-x86 instead.
-  local want=() inst cand
-  inst=$(dpkg-query -W -f='${Version}' qemu-utils 2>/dev/null || true)
-  cand=$(apt-cache policy qemu-system-x86 | awk '/Candidate:/ {print $2}')
-  for p in "${missing[@]}"; do [ "$p" = qemu-utils ] || want+=("$p"); done
-  if [ -n "$inst" ] && [ -n "$cand" ] && [ "$cand" != "(none)" ] && [ "$inst" != "$cand" ] \
-    && ! installed qemu-system-x86; then
-    log "qemu-utils $inst does not match qemu-system-x86 $cand; installing qemu-utils=$cand"
-    want+=("qemu-utils=$cand")
-    args+=(--allow-downgrades)
-  elif [ -z "$inst" ]; then
-    want+=(qemu-utils)
+  stop_daemons_for_upgrade
+  step "install packages (libvirt $LIBVIRT_VERSION, QEMU from backports)" apt
+  local t=$SECONDS bpo=$CODENAME-backports p want=() before
+  before=$(version_of libvirt-daemon)
+  apt_private_update
+  local args=(-y -q --no-install-recommends --allow-downgrades -o Dpkg::Options::=--force-confold)
+  for p in "${QEMU_PACKAGES[@]}"; do want+=("$p/$bpo"); done
+  want+=("${OTHER_PACKAGES[@]}")
+  if [ "$LIBVIRT_VERSION" = 11 ]; then
+    for p in "${LIBVIRT_PACKAGES_11[@]}"; do want+=("$p/$bpo"); done
+    want+=("systemd-container/$CODENAME")
+    log "installing libvirt 11 and QEMU from $bpo (libvirt-daemon was: ${before:-not installed})"
+    apt-get "${APT_OPTS[@]}" install "${args[@]}" "${want[@]}" >>"$LOGS/apt.log" 2>&1
+  else
+    local v9
+    v9=$(apt-cache "${APT_OPTS[@]}" madison libvirt-daemon | awk -F'|' '{gsub(/ /, "", $2)} $2 ~ /^9\./ {print $2; exit}')
+    [ -n "$v9" ] || die "no libvirt 9.x in the apt sources"
+    for p in "${LIBVIRT_PACKAGES_9[@]}"; do want+=("$p=$v9"); done
+    # The split packages Break libvirt-daemon (<< 10.6): remove them in the same transaction.
+    for p in "${LIBVIRT_SPLIT_ONLY[@]}"; do installed "$p" && want+=("$p-"); done
+    log "installing libvirt $v9 and QEMU from $bpo (libvirt-daemon was: ${before:-not installed})"
+    apt-get "${APT_OPTS[@]}" install "${args[@]}" "${want[@]}" >>"$LOGS/apt.log" 2>&1
+    if [[ $before == 1[0-9].* ]]; then
+      # Removing the split packages deletes files that 11.x had taken over from the 9.0
+      # packages (all of /usr/share/libvirt/cpu_map, libvirt_iohelper, virt-admin, ...):
+      # every domain start then fails on cpu_map/index.xml. Reinstalling puts them back.
+      log "downgraded from $before: reinstalling the 9.x packages to restore the files 11.x removed"
+      want=()
+      for p in "${LIBVIRT_PACKAGES_9[@]}"; do want+=("$p=$v9"); done
+      apt-get "${APT_OPTS[@]}" install --reinstall "${args[@]}" "${want[@]}" >>"$LOGS/apt.log" 2>&1
+    fi
   fi
-  apt-get install "${args[@]}" "${want[@]}" >>"$LOGS/apt.log" 2>&1
+  # libvirt re-probes QEMU's capabilities when either binary changed; dropping the cache
+  # makes that certain.
+  rm -rf /var/cache/libvirt/qemu/capabilities
+  packages_current || die "the packages are still not as wanted after the install (see $LOGS/apt.log)"
   command -v qemu-img >/dev/null || die "qemu-img is missing after the install (see $LOGS/apt.log)"
+  log "packages installed in $((SECONDS - t)) s: libvirt $(version_of libvirt-daemon), QEMU $(version_of qemu-system-x86)"
 }
 
 prepare_system() {
@@ -205,61 +361,148 @@ log_outputs = "3:file:$LOGS/libvirtd.log"
 EOF
 }
 
+# Host 1 is the machine's own libvirtd; host 2 is a second libvirtd + virtlogd in a private
+# mount namespace (see start_host2_namespace). use_host N points the H_* variables at one.
+use_host() {
+  case $1 in
+    1)
+      H=1 H_URI=$URI H_SOCKET=$SOCKET H_PORT=$PORT H_CONF=$STATE H_POOL_DIR=$STATE/pool
+      H_SSHD_PID=$SSH_DIR/sshd.pid H_SSHD_CONF=$SSH_DIR/sshd_config H_SFX=
+      ;;
+    2)
+      H=2 H_URI=$URI2 H_SOCKET=$SOCKET2 H_PORT=$PORT2 H_CONF=$HOST2 H_POOL_DIR=$HOST2/pool
+      H_SSHD_PID=$SSH_DIR/sshd2.pid H_SSHD_CONF=$SSH_DIR/sshd2_config H_SFX=2
+      ;;
+    *) die "host must be 1 or 2, not '$1'" ;;
+  esac
+}
+virsh_h() { virsh -q -c "$H_URI" "$@"; }
+
+# Runs a command in the current host's mount namespace.
+in_host() {
+  if [ "$H" = 2 ]; then
+    alive "$HOST2/ns.pid" || die "host 2's namespace holder is not running; run: $0 start"
+    nsenter --target "$(cat "$HOST2/ns.pid")" --mount -- "$@"
+  else
+    "$@"
+  fi
+}
+
 start_virtlogd() {
-  step "start virtlogd" virtlogd
-  alive "$STATE/virtlogd.pid" && return 0
-  /usr/sbin/virtlogd --daemon --config "$STATE/virtlogd.conf" --pid-file "$STATE/virtlogd.pid"
+  step "start virtlogd (host $H)" "virtlogd$H_SFX"
+  alive "$H_CONF/virtlogd.pid" && return 0
+  in_host /usr/sbin/virtlogd --daemon --config "$H_CONF/virtlogd.conf" --pid-file "$H_CONF/virtlogd.pid"
   local _
-  for _ in $(seq 1 50); do alive "$STATE/virtlogd.pid" && return 0; sleep 0.1; done
+  for _ in $(seq 1 50); do alive "$H_CONF/virtlogd.pid" && return 0; sleep 0.1; done
   die "virtlogd did not start"
 }
 
 start_libvirtd() {
-  step "start libvirtd" libvirtd
-  if ! alive "$STATE/libvirtd.pid"; then
-    if virsh_q version >/dev/null 2>&1; then
+  step "start libvirtd (host $H)" "libvirtd$H_SFX"
+  if ! alive "$H_CONF/libvirtd.pid"; then
+    if [ "$H" = 1 ] && virsh_h version >/dev/null 2>&1; then
       # Someone else's libvirtd owns the system socket; use it, never stop it.
       log "a libvirtd not started by this script already answers on $SOCKET; using it"
       touch "$STATE/libvirtd.foreign"
       return 0
     fi
-    rm -f "$STATE/libvirtd.foreign"
+    [ "$H" = 1 ] && rm -f "$STATE/libvirtd.foreign"
     [ -x /usr/sbin/libvirtd ] || die "/usr/sbin/libvirtd not found (modular-only libvirt packages are not supported)"
-    /usr/sbin/libvirtd --daemon --config "$STATE/libvirtd.conf" --pid-file "$STATE/libvirtd.pid"
+    in_host /usr/sbin/libvirtd --daemon --config "$H_CONF/libvirtd.conf" --pid-file "$H_CONF/libvirtd.pid"
   fi
   # The first start probes QEMU's capabilities (about 8 s on 2 cores); later starts are quick.
   local _
   for _ in $(seq 1 600); do
-    virsh_q version >/dev/null 2>&1 && return 0
-    if [ -f "$STATE/libvirtd.pid" ] && ! alive "$STATE/libvirtd.pid"; then
+    virsh_h version >/dev/null 2>&1 && return 0
+    if [ -f "$H_CONF/libvirtd.pid" ] && ! alive "$H_CONF/libvirtd.pid"; then
       die "libvirtd exited during start-up"
     fi
     sleep 0.1
   done
-  die "libvirtd did not answer on $SOCKET within 60 s"
+  die "libvirtd did not answer on $H_SOCKET within 60 s"
 }
 
-start_sshd() {
-  step "prepare sshd keys and config" sshd
+ssh_opts() {
+  echo -i "$SSH_DIR/client_ed25519" -o BatchMode=yes -o IdentitiesOnly=yes \
+    -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$SSH_DIR/known_hosts" -o ConnectTimeout=10
+}
+
+# Keys, authorized_keys and known_hosts, shared by both hosts' sshd.
+prepare_ssh() {
+  step "prepare ssh keys" sshd
   mkdir -p "$SSH_DIR" /run/sshd
   chmod 700 "$SSH_DIR"
   chmod 755 /run/sshd
   [ -f "$SSH_DIR/host_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C kvm2-test-host -f "$SSH_DIR/host_ed25519"
   [ -f "$SSH_DIR/client_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C kvm2-test-client -f "$SSH_DIR/client_ed25519"
-  cp "$SSH_DIR/client_ed25519.pub" "$SSH_DIR/authorized_keys"
+  # Keep what others added (the real-host fixture adds and revokes keys of its own while
+  # it runs); only make sure the client key is there.
+  touch "$SSH_DIR/authorized_keys"
   chmod 600 "$SSH_DIR/authorized_keys"
+  grep -qxF "$(cat "$SSH_DIR/client_ed25519.pub")" "$SSH_DIR/authorized_keys" \
+    || cat "$SSH_DIR/client_ed25519.pub" >>"$SSH_DIR/authorized_keys"
   # With UsePAM no, sshd refuses a '!'-locked account even for key authentication;
   # '*' (no usable password) keeps password logins impossible but allows keys.
   if [ "$(getent shadow root | cut -d: -f2 | cut -c1)" = "!" ]; then
     log "root's password field is locked with '!'; setting it to '*' so key logins work"
     usermod -p '*' root
   fi
-  cat >"$SSH_DIR/sshd_config.new" <<EOF
+  local key
+  key=$(cut -d' ' -f1-2 "$SSH_DIR/host_ed25519.pub")
+  {
+    echo "[127.0.0.1]:$PORT $key"
+    [ "$WANT_HOST2" = 1 ] && echo "[127.0.0.1]:$PORT2 $key"
+  } >"$SSH_DIR/known_hosts.new"
+  # Replaced only when it changes, and atomically: tests may be reading it.
+  if cmp -s "$SSH_DIR/known_hosts.new" "$SSH_DIR/known_hosts"; then
+    rm -f "$SSH_DIR/known_hosts.new"
+  else
+    mv "$SSH_DIR/known_hosts.new" "$SSH_DIR/known_hosts"
+  fi
+}
+
+# Launches the current host's sshd (both run in the machine's own namespace; host 2's
+# socket is outside its private mounts, so either sshd reaches either socket).
+launch_sshd() {
+  step "start sshd (host $H, port $H_PORT)" "sshd$H_SFX"
+  if ! alive "$H_SSHD_PID"; then
+    if port_open "$H_PORT"; then
+      die "127.0.0.1:$H_PORT is already in use by another process (set LIBVIRT_HOST_SSH_PORT${H_SFX})"
+    fi
+    /usr/sbin/sshd -t -f "$H_SSHD_CONF"
+    /usr/sbin/sshd -f "$H_SSHD_CONF" -E "$LOGS/sshd$H_SFX.log"
+  fi
+  local _
+  for _ in $(seq 1 50); do port_open "$H_PORT" && break; sleep 0.1; done
+  port_open "$H_PORT" || die "sshd is not listening on 127.0.0.1:$H_PORT"
+}
+
+# libvirt answers through SOCK forwarded by the sshd on port P (the way kvm2 reaches it).
+check_forward() {
+  local p=$1 sock=$2 fwd=$SSH_DIR/check$H.sock fwd_pid _ ok=0
+  step "check ssh login and socket forwarding (port $p, $sock)" "sshd$H_SFX"
+  # shellcheck disable=SC2046
+  ssh -q -p "$p" $(ssh_opts) root@127.0.0.1 test -S "$sock"
+  rm -f "$fwd"
+  # shellcheck disable=SC2046
+  ssh -q -N -p "$p" $(ssh_opts) -o ExitOnForwardFailure=yes -L "$fwd:$sock" root@127.0.0.1 &
+  fwd_pid=$!
+  for _ in $(seq 1 100); do [ -S "$fwd" ] && break; sleep 0.1; done
+  virsh -q -c "qemu+unix:///system?socket=$fwd" version >/dev/null 2>&1 && ok=1
+  kill "$fwd_pid" 2>/dev/null || true
+  wait "$fwd_pid" 2>/dev/null || true
+  rm -f "$fwd"
+  [ "$ok" = 1 ] || die "libvirt does not answer on $sock through the sshd on port $p"
+}
+
+start_sshd() {
+  step "write sshd config (host $H)" "sshd$H_SFX"
+  cat >"$H_SSHD_CONF.new" <<EOF
 # Private sshd for the kvm2 integration host; loopback only, keys only.
 ListenAddress 127.0.0.1
-Port $PORT
+Port $H_PORT
 HostKey $SSH_DIR/host_ed25519
-PidFile $SSH_DIR/sshd.pid
+PidFile $H_SSHD_PID
 AuthorizedKeysFile $SSH_DIR/authorized_keys
 PermitRootLogin prohibit-password
 PubkeyAuthentication yes
@@ -277,65 +520,112 @@ EOF
   # A running sshd keeps the configuration it started with (its per-connection children
   # get it from the listener), so a changed file needs a reload.
   local reload=0
-  if ! cmp -s "$SSH_DIR/sshd_config.new" "$SSH_DIR/sshd_config"; then
-    /usr/sbin/sshd -t -f "$SSH_DIR/sshd_config.new"
+  if ! cmp -s "$H_SSHD_CONF.new" "$H_SSHD_CONF"; then
+    /usr/sbin/sshd -t -f "$H_SSHD_CONF.new"
     reload=1
   fi
-  mv "$SSH_DIR/sshd_config.new" "$SSH_DIR/sshd_config"
-  echo "[127.0.0.1]:$PORT $(cut -d' ' -f1-2 "$SSH_DIR/host_ed25519.pub")" >"$SSH_DIR/known_hosts"
-
-  step "start sshd" sshd
-  if ! alive "$SSH_DIR/sshd.pid"; then
-    if port_open "$PORT"; then
-      die "127.0.0.1:$PORT is already in use by another process (set LIBVIRT_HOST_SSH_PORT)"
-    fi
-    /usr/sbin/sshd -t -f "$SSH_DIR/sshd_config"
-    /usr/sbin/sshd -f "$SSH_DIR/sshd_config" -E "$LOGS/sshd.log"
-  elif [ "$reload" = 1 ]; then
-    log "sshd_config changed; reloading sshd (pid $(cat "$SSH_DIR/sshd.pid"))"
-    kill -HUP "$(cat "$SSH_DIR/sshd.pid")"
+  mv "$H_SSHD_CONF.new" "$H_SSHD_CONF"
+  if alive "$H_SSHD_PID" && [ "$reload" = 1 ]; then
+    log "sshd_config of host $H changed; reloading sshd (pid $(cat "$H_SSHD_PID"))"
+    kill -HUP "$(cat "$H_SSHD_PID")"
     sleep 0.5
   fi
-  local _
-  for _ in $(seq 1 50); do port_open "$PORT" && break; sleep 0.1; done
-  port_open "$PORT" || die "sshd is not listening on 127.0.0.1:$PORT"
-
-  step "check ssh login and socket forwarding" sshd
-  ssh -q -p "$PORT" -i "$SSH_DIR/client_ed25519" \
-    -o BatchMode=yes -o IdentitiesOnly=yes -o StrictHostKeyChecking=yes \
-    -o UserKnownHostsFile="$SSH_DIR/known_hosts" -o ConnectTimeout=10 \
-    root@127.0.0.1 test -S "$SOCKET"
-  # The way kvm2 reaches libvirt: the socket forwarded over a direct-streamlocal channel.
-  local fwd=$SSH_DIR/check.sock fwd_pid _ ok=0
-  rm -f "$fwd"
-  ssh -q -N -p "$PORT" -i "$SSH_DIR/client_ed25519" \
-    -o BatchMode=yes -o IdentitiesOnly=yes -o StrictHostKeyChecking=yes \
-    -o UserKnownHostsFile="$SSH_DIR/known_hosts" -o ConnectTimeout=10 -o ExitOnForwardFailure=yes \
-    -L "$fwd:$SOCKET" root@127.0.0.1 &
-  fwd_pid=$!
-  for _ in $(seq 1 100); do [ -S "$fwd" ] && break; sleep 0.1; done
-  virsh -q -c "qemu+unix:///system?socket=$fwd" version >/dev/null 2>&1 && ok=1
-  kill "$fwd_pid" 2>/dev/null || true
-  wait "$fwd_pid" 2>/dev/null || true
-  rm -f "$fwd"
-  [ "$ok" = 1 ] || die "libvirt does not answer through the SSH-forwarded socket"
+  launch_sshd
+  check_forward "$H_PORT" "$H_SOCKET"
 }
 
 create_pool() {
-  step "create storage pool $POOL" libvirtd
-  local dir=$STATE/pool
+  step "create storage pool $POOL (host $H)" "libvirtd$H_SFX"
+  local dir=$H_POOL_DIR
   mkdir -p "$dir"
-  if ! virsh_q pool-info "$POOL" >/dev/null 2>&1; then
-    virsh_q pool-define-as "$POOL" dir --target "$dir" >/dev/null
-    touch "$STATE/pool.defined"
+  if ! virsh_h pool-info "$POOL" >/dev/null 2>&1; then
+    virsh_h pool-define-as "$POOL" dir --target "$dir" >/dev/null
+    touch "$H_CONF/pool.defined"
   fi
   local info
-  info=$(virsh_q pool-info "$POOL")
+  info=$(virsh_h pool-info "$POOL")
   if ! [[ $info =~ State:[[:space:]]*running ]]; then
-    virsh_q pool-build "$POOL" >/dev/null 2>&1 || true
-    virsh_q pool-start "$POOL" >/dev/null
+    virsh_h pool-build "$POOL" >/dev/null 2>&1 || true
+    virsh_h pool-start "$POOL" >/dev/null
   fi
-  virsh_q pool-refresh "$POOL" >/dev/null
+  virsh_h pool-refresh "$POOL" >/dev/null
+}
+
+# Host 2's private directories, bind-mounted over the paths libvirtd and virtlogd use
+# (the compiled-in ones: domain and pool definitions in /etc/libvirt, state in
+# /var/lib/libvirt and /run/libvirt, the capabilities cache, QEMU's logs).
+HOST2_MOUNTS=(etc:/etc/libvirt lib:/var/lib/libvirt run:/run/libvirt cache:/var/cache/libvirt log:/var/log/libvirt)
+
+prepare_host2() {
+  step "prepare host 2's directories and configuration" libvirtd2
+  local m src
+  for m in "${HOST2_MOUNTS[@]}"; do mkdir -p "$HOST2/${m%%:*}"; done
+  mkdir -p "$HOST2/lib/images" "$HOST2/lib/qemu/nvram" "$HOST2/pool" "$SOCK_DIR2"
+  # Its own /etc/libvirt: the machine's configuration files (qemu.conf as written above),
+  # none of host 1's persistent domains, pools or secrets.
+  find /etc/libvirt -maxdepth 1 -type f -exec cp -p {} "$HOST2/etc/" \;
+  for src in /etc/libvirt/*/; do
+    src=${src%/}
+    case ${src##*/} in
+      qemu | storage | secrets | network) mkdir -p "$HOST2/etc/${src##*/}" ;;
+      *) [ -e "$HOST2/etc/${src##*/}" ] || cp -a "$src" "$HOST2/etc/" ;;
+    esac
+  done
+  # The QEMU capabilities host 1 has just probed: libvirt checks them against the QEMU and
+  # libvirtd binaries, so a copy is valid and saves host 2 its own ~8 s probe.
+  if [ -d /var/cache/libvirt/qemu/capabilities ] && [ ! -d "$HOST2/cache/qemu/capabilities" ]; then
+    mkdir -p "$HOST2/cache/qemu"
+    cp -a /var/cache/libvirt/qemu/capabilities "$HOST2/cache/qemu/"
+  fi
+  cat >"$HOST2/virtlogd.conf" <<EOF
+log_outputs = "3:file:$LOGS/virtlogd2.log"
+EOF
+  # The sockets go to a directory outside the private mounts, where sshd finds them.
+  cat >"$HOST2/libvirtd.conf" <<EOF
+unix_sock_dir = "$SOCK_DIR2"
+log_outputs = "3:file:$LOGS/libvirtd2.log"
+EOF
+}
+
+# The namespace is held by a sleeping process (its pid in host2/ns.pid); the daemons are
+# started inside it with nsenter, and so are restarted ones. Mounts there are private, so
+# nothing of host 2 shows in the machine's own mount table.
+start_host2_namespace() {
+  step "start host 2's mount namespace" libvirtd2
+  alive "$HOST2/ns.pid" && return 0
+  # shellcheck disable=SC2016 # expanded by the inner shell
+  local script='set -e; d=$1; shift
+    for m in "$@"; do mount --bind "$d/${m%%:*}" "${m#*:}"; done
+    exec sleep infinity'
+  setsid unshare --mount --propagation private -- /bin/sh -c "$script" sh "$HOST2" "${HOST2_MOUNTS[@]}" \
+    </dev/null >>"$LOGS/host2-ns.log" 2>&1 &
+  echo $! >"$HOST2/ns.pid"
+  local _ pid
+  pid=$(cat "$HOST2/ns.pid")
+  for _ in $(seq 1 50); do
+    alive_pid "$pid" || die "host 2's namespace holder exited (see $LOGS/host2-ns.log)"
+    # The holder execs sleep once every bind mount is in place.
+    [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$(readlink -f "$(command -v sleep)")" ] && return 0
+    sleep 0.1
+  done
+  die "host 2's namespace holder did not come up"
+}
+
+start_host2() {
+  local t=$SECONDS
+  prepare_host2
+  start_host2_namespace
+  use_host 2
+  start_virtlogd
+  start_libvirtd
+  create_pool
+  echo "$PORT2" >"$STATE/port2"
+  start_sshd
+  # The shared sshd reaches host 2's socket as well.
+  use_host 1
+  check_forward "$PORT" "$SOCKET2"
+  echo "$((SECONDS - t))" >"$STATE/host2-start-seconds"
+  log "host 2 up in $((SECONDS - t)) s: socket $SOCKET2, ssh port $PORT2 (and $PORT)"
 }
 
 create_bridge() {
@@ -395,7 +685,7 @@ PY
 write_config() {
   step "write $CONFIG"
   cat >"$CONFIG.tmp" <<EOF
-# kvm2 configuration for the local test host, written by scripts/libvirt-host.sh start.
+# kvm2 configuration for the local test host(s), written by scripts/libvirt-host.sh start.
 kvm2:
   name: kvm2-local
   hosts:
@@ -406,6 +696,16 @@ kvm2:
       keyFile: $SSH_DIR/client_ed25519
       knownHostsFile: $SSH_DIR/known_hosts
       socket: $SOCKET
+$(host2_up && cat <<EOT
+    - name: local2
+      address: 127.0.0.1
+      port: $PORT2
+      user: root
+      keyFile: $SSH_DIR/client_ed25519
+      knownHostsFile: $SSH_DIR/known_hosts
+      socket: $SOCKET2
+EOT
+)
   pool: $POOL
   bridge: $BRIDGE
   # No usable KVM here: QEMU emulates the guest in software.
@@ -421,6 +721,7 @@ kvm2:
     diskGib: 1
   placement:
     local: local
+$(host2_up && echo "    local2: local2")
   timeouts:
     create: 5m
 EOF
@@ -432,6 +733,16 @@ guest_ready() {
     && ip link show "$BRIDGE" >/dev/null 2>&1
 }
 
+# "libvirt 11.3.0, QEMU 10.0.2" as the running libvirtd reports them.
+versions() {
+  virsh_q version 2>/dev/null | awk '
+    /library:/ { lib = $NF } /hypervisor:/ { hv = $NF }
+    END { printf "libvirt %s, QEMU %s", lib, hv }'
+}
+
+# Host 2's libvirtd runs (started by this script).
+host2_up() { alive "$HOST2/libvirtd.pid"; }
+
 cmd_start() {
   need_root
   mkdir -p "$STATE" "$LOGS"
@@ -439,10 +750,19 @@ cmd_start() {
   install_packages
   prepare_system
   echo "$PORT" >"$STATE/port"
+  use_host 1
   start_virtlogd
   start_libvirtd
+  prepare_ssh
   start_sshd
   create_pool
+  log "host 1 up in $((SECONDS - t0)) s"
+  if [ "$WANT_HOST2" = 1 ]; then
+    start_host2
+  else
+    log "LIBVIRT_HOST_ONE=1: host 2 is not started"
+  fi
+  use_host 1
   if [ "${LIBVIRT_HOST_NO_GUEST:-0}" = 1 ]; then
     log "LIBVIRT_HOST_NO_GUEST=1: no bridge, guest image, image server or kvm2.yaml"
   else
@@ -452,11 +772,37 @@ cmd_start() {
     write_config
   fi
   step "report"
-  log "ready in $((SECONDS - t0)) s: $(virsh_q version | grep -E 'library|hypervisor' | tr -s ' \n' ' ')"
+  log "ready in $((SECONDS - t0)) s: $(versions)"
   log "ssh -p $PORT -i $SSH_DIR/client_ed25519 -o UserKnownHostsFile=$SSH_DIR/known_hosts root@127.0.0.1"
+  host2_up && log "host 2: virsh -c '$URI2' (ssh port $PORT2)"
   if guest_ready; then
     log "image $(image_url) (sha256 $(image_sha256)); kvm2 configuration $CONFIG"
   fi
+}
+
+# Host 2's daemons (not its sshd, pool or namespace), for a package change.
+stop_host2_daemons() {
+  stop_pidfile "libvirtd (host 2)" "$HOST2/libvirtd.pid"
+  stop_pidfile "virtlogd (host 2)" "$HOST2/virtlogd.pid"
+}
+
+stop_host2() {
+  if host2_up; then
+    local d
+    for d in $(virsh -q -c "$URI2" list --name 2>/dev/null); do
+      virsh -q -c "$URI2" destroy "$d" >/dev/null 2>&1 && log "destroyed running domain $d (host 2)"
+    done
+    if [ -f "$HOST2/pool.defined" ]; then
+      virsh -q -c "$URI2" pool-destroy "$POOL" >/dev/null 2>&1
+      virsh -q -c "$URI2" pool-undefine "$POOL" >/dev/null 2>&1 \
+        && log "undefined pool $POOL on host 2 (its directory stays in $HOST2/pool)"
+      rm -f "$HOST2/pool.defined"
+    fi
+  fi
+  stop_pidfile "sshd (host 2)" "$SSH_DIR/sshd2.pid"
+  stop_host2_daemons
+  # The namespace (and its mounts) goes with its last process.
+  stop_pidfile "host 2's namespace holder" "$HOST2/ns.pid"
 }
 
 stop_pidfile() {
@@ -490,6 +836,7 @@ cmd_stop() {
     virsh_q pool-undefine "$POOL" >/dev/null 2>&1 && log "undefined pool $POOL (its directory stays in $STATE/pool)"
     rm -f "$STATE/pool.defined"
   fi
+  stop_host2
   stop_pidfile "image server" "$STATE/http.pid"
   if [ -f "$STATE/bridge.created" ]; then
     ip link del "$BRIDGE" 2>/dev/null && log "removed bridge $BRIDGE"
@@ -516,6 +863,10 @@ cmd_env() {
     printf 'export KVM2_TEST_BRIDGE=%s KVM2_TEST_IMAGE_URL=%s KVM2_TEST_IMAGE_SHA256=%s KVM2_TEST_CONFIG=%s KVM2_TEST_DOMAIN_TYPE=qemu\n' \
       "$BRIDGE" "$(image_url)" "$(image_sha256)" "$CONFIG"
   fi
+  if host2_up; then
+    # Host 2 (local2 in kvm2.yaml): its socket, reachable through either sshd, and its own sshd.
+    printf 'export KVM2_TEST_SOCKET2=%s KVM2_TEST_PORT2=%s\n' "$SOCKET2" "$PORT2"
+  fi
 }
 
 cmd_status() {
@@ -537,7 +888,7 @@ cmd_status() {
     fi
   done
   if virsh_q version >/dev/null 2>&1; then
-    printf '%-9s %s\n' libvirt "$(virsh_q version | grep -E 'library|hypervisor' | tr -s ' \n' ' ')"
+    printf '%-9s %s\n' libvirt "$(versions)"
     printf '%-9s %s\n' pool "$POOL: $(virsh_q pool-info "$POOL" 2>/dev/null | awk '/^State:/ {print $2}')"
   else
     printf '%-9s not answering on %s\n' libvirt "$SOCKET"
@@ -559,7 +910,83 @@ cmd_status() {
     fi
     [ -f "$CONFIG" ] && printf '%-9s %s\n' config "$CONFIG"
   fi
+  if [ -f "$HOST2/ns.pid" ] || [ -f "$HOST2/libvirtd.pid" ]; then
+    for name in namespace virtlogd libvirtd sshd; do
+      case $name in
+        namespace) file=$HOST2/ns.pid ;;
+        sshd) file=$SSH_DIR/sshd2.pid ;;
+        *) file=$HOST2/$name.pid ;;
+      esac
+      if alive "$file"; then
+        printf '%-9s running (pid %s)\n' "2:$name" "$(cat "$file")"
+      else
+        printf '%-9s stopped\n' "2:$name"
+        rc=1
+      fi
+    done
+    if virsh -q -c "$URI2" version >/dev/null 2>&1; then
+      printf '%-9s %s\n' 2:pool "$POOL: $(virsh -q -c "$URI2" pool-info "$POOL" 2>/dev/null | awk '/^State:/ {print $2}')"
+    else
+      printf '%-9s not answering on %s\n' 2:libvirt "$SOCKET2"
+      rc=1
+    fi
+    printf '%-9s 127.0.0.1:%s, socket %s\n' 2:ssh "$PORT2" "$SOCKET2"
+  elif [ "$WANT_HOST2" = 1 ]; then
+    printf '%-9s not started\n' host2
+  fi
   return $rc
+}
+
+# Every descendant of a process, deepest last.
+descendants() {
+  local c
+  for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do
+    echo "$c"
+    descendants "$c"
+  done
+}
+
+# kill sshd|libvirtd [1|2]: SIGKILL, as a crash would. For sshd that is the listener and
+# every session it forked (the sessions outlive a killed listener and would keep the
+# forwarded libvirt connections open). QEMU processes are not libvirtd's children and stay.
+cmd_kill() {
+  need_root
+  local what=${1:-} n=${2:-1} file pid pids
+  use_host "$n"
+  case $what in
+    sshd) file=$H_SSHD_PID ;;
+    libvirtd)
+      [ "$n" = 1 ] && [ -f "$STATE/libvirtd.foreign" ] && die "host 1's libvirtd was not started here"
+      file=$H_CONF/libvirtd.pid
+      ;;
+    *) die "usage: $0 kill sshd|libvirtd [1|2]" ;;
+  esac
+  alive "$file" || die "$what of host $n is not running"
+  pid=$(cat "$file")
+  if [ "$what" = sshd ]; then
+    kill -STOP "$pid"
+    pids=$(descendants "$pid")
+    # shellcheck disable=SC2086
+    kill -9 "$pid" $pids 2>/dev/null || true
+  else
+    kill -9 "$pid"
+  fi
+  local _
+  for _ in $(seq 1 50); do alive_pid "$pid" || break; sleep 0.1; done
+  log "killed $what of host $n (pid $pid${pids:+ and sessions ${pids//$'\n'/ }})"
+}
+
+# revive sshd|libvirtd [1|2]: start it again as start did, and wait until it answers.
+cmd_revive() {
+  need_root
+  local what=${1:-} n=${2:-1} t=$SECONDS
+  use_host "$n"
+  case $what in
+    sshd) launch_sshd ;;
+    libvirtd) start_libvirtd ;;
+    *) die "usage: $0 revive sshd|libvirtd [1|2]" ;;
+  esac
+  log "revived $what of host $n in $((SECONDS - t)) s"
 }
 
 case ${1:-} in
@@ -567,8 +994,10 @@ case ${1:-} in
   stop) cmd_stop ;;
   env) cmd_env ;;
   status) cmd_status ;;
+  kill) cmd_kill "${2:-}" "${3:-1}" ;;
+  revive) cmd_revive "${2:-}" "${3:-1}" ;;
   *)
-    echo "usage: $0 start|stop|env|status" >&2
+    echo "usage: $0 start|stop|env|status|kill sshd|libvirtd [1|2]|revive sshd|libvirtd [1|2]" >&2
     exit 2
     ;;
 esac
