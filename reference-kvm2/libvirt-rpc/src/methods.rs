@@ -3,13 +3,14 @@
 //! result struct where it has a single field.
 
 use libvirt_wire::{
-    AuthListRet, AuthType, ConnectListAllDomainsArgs, ConnectOpenArgs, ConnectSupportsFeatureArgs,
-    Domain, DomainCreateArgs, DomainCreateWithFlagsArgs, DomainDefineXmlArgs,
-    DomainDefineXmlFlagsArgs, DomainDestroyArgs, DomainDestroyFlagsArgs, DomainGetInfoArgs,
-    DomainGetInfoRet, DomainGetMetadataArgs, DomainGetStateArgs, DomainGetXmlDescArgs,
-    DomainInterface, DomainInterfaceAddressesArgs, DomainLookupByNameArgs, DomainLookupByUuidArgs,
-    DomainSetMetadataArgs, DomainShutdownFlagsArgs, DomainState, DomainUndefineFlagsArgs,
-    ErrorCode, ErrorDomain, FEATURE_PROGRAM_KEEPALIVE, RemoteError, StoragePool,
+    AuthListRet, AuthType, ConnectListAllDomainsArgs, ConnectListAllStoragePoolsArgs,
+    ConnectOpenArgs, ConnectSupportsFeatureArgs, Domain, DomainArgs, DomainCreateArgs,
+    DomainCreateWithFlagsArgs, DomainDefineXmlArgs, DomainDefineXmlFlagsArgs, DomainDestroyArgs,
+    DomainDestroyFlagsArgs, DomainGetInfoArgs, DomainGetInfoRet, DomainGetMetadataArgs,
+    DomainGetStateArgs, DomainGetXmlDescArgs, DomainInterface, DomainInterfaceAddressesArgs,
+    DomainLookupByNameArgs, DomainLookupByUuidArgs, DomainSetMetadataArgs, DomainShutdownFlagsArgs,
+    DomainState, DomainUndefineFlagsArgs, ErrorCode, ErrorDomain, FEATURE_PROGRAM_KEEPALIVE,
+    RemoteError, StoragePool, StoragePoolArgs, StoragePoolDefineXmlArgs, StoragePoolFlagsArgs,
     StoragePoolGetInfoArgs, StoragePoolGetInfoRet, StoragePoolListAllVolumesArgs,
     StoragePoolLookupByNameArgs, StoragePoolRefreshArgs, StorageVol, StorageVolCreateXmlArgs,
     StorageVolDeleteArgs, StorageVolGetInfoArgs, StorageVolGetInfoRet, StorageVolGetPathArgs,
@@ -195,6 +196,18 @@ impl Client {
         Ok(self.call::<calls::DomainGetXmlDesc>(&args).await?.xml)
     }
 
+    /// `DOMAIN_SUSPEND`: pauses the domain.
+    pub async fn domain_suspend(&self, dom: &Domain) -> Result<()> {
+        let args = DomainArgs { dom: dom.clone() };
+        self.call::<calls::DomainSuspend>(&args).await
+    }
+
+    /// `DOMAIN_RESUME`: resumes a paused domain.
+    pub async fn domain_resume(&self, dom: &Domain) -> Result<()> {
+        let args = DomainArgs { dom: dom.clone() };
+        self.call::<calls::DomainResume>(&args).await
+    }
+
     /// `DOMAIN_DESTROY`: forcibly stops the domain.
     pub async fn domain_destroy(&self, dom: &Domain) -> Result<()> {
         let args = DomainDestroyArgs { dom: dom.clone() };
@@ -300,6 +313,84 @@ impl Client {
     pub async fn storage_pool_get_info(&self, pool: &StoragePool) -> Result<StoragePoolGetInfoRet> {
         let args = StoragePoolGetInfoArgs { pool: pool.clone() };
         self.call::<calls::StoragePoolGetInfo>(&args).await
+    }
+
+    /// `STORAGE_POOL_DEFINE_XML`: defines a persistent pool.
+    pub async fn storage_pool_define_xml(&self, xml: &str) -> Result<StoragePool> {
+        let args = StoragePoolDefineXmlArgs {
+            xml: xml.to_owned(),
+            flags: 0,
+        };
+        Ok(self.call::<calls::StoragePoolDefineXml>(&args).await?.pool)
+    }
+
+    /// `STORAGE_POOL_CREATE_XML` (flags 0): creates and starts a transient pool.
+    pub async fn storage_pool_create_xml(&self, xml: &str) -> Result<StoragePool> {
+        let args = StoragePoolDefineXmlArgs {
+            xml: xml.to_owned(),
+            flags: 0,
+        };
+        Ok(self.call::<calls::StoragePoolCreateXml>(&args).await?.pool)
+    }
+
+    /// `CONNECT_LIST_ALL_STORAGE_POOLS` (flags 0: every pool).
+    pub async fn connect_list_all_storage_pools(&self) -> Result<Vec<StoragePool>> {
+        let args = ConnectListAllStoragePoolsArgs {
+            need_results: 1,
+            flags: 0,
+        };
+        Ok(self
+            .call::<calls::ConnectListAllStoragePools>(&args)
+            .await?
+            .pools)
+    }
+
+    /// `STORAGE_POOL_BUILD` (flags 0).
+    pub async fn storage_pool_build(&self, pool: &StoragePool) -> Result<()> {
+        let args = StoragePoolFlagsArgs {
+            pool: pool.clone(),
+            flags: 0,
+        };
+        self.call::<calls::StoragePoolBuild>(&args).await
+    }
+
+    /// `STORAGE_POOL_CREATE`: starts a defined pool.
+    pub async fn storage_pool_create(&self, pool: &StoragePool) -> Result<()> {
+        let args = StoragePoolFlagsArgs {
+            pool: pool.clone(),
+            flags: 0,
+        };
+        self.call::<calls::StoragePoolCreate>(&args).await
+    }
+
+    /// `STORAGE_POOL_DESTROY`: stops a pool.
+    pub async fn storage_pool_destroy(&self, pool: &StoragePool) -> Result<()> {
+        let args = StoragePoolArgs { pool: pool.clone() };
+        self.call::<calls::StoragePoolDestroy>(&args).await
+    }
+
+    /// `STORAGE_POOL_DELETE` (flags 0): removes an inactive pool's storage.
+    pub async fn storage_pool_delete(&self, pool: &StoragePool) -> Result<()> {
+        let args = StoragePoolFlagsArgs {
+            pool: pool.clone(),
+            flags: 0,
+        };
+        self.call::<calls::StoragePoolDelete>(&args).await
+    }
+
+    /// `STORAGE_POOL_UNDEFINE`: removes an inactive pool's definition.
+    pub async fn storage_pool_undefine(&self, pool: &StoragePool) -> Result<()> {
+        let args = StoragePoolArgs { pool: pool.clone() };
+        self.call::<calls::StoragePoolUndefine>(&args).await
+    }
+
+    /// `STORAGE_POOL_GET_XML_DESC` (flags 0).
+    pub async fn storage_pool_get_xml_desc(&self, pool: &StoragePool) -> Result<String> {
+        let args = StoragePoolFlagsArgs {
+            pool: pool.clone(),
+            flags: 0,
+        };
+        Ok(self.call::<calls::StoragePoolGetXmlDesc>(&args).await?.xml)
     }
 
     /// `STORAGE_POOL_REFRESH`.

@@ -168,6 +168,14 @@ xdr_struct! {
 }
 
 xdr_struct! {
+    /// Arguments of `DOMAIN_SUSPEND` and `DOMAIN_RESUME`.
+    pub struct DomainArgs {
+        /// The domain.
+        pub dom: Domain,
+    }
+}
+
+xdr_struct! {
     /// Arguments of `DOMAIN_DESTROY`.
     pub struct DomainDestroyArgs {
         /// The domain to stop.
@@ -438,6 +446,52 @@ xdr_struct! {
         pub allocation: u64,
         /// Free space in bytes.
         pub available: u64,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `STORAGE_POOL_DEFINE_XML` (also `STORAGE_POOL_CREATE_XML`).
+    pub struct StoragePoolDefineXmlArgs {
+        /// The pool XML.
+        pub xml: String,
+        /// Must be 0 for define; `STORAGE_POOL_CREATE_*` for create.
+        pub flags: u32,
+    }
+}
+
+xdr_struct! {
+    /// Result of `STORAGE_POOL_DEFINE_XML`.
+    pub struct StoragePoolDefineXmlRet {
+        /// The new pool.
+        pub pool: StoragePool,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of the pool calls that take a pool and flags
+    /// (`STORAGE_POOL_CREATE`, `_BUILD`, `_DELETE`, `_GET_XML_DESC`).
+    pub struct StoragePoolFlagsArgs {
+        /// The pool.
+        pub pool: StoragePool,
+        /// Flags of the call.
+        pub flags: u32,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of the pool calls that take only a pool
+    /// (`STORAGE_POOL_DESTROY`, `_UNDEFINE`).
+    pub struct StoragePoolArgs {
+        /// The pool.
+        pub pool: StoragePool,
+    }
+}
+
+xdr_struct! {
+    /// Result of `STORAGE_POOL_GET_XML_DESC`.
+    pub struct StoragePoolGetXmlDescRet {
+        /// The pool XML.
+        pub xml: String,
     }
 }
 

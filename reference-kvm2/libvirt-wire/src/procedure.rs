@@ -139,6 +139,10 @@ procedures! {
     DomainLookupByName = 23 => "DOMAIN_LOOKUP_BY_NAME" : DomainLookupByNameArgs => DomainLookupByNameRet,
     /// Finds a domain by UUID.
     DomainLookupByUuid = 24 => "DOMAIN_LOOKUP_BY_UUID" : DomainLookupByUuidArgs => DomainLookupByUuidRet,
+    /// Resumes a paused domain.
+    DomainResume = 28 => "DOMAIN_RESUME" : DomainArgs => (),
+    /// Pauses a running domain.
+    DomainSuspend = 34 => "DOMAIN_SUSPEND" : DomainArgs => (),
     /// The host name of the hypervisor host.
     ConnectGetHostname = 59 => "CONNECT_GET_HOSTNAME" : () => ConnectGetHostnameRet,
     /// Asks whether the server supports a feature (10 turns on keepalive).
@@ -147,12 +151,28 @@ procedures! {
     AuthList = 66 => "AUTH_LIST" : () => AuthListRet,
     /// Completes polkit authentication.
     AuthPolkit = 70 => "AUTH_POLKIT" : () => AuthPolkitRet,
+    /// Creates and starts a transient storage pool from XML.
+    StoragePoolCreateXml = 76 => "STORAGE_POOL_CREATE_XML" : StoragePoolDefineXmlArgs => StoragePoolDefineXmlRet,
+    /// Defines a persistent storage pool from XML.
+    StoragePoolDefineXml = 77 => "STORAGE_POOL_DEFINE_XML" : StoragePoolDefineXmlArgs => StoragePoolDefineXmlRet,
+    /// Starts a defined storage pool.
+    StoragePoolCreate = 78 => "STORAGE_POOL_CREATE" : StoragePoolFlagsArgs => (),
+    /// Builds a storage pool (a dir pool: makes its directory).
+    StoragePoolBuild = 79 => "STORAGE_POOL_BUILD" : StoragePoolFlagsArgs => (),
+    /// Stops a storage pool (a transient one goes away).
+    StoragePoolDestroy = 80 => "STORAGE_POOL_DESTROY" : StoragePoolArgs => (),
+    /// Deletes an inactive pool's storage (a dir pool: removes its empty directory).
+    StoragePoolDelete = 81 => "STORAGE_POOL_DELETE" : StoragePoolFlagsArgs => (),
+    /// Removes an inactive pool's definition.
+    StoragePoolUndefine = 82 => "STORAGE_POOL_UNDEFINE" : StoragePoolArgs => (),
     /// Rescans a storage pool.
     StoragePoolRefresh = 83 => "STORAGE_POOL_REFRESH" : StoragePoolRefreshArgs => (),
     /// Finds a storage pool by name.
     StoragePoolLookupByName = 84 => "STORAGE_POOL_LOOKUP_BY_NAME" : StoragePoolLookupByNameArgs => StoragePoolLookupByNameRet,
     /// Storage pool state and sizes.
     StoragePoolGetInfo = 87 => "STORAGE_POOL_GET_INFO" : StoragePoolGetInfoArgs => StoragePoolGetInfoRet,
+    /// The storage pool XML.
+    StoragePoolGetXmlDesc = 88 => "STORAGE_POOL_GET_XML_DESC" : StoragePoolFlagsArgs => StoragePoolGetXmlDescRet,
     /// Creates a storage volume from XML.
     StorageVolCreateXml = 93 => "STORAGE_VOL_CREATE_XML" : StorageVolCreateXmlArgs => StorageVolCreateXmlRet,
     /// Deletes a storage volume.
