@@ -128,6 +128,17 @@ pub struct Args {
     )]
     pub cases: u32,
 
+    /// Create steps the step-wise checks interrupt at most (every step when
+    /// Create makes no more backend calls; else this many, spread evenly).
+    #[arg(
+        long,
+        env = "CONFORMANCE_STEPS",
+        value_name = "N",
+        value_parser = clap::value_parser!(u32).range(2..),
+        default_value_t = RunOptions::default().steps
+    )]
+    pub steps: u32,
+
     /// Rules checked at once.
     #[arg(
         long,
@@ -243,6 +254,7 @@ impl Plan {
                 rules: (!rules.is_empty()).then_some(rules),
                 rule_timeout: args.rule_timeout.0,
                 cases: args.cases,
+                steps: args.steps,
                 concurrency: usize::try_from(args.concurrency).unwrap_or(defaults.concurrency),
             },
             formats,

@@ -90,6 +90,8 @@ pub struct Cx {
     pub seed: u64,
     /// Property cases to run.
     pub cases: u32,
+    /// Create steps a step-wise check interrupts at most.
+    pub steps: u32,
     /// Timing knobs.
     pub timing: Timing,
     /// The log and span capture, when installed.
@@ -115,6 +117,7 @@ pub(crate) struct CxParts {
     pub run_short: String,
     pub seed: u64,
     pub cases: u32,
+    pub steps: u32,
     pub timing: Timing,
     pub capture: Option<Capture>,
     pub span: Span,
@@ -133,6 +136,7 @@ impl Cx {
             locations: parts.locations,
             seed: parts.seed,
             cases: parts.cases,
+            steps: parts.steps,
             timing: parts.timing,
             capture: parts.capture,
             prefix: format!("c{}-{slug}", parts.run_short),

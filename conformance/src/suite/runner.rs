@@ -30,6 +30,10 @@ pub struct RunOptions {
     pub cases: u32,
     /// Rules run at once.
     pub concurrency: usize,
+    /// Create steps a step-wise check (CRE-RESUME, CRE-BACKEND-NOTFOUND,
+    /// GEN-CANCEL) interrupts at most: every step when Create has no more,
+    /// else this many spread evenly from the first to the last.
+    pub steps: u32,
 }
 
 impl Default for RunOptions {
@@ -40,6 +44,7 @@ impl Default for RunOptions {
             rule_timeout: Duration::from_secs(120),
             cases: 16,
             concurrency: 4,
+            steps: 40,
         }
     }
 }
@@ -257,6 +262,7 @@ pub async fn run_rule(
         } else {
             opts.cases
         },
+        steps: opts.steps.max(2),
         timing: if real { Timing::real() } else { Timing::fake() },
         capture: Capture::global(),
         span,

@@ -35,11 +35,7 @@ pub(crate) async fn create_steps(cx: &Cx) -> CheckResult<u64> {
 
 /// The steps to interrupt: all of them, or an even sample on a real backend.
 pub(crate) fn sample_steps(cx: &Cx, steps: u64) -> Vec<u64> {
-    let limit = if cx.timing.settle.as_secs() > 60 {
-        6
-    } else {
-        40
-    };
+    let limit = u64::from(cx.steps.max(2));
     if steps <= limit {
         return (1..=steps).collect();
     }
