@@ -128,9 +128,9 @@ fn main() -> ExitCode {
 /// `kvm2 conformance`: on the embedded fake, or with `--config FILE` on the real
 /// hosts of a configuration file. A real host must be marked a test host with
 /// `--test-host` (the suite creates, breaks and deletes VMs there); real runs
-/// default to 2 rules at once (so at most about 2 boots at a time), 2 property cases
-/// and a 15-minute rule limit unless the flags or `CONFORMANCE_*` variables say
-/// otherwise.
+/// default to 3 rules at once (the fixture lets at most 2 guests boot at a time), 2
+/// property cases, 4 interrupted Create steps per step-wise rule and a 15-minute rule
+/// limit unless the flags or `CONFORMANCE_*` variables say otherwise.
 fn conformance_main(mut args: Vec<OsString>) -> ExitCode {
     let mut config: Option<PathBuf> = None;
     let mut test_host = false;
@@ -185,8 +185,9 @@ fn conformance_main(mut args: Vec<OsString>) -> ExitCode {
         return ExitCode::from(conformance::suite::cli::EXIT_USAGE);
     }
     for (flag, env, value) in [
-        ("--concurrency", "CONFORMANCE_CONCURRENCY", "2"),
+        ("--concurrency", "CONFORMANCE_CONCURRENCY", "3"),
         ("--cases", "CONFORMANCE_CASES", "2"),
+        ("--steps", "CONFORMANCE_STEPS", "4"),
         ("--rule-timeout", "CONFORMANCE_RULE_TIMEOUT", "900"),
     ] {
         let given = rest.iter().any(|a| {

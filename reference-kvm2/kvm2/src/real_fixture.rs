@@ -7,36 +7,42 @@
 //!
 //! The hooks reach below the provider without touching it:
 //!
+//! - every testbed gets storage pools of its own, one per host, defined beside the
+//!   configured pool and removed with the testbed, so rules running at once never
+//!   see each other's volumes and "the pool is gone" can really happen;
 //! - inventory and planting use a libvirt connection of the testbed's own, dialled
 //!   with the configuration's credentials (planting defines domains with or without
 //!   kvm2's mark; an instance with an empty uid is made complete by an out-of-band
-//!   kvm2 and then has its mark rewritten);
+//!   kvm2 and then has its mark rewritten); NVRAM files are listed through a
+//!   transient pool over libvirt's NVRAM directory, so remote hosts work too;
 //! - faults are injected by a chaos layer at the dialer seam: every stream the
 //!   provider dials is wrapped, its libvirt packets are framed, and a call chosen by
 //!   an injection is answered with a libvirt error, held forever, delayed, or has its
 //!   connection dropped. `fired` is true only once the layer has done so;
+//! - state control: power through libvirt (suspend, resume, destroy, start); the
+//!   addresses a guest reports, a failing guest agent and held boots by the chaos
+//!   layer rewriting the host's answers to `DomainInterfaceAddresses` (a held boot
+//!   answers "agent not connected", as a booting guest does);
+//! - capacity: the chaos layer lowers the free space `StoragePoolGetInfo` reports;
 //! - reachability dials the host's real SSH client against a closed loopback port
 //!   (refused at once) or a listener that accepts and never answers;
-//! - rotation, when the host's `authorized_keys` file sits beside the configured
-//!   key (the layout of `scripts/libvirt-host.sh`): each testbed authorises a key of
-//!   its own, and rotation swaps it for a new one in the key file and in
-//!   `authorized_keys`;
+//! - rotation, when every host is on loopback with its `authorized_keys` file
+//!   beside the configured key (the layout of `scripts/libvirt-host.sh`): each
+//!   testbed authorises a key of its own, and rotation swaps it for a new one in
+//!   the key file and in `authorized_keys`;
 //! - observation: the calls and dials the chaos layer saw, and the provider's
 //!   verbosity.
 //!
 //! The chaos layer also gates boots: a call that starts a guest waits for one of
-//! two turns of the whole process, each given back 30 s after its start (about the
-//! test guest's time to an address), so at most two guests boot at once whatever
-//! the rules do in parallel. The CLI runs two rules at once on a real host.
-//!
-//! State control and capacity are not offered: a real guest's power state could be
-//! forced, but its reported addresses, a failing guest agent, held boots and a
-//! pool's free space cannot be, so those rules are Skipped with the hook's name.
+//! two turns of the whole process; a turn is given back when the host first reports
+//! the guest's IPv4 through its agent, when the guest is destroyed or fails to
+//! start, or after [`BOOT_TURN_MAX`], so at most two guests boot at once whatever
+//! the rules do in parallel.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
 use std::io;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -46,17 +52,21 @@ use std::time::{Duration, SystemTime};
 
 use bytes::BytesMut;
 use conformance::fixture::{
-    BackendCall, FaultId, FaultKind, FaultSpec, Faults, Fixture, Hook, HookError, HookResult,
-    Inventory, Location, Observation, Part, Plant, Planting, Reachability, Resource, Rotation,
-    Testbed, Trigger, Verbosity as Tier,
+    BackendCall, Capacity, FaultId, FaultKind, FaultSpec, Faults, Fixture, Hook, HookError,
+    HookResult, Inventory, Location, Observation, Part, Plant, Planting, Power, Reachability,
+    Resource, Rotation, StateControl, Testbed, Trigger, Verbosity as Tier,
 };
 use conformance::{BoxFuture, CloudInit, Ctx, Profile, Provider, ProviderId};
 use libvirt_rpc::Client;
 use libvirt_ssh::server::{KeyKind, generate_client_key};
 use libvirt_wire::{
-    DOMAIN_METADATA_ELEMENT, DOMAIN_UNDEFINE_NVRAM, DOMAIN_XML_INACTIVE, ErrorCode, ErrorDomain,
-    Header, MessageType, REMOTE_PROGRAM, RemoteError, STORAGE_VOL_DELETE_NORMAL,
-    encode_error_reply, frame_len,
+    DOMAIN_INTERFACE_ADDRESSES_SRC_AGENT, DOMAIN_METADATA_ELEMENT, DOMAIN_UNDEFINE_NVRAM,
+    DOMAIN_XML_INACTIVE, Decode, Domain, DomainInterface, DomainInterfaceAddressesArgs,
+    DomainInterfaceAddressesRet, DomainIpAddr, DomainState, ErrorCode, ErrorDomain, Header,
+    IP_ADDR_TYPE_IPV4, IP_ADDR_TYPE_IPV6, KEEPALIVE_PROGRAM, MessageType, REMOTE_PROGRAM, Reader,
+    RemoteError,
+    STORAGE_VOL_DELETE_NORMAL, Status, StoragePool, StoragePoolGetInfoRet, decode_exact,
+    encode_error_reply, encode_packet, frame_len,
 };
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::sync::CancellationToken;
@@ -68,15 +78,42 @@ use crate::names::{image_marker, image_volume, overlay_volume, seed_volume, volu
 use crate::provider::Kvm2;
 use crate::xml::{Mark, format_time, metadata_element};
 
-/// Where libvirtd keeps NVRAM files; read directly only for a host on loopback.
+/// Where libvirtd keeps NVRAM files (listed through [`NVRAM_POOL`]).
 const NVRAM_DIR: &str = "/var/lib/libvirt/qemu/nvram";
+
+/// The transient pool over [`NVRAM_DIR`] through which the fixture lists NVRAM
+/// files; it goes away when libvirtd restarts and is made again when missing.
+const NVRAM_POOL: &str = "kvm2-conformance-nvram";
 
 /// The fixture over the hosts of a configuration file.
 pub struct RealFixture {
     config: Config,
-    /// The `authorized_keys` file of the (single, loopback) test host's sshd, when
-    /// the fixture may add testbed keys to it.
-    authorized_keys: Option<PathBuf>,
+    /// The `authorized_keys` files of the loopback test hosts' sshd, when the
+    /// fixture may add testbed keys to them (empty: no rotation).
+    authorized_keys: Vec<PathBuf>,
+}
+
+/// The `authorized_keys` files beside every host's key file, when every host is on
+/// loopback and every such file can be appended to; else none.
+fn rotation_files(hosts: &[HostConfig]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for h in hosts {
+        let ak = h
+            .key_file
+            .as_ref()
+            .and_then(|k| k.parent())
+            .map(|d| d.join("authorized_keys"))
+            .filter(|p| std::fs::OpenOptions::new().append(true).open(p).is_ok());
+        match ak {
+            Some(ak) if is_loopback(&h.address) => {
+                if !out.contains(&ak) {
+                    out.push(ak);
+                }
+            }
+            _ => return Vec::new(),
+        }
+    }
+    out
 }
 
 impl RealFixture {
@@ -85,16 +122,8 @@ impl RealFixture {
         if config.hosts.is_empty() {
             return Err("the configuration names no host".into());
         }
-        let authorized_keys = match config.hosts.as_slice() {
-            [h] if is_loopback(&h.address) => h
-                .key_file
-                .as_ref()
-                .and_then(|k| k.parent())
-                .map(|d| d.join("authorized_keys"))
-                .filter(|p| std::fs::OpenOptions::new().append(true).open(p).is_ok()),
-            _ => None,
-        };
-        if let Some(ak) = &authorized_keys {
+        let authorized_keys = rotation_files(&config.hosts);
+        for ak in &authorized_keys {
             sweep_stale_keys(ak);
         }
         Ok(RealFixture {
@@ -218,10 +247,12 @@ impl Fixture for RealFixture {
         let mut hooks = vec![
             Hook::Inventory,
             Hook::Planting,
+            Hook::StateControl,
+            Hook::Capacity,
             Hook::Faults,
             Hook::Observation,
         ];
-        if self.authorized_keys.is_some() {
+        if !self.authorized_keys.is_empty() {
             hooks.push(Hook::Rotation);
         }
         hooks
@@ -279,28 +310,63 @@ impl Fixture for RealFixture {
 
     fn open(&self) -> BoxFuture<'_, HookResult<Box<dyn Testbed>>> {
         Box::pin(async move {
+            static NEXT_BED: AtomicU64 = AtomicU64::new(0);
             let dir = TempDir::new().map_err(hook_err)?;
             let mut config = self.config.clone();
+            config.pool = format!(
+                "{}{}{}-{}",
+                self.config.pool,
+                BED_POOL_INFIX,
+                std::process::id(),
+                NEXT_BED.fetch_add(1, Ordering::Relaxed)
+            );
             let mut creds = None;
-            if let Some(ak) = &self.authorized_keys {
-                let host = &mut config.hosts[0];
+            if !self.authorized_keys.is_empty() {
                 let key_file = dir.0.join("id_ed25519");
                 let known = dir.0.join("known_hosts");
-                if let Some(k) = &host.known_hosts_file {
-                    std::fs::copy(k, &known).map_err(hook_err)?;
-                }
+                let originals = known_hosts_files(&self.config.hosts);
+                write_known_hosts(&originals, &known)?;
                 let marker = format!("{KEY_MARK}{}", dir.0.display());
-                let line = install_key(&dir.0, &key_file, ak, &marker, None)?;
-                host.key_file = Some(key_file.clone());
-                host.known_hosts_file = Some(known.clone());
+                let line = install_key(&dir.0, &key_file, &self.authorized_keys, &marker, None)?;
+                for host in &mut config.hosts {
+                    host.key_file = Some(key_file.clone());
+                    host.known_hosts_file = Some(known.clone());
+                }
                 creds = Some(Creds {
-                    authorized_keys: ak.clone(),
+                    authorized_keys: self.authorized_keys.clone(),
                     key_file,
                     known_hosts_file: known,
-                    original_known_hosts: self.config.hosts[0].known_hosts_file.clone(),
+                    originals,
                     marker,
                     line: Mutex::new(line),
                 });
+            }
+            // The testbed's pools, one per host, and its side connections.
+            let mut side = HashMap::new();
+            let mut pools = HashMap::new();
+            for h in &self.config.hosts {
+                let made = async {
+                    let c = dial_side(h).await?;
+                    sweep_stale_pools(&c, &h.name, &self.config.pool).await;
+                    let dir = make_pool(&c, &self.config.pool, &config.pool).await?;
+                    HookResult::Ok((c, dir))
+                }
+                .await;
+                match made {
+                    Ok((c, dir)) => {
+                        side.insert(h.name.clone(), c);
+                        pools.insert(h.name.clone(), dir);
+                    }
+                    Err(e) => {
+                        for (name, c) in &side {
+                            let _ = drop_pool(c, &config.pool, pools.get(name)).await;
+                        }
+                        return Err(HookError::new(format!(
+                            "the testbed's pool on {}: {e}",
+                            h.name
+                        )));
+                    }
+                }
             }
             let chaos = Arc::new(Chaos::default());
             let dialer = Arc::new(ChaosDialer {
@@ -311,8 +377,11 @@ impl Fixture for RealFixture {
             });
             let verbosity: Verbosity = Arc::new(1.into());
             let provider = Kvm2::with_verbosity(config.clone(), dialer.clone(), verbosity.clone());
+            // The operator's credentials, the testbed's pool.
+            let mut oob_config = self.config.clone();
+            oob_config.pool = config.pool.clone();
             let oob = Kvm2::new(
-                self.config.clone(),
+                oob_config,
                 Arc::new(SshDialer {
                     handshake_timeout: config.timeouts.dial,
                 }),
@@ -325,7 +394,8 @@ impl Fixture for RealFixture {
                 verbosity,
                 provider,
                 oob,
-                side: tokio::sync::Mutex::new(HashMap::new()),
+                side: tokio::sync::Mutex::new(side),
+                pools,
                 creds,
                 _dir: dir,
             }) as Box<dyn Testbed>)
@@ -333,12 +403,177 @@ impl Fixture for RealFixture {
     }
 }
 
-/// Writes a new key to `key_file` and puts its public half in `authorized_keys`
-/// under `marker`, replacing `old` when given. Returns the line written.
+/// What names a testbed pool: `<configured pool><infix><pid>-<n>`.
+const BED_POOL_INFIX: &str = "-bed";
+
+/// The known_hosts files of `hosts`, each once, in order.
+fn known_hosts_files(hosts: &[HostConfig]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for k in hosts.iter().filter_map(|h| h.known_hosts_file.clone()) {
+        if !out.contains(&k) {
+            out.push(k);
+        }
+    }
+    out
+}
+
+/// Writes the concatenation of `originals` to `to`, atomically.
+fn write_known_hosts(originals: &[PathBuf], to: &Path) -> HookResult<()> {
+    let mut text = Vec::new();
+    for k in originals {
+        text.extend(
+            std::fs::read(k)
+                .map_err(|e| HookError::new(format!("known_hosts file {}: {e}", k.display())))?,
+        );
+        if !text.ends_with(b"\n") {
+            text.push(b'\n');
+        }
+    }
+    let tmp = to.with_extension("new");
+    std::fs::write(&tmp, text).map_err(hook_err)?;
+    std::fs::rename(&tmp, to).map_err(hook_err)
+}
+
+/// A libvirt connection of the fixture's own to `host`, with the operator's
+/// credentials.
+async fn dial_side(host: &HostConfig) -> HookResult<Client> {
+    let stream = SshDialer::default()
+        .dial(host)
+        .await
+        .map_err(|e| HookError::new(format!("side connection to {}: {e}", host.name)))?;
+    let (client, conn) = libvirt_rpc::Config::default().attach(stream);
+    tokio::spawn(conn);
+    client
+        .open(crate::backend::LIBVIRT_URI)
+        .await
+        .map_err(hook_err)?;
+    Ok(client)
+}
+
+fn is_missing_pool(e: &libvirt_rpc::Error) -> bool {
+    e.as_remote()
+        .is_some_and(|r| r.code == ErrorCode::NoStoragePool)
+}
+
+/// The XML of a directory pool.
+fn pool_xml(name: &str, path: &str) -> String {
+    format!(
+        "<pool type='dir'><name>{}</name><target><path>{}</path></target></pool>",
+        quick_xml::escape::escape(name),
+        quick_xml::escape::escape(path)
+    )
+}
+
+/// The `<target><path>` of a pool's XML.
+fn target_path(xml: &str) -> Option<String> {
+    let target = &xml[xml.find("<target>")?..];
+    let start = target.find("<path>")? + "<path>".len();
+    let end = start + target[start..].find("</path>")?;
+    Some(target[start..end].trim().to_owned())
+}
+
+/// Defines, builds and starts pool `name` in a directory beside pool `model`'s.
+/// Returns the directory.
+async fn make_pool(c: &Client, model: &str, name: &str) -> HookResult<String> {
+    let base = c
+        .storage_pool_lookup_by_name(model)
+        .await
+        .map_err(|e| HookError::new(format!("the configured pool {model}: {e}")))?;
+    let xml = c.storage_pool_get_xml_desc(&base).await.map_err(hook_err)?;
+    let path = target_path(&xml)
+        .ok_or_else(|| HookError::new(format!("pool {model} has no target path")))?;
+    let parent = Path::new(&path)
+        .parent()
+        .ok_or_else(|| HookError::new(format!("pool {model}'s path {path} has no parent")))?;
+    let dir = parent.join(name).to_string_lossy().into_owned();
+    let pool = c
+        .storage_pool_define_xml(&pool_xml(name, &dir))
+        .await
+        .map_err(hook_err)?;
+    let built = c.storage_pool_build(&pool).await;
+    if let Err(e) = c.storage_pool_create(&pool).await {
+        let _ = c.storage_pool_undefine(&pool).await;
+        return Err(HookError::new(format!(
+            "starting pool {name} in {dir}: {e} (build: {built:?})"
+        )));
+    }
+    Ok(dir)
+}
+
+/// Empties and removes pool `name`. A pool that is gone is defined again at `dir`
+/// first, so files it left behind are deleted too.
+async fn drop_pool(c: &Client, name: &str, dir: Option<&String>) -> HookResult<()> {
+    let pool = match c.storage_pool_lookup_by_name(name).await {
+        Ok(p) => p,
+        Err(e) if is_missing_pool(&e) => match dir {
+            Some(dir) => c
+                .storage_pool_define_xml(&pool_xml(name, dir))
+                .await
+                .map_err(hook_err)?,
+            None => return Ok(()),
+        },
+        Err(e) => return Err(hook_err(e)),
+    };
+    // Started if it was not (an error here means it already runs).
+    let _ = c.storage_pool_create(&pool).await;
+    c.storage_pool_refresh(&pool).await.map_err(hook_err)?;
+    for v in c
+        .storage_pool_list_all_volumes(&pool)
+        .await
+        .map_err(hook_err)?
+    {
+        c.storage_vol_delete(&v, STORAGE_VOL_DELETE_NORMAL)
+            .await
+            .map_err(|e| HookError::new(format!("volume {} of pool {name}: {e}", v.name)))?;
+    }
+    c.storage_pool_destroy(&pool).await.map_err(hook_err)?;
+    c.storage_pool_delete(&pool).await.map_err(hook_err)?;
+    c.storage_pool_undefine(&pool).await.map_err(hook_err)
+}
+
+/// Removes the testbed pools of runs whose process is gone (killed before their
+/// teardown), once per host and process.
+async fn sweep_stale_pools(c: &Client, host: &str, model: &str) {
+    static SWEPT: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+    if !SWEPT
+        .lock()
+        .expect("sweep lock poisoned")
+        .get_or_insert_with(HashSet::new)
+        .insert(host.to_owned())
+    {
+        return;
+    }
+    let prefix = format!("{model}{BED_POOL_INFIX}");
+    let Ok(pools) = c.connect_list_all_storage_pools().await else {
+        return;
+    };
+    for p in pools {
+        let Some(pid) = p
+            .name
+            .strip_prefix(&prefix)
+            .and_then(|r| r.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        let dir = match c.storage_pool_get_xml_desc(&p).await {
+            Ok(xml) => target_path(&xml),
+            Err(_) => None,
+        };
+        let _ = drop_pool(c, &p.name, dir.as_ref()).await;
+    }
+}
+
+/// Writes a new key to `key_file` and puts its public half in every
+/// `authorized_keys` file under `marker`, replacing `old` when given. Returns the
+/// line written.
 fn install_key(
     dir: &Path,
     key_file: &Path,
-    authorized_keys: &Path,
+    authorized_keys: &[PathBuf],
     marker: &str,
     old: Option<&str>,
 ) -> HookResult<String> {
@@ -353,15 +588,17 @@ fn install_key(
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let add = line.clone();
-    edit_authorized_keys(authorized_keys, move |mut lines| {
-        if let Some(old) = old {
-            lines.retain(|l| l != old);
-        }
-        lines.push(add);
-        lines
-    })
-    .map_err(hook_err)?;
+    for ak in authorized_keys {
+        let add = line.clone();
+        edit_authorized_keys(ak, move |mut lines| {
+            if let Some(old) = old {
+                lines.retain(|l| l != old);
+            }
+            lines.push(add);
+            lines
+        })
+        .map_err(hook_err)?;
+    }
     std::fs::rename(&key, key_file).map_err(hook_err)?;
     Ok(line)
 }
@@ -395,10 +632,11 @@ impl Drop for TempDir {
 
 /// The testbed's own key, authorised on the host under a marker.
 struct Creds {
-    authorized_keys: PathBuf,
+    authorized_keys: Vec<PathBuf>,
     key_file: PathBuf,
     known_hosts_file: PathBuf,
-    original_known_hosts: Option<PathBuf>,
+    /// The hosts' own known_hosts files, concatenated into `known_hosts_file`.
+    originals: Vec<PathBuf>,
     marker: String,
     line: Mutex<String>,
 }
@@ -414,23 +652,19 @@ impl Creds {
             Some(&line),
         )?;
         *line = new;
-        // The host key stays; the known_hosts file is written anew, so a dial
+        // The host keys stay; the known_hosts file is written anew, so a dial
         // that cached it would not notice.
-        if let Some(k) = &self.original_known_hosts {
-            let text = std::fs::read(k).map_err(hook_err)?;
-            let tmp = self.known_hosts_file.with_extension("new");
-            std::fs::write(&tmp, text).map_err(hook_err)?;
-            std::fs::rename(&tmp, &self.known_hosts_file).map_err(hook_err)?;
-        }
-        Ok(())
+        write_known_hosts(&self.originals, &self.known_hosts_file)
     }
 
     fn revoke(&self) {
-        let marker = self.marker.clone();
-        let _ = edit_authorized_keys(&self.authorized_keys, move |mut lines| {
-            lines.retain(|l| !l.ends_with(&format!(" {marker}")));
-            lines
-        });
+        for ak in &self.authorized_keys {
+            let marker = self.marker.clone();
+            let _ = edit_authorized_keys(ak, move |mut lines| {
+                lines.retain(|l| !l.ends_with(&format!(" {marker}")));
+                lines
+            });
+        }
     }
 }
 
@@ -475,6 +709,24 @@ struct ChaosState {
     reach: HashMap<String, Reachability>,
     conns: HashMap<u64, Arc<Conn>>,
     next_conn: u64,
+    /// State control: the addresses a guest reports, by (location, name).
+    addresses: HashMap<(String, String), Vec<IpAddr>>,
+    /// State control: guests whose address lookup fails, by (location, name).
+    lookup_fails: HashSet<(String, String)>,
+    /// State control: boots held (no guest reports an address).
+    hold_boot: bool,
+    /// Capacity: the free bytes a location's pools report at most.
+    free: HashMap<String, u64>,
+}
+
+/// What the chaos layer makes of a guest's address lookup.
+enum AddressOverride {
+    /// The host's answer goes through.
+    None,
+    /// The agent "is not connected".
+    Fail,
+    /// These addresses.
+    Addresses(Vec<IpAddr>),
 }
 
 /// The fault table, the call log and the connections of one testbed.
@@ -543,6 +795,27 @@ fn action_for(kind: &FaultKind, procedure: &str) -> Action {
 }
 
 impl Chaos {
+    fn address_override(&self, location: &str, name: &str) -> AddressOverride {
+        let s = self.state.lock().expect("chaos poisoned");
+        let key = (location.to_owned(), name.to_owned());
+        if s.hold_boot || s.lookup_fails.contains(&key) {
+            AddressOverride::Fail
+        } else if let Some(a) = s.addresses.get(&key) {
+            AddressOverride::Addresses(a.clone())
+        } else {
+            AddressOverride::None
+        }
+    }
+
+    fn free(&self, location: &str) -> Option<u64> {
+        self.state
+            .lock()
+            .expect("chaos poisoned")
+            .free
+            .get(location)
+            .copied()
+    }
+
     /// Records one call and decides its fate.
     fn on_call(&self, conn: u64, location: &str, procedure: &str) -> Action {
         let mut s = self.state.lock().expect("chaos poisoned");
@@ -622,25 +895,65 @@ impl Chaos {
 }
 
 /// Boots started at once on the hosts, at most (software emulation on a small
-/// machine), and how long a started boot holds its turn: the test guest reports
-/// its address through the agent some 20-30 s after the start.
+/// machine), and how long a started boot holds its turn when nothing gives it back
+/// earlier: the test guest reports its address through the agent some 20-25 s
+/// after the start.
 const BOOTS_AT_ONCE: usize = 2;
-const BOOT_TURN: Duration = Duration::from_secs(30);
+const BOOT_TURN_MAX: Duration = Duration::from_secs(40);
 
 /// The calls that start a guest.
 const BOOT_CALLS: [&str; 2] = ["DomainCreateWithFlags", "DomainCreate"];
 
-/// Waits for a boot turn of the whole process; the turn is given back
-/// [`BOOT_TURN`] after the start goes out.
-async fn boot_turn() {
+/// The calls after which a guest no longer boots.
+const STOP_CALLS: [&str; 3] = ["DomainDestroy", "DomainDestroyFlags", "DomainUndefineFlags"];
+
+/// The boot turns held, by domain name: dropping the sender gives the turn back.
+static TURNS_HELD: Mutex<Option<HashMap<String, tokio::sync::oneshot::Sender<()>>>> =
+    Mutex::new(None);
+
+/// Waits for a boot turn of the whole process for guest `name`; the turn is given
+/// back by [`end_boot_turn`] or after [`BOOT_TURN_MAX`].
+async fn boot_turn(name: String) {
     static TURNS: std::sync::LazyLock<Arc<tokio::sync::Semaphore>> =
         std::sync::LazyLock::new(|| Arc::new(tokio::sync::Semaphore::new(BOOTS_AT_ONCE)));
     if let Ok(permit) = TURNS.clone().acquire_owned().await {
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        // A second start of the same guest replaces (and so ends) the first turn.
+        TURNS_HELD
+            .lock()
+            .expect("boot turns poisoned")
+            .get_or_insert_with(HashMap::new)
+            .insert(name, tx);
         tokio::spawn(async move {
-            tokio::time::sleep(BOOT_TURN).await;
+            let _ = tokio::time::timeout(BOOT_TURN_MAX, rx).await;
             drop(permit);
         });
     }
+}
+
+/// Gives back the boot turn guest `name` holds, if any.
+fn end_boot_turn(name: &str) {
+    if let Some(held) = TURNS_HELD.lock().expect("boot turns poisoned").as_mut() {
+        held.remove(name);
+    }
+}
+
+/// The domain a call's arguments start with (every domain call's do).
+fn domain_of(body: &[u8]) -> Option<String> {
+    Domain::decode(&mut Reader::new(body)).ok().map(|d| d.name)
+}
+
+/// Bytes before a packet's payload: the length word and the header.
+const HEADER_LEN: usize = 28;
+
+/// A call whose reply the chaos layer looks at.
+enum Watch {
+    /// A guest's start: a failed one gives its boot turn back.
+    Boot(String),
+    /// A guest's address lookup, with its source.
+    Addresses(String, u32),
+    /// A pool's sizes.
+    PoolInfo,
 }
 
 /// The name kvm2's spans give procedure `number` (`DomainDefineXML`), from the
@@ -704,6 +1017,7 @@ impl Dialer for ChaosDialer {
                 rraw: BytesMut::new(),
                 rq: BytesMut::new(),
                 read_waker: None,
+                watch: HashMap::new(),
             }) as Stream)
         })
     }
@@ -730,6 +1044,8 @@ struct ChaosStream {
     /// Whole packets for the provider (the host's and injected replies).
     rq: BytesMut,
     read_waker: Option<Waker>,
+    /// Calls whose replies the layer looks at or rewrites, by serial.
+    watch: HashMap<u32, Watch>,
 }
 
 impl Drop for ChaosStream {
@@ -743,6 +1059,79 @@ fn dropped() -> io::Error {
 }
 
 impl ChaosStream {
+    /// Passes one whole packet from the host to the provider, rewritten when it
+    /// answers a watched call and state control or capacity says so.
+    fn on_reply(&mut self, frame: &[u8]) {
+        let header = Header::decode(frame).ok().flatten();
+        let watched = header
+            .filter(|h| h.program == REMOTE_PROGRAM && h.kind == MessageType::Reply)
+            .and_then(|h| self.watch.remove(&h.serial).map(|w| (h, w)));
+        let Some((h, w)) = watched else {
+            self.rq.extend_from_slice(frame);
+            return;
+        };
+        let body = frame.get(HEADER_LEN..).unwrap_or_default();
+        let ok = h.status == Status::Ok;
+        let location = self.conn.location.clone();
+        let rewritten = match w {
+            Watch::Boot(guest) => {
+                if !ok {
+                    end_boot_turn(&guest);
+                }
+                false
+            }
+            Watch::PoolInfo => match (ok, self.chaos.free(&location)) {
+                (true, Some(free)) => match decode_exact::<StoragePoolGetInfoRet>(body) {
+                    Ok(mut info) => {
+                        info.available = info.available.min(free);
+                        encode_packet(&mut self.rq, &h, &info).is_ok()
+                    }
+                    Err(_) => false,
+                },
+                _ => false,
+            },
+            Watch::Addresses(guest, source) => {
+                let agent = source == DOMAIN_INTERFACE_ADDRESSES_SRC_AGENT;
+                // The host's own answer ends the guest's boot turn.
+                if ok
+                    && agent
+                    && decode_exact::<DomainInterfaceAddressesRet>(body)
+                        .is_ok_and(|r| crate::state::first_ipv4(&r.ifaces).is_some())
+                {
+                    end_boot_turn(&guest);
+                }
+                match self.chaos.address_override(&location, &guest) {
+                    AddressOverride::None => false,
+                    AddressOverride::Fail => {
+                        let err = RemoteError::new(
+                            ErrorCode::AgentUnresponsive,
+                            ErrorDomain::Qemu,
+                            "Guest agent is not responding: QEMU guest agent is not connected",
+                        );
+                        let eh = Header {
+                            status: Status::Error,
+                            ..h
+                        };
+                        encode_packet(&mut self.rq, &eh, &err).is_ok()
+                    }
+                    AddressOverride::Addresses(list) => {
+                        let ret = DomainInterfaceAddressesRet {
+                            ifaces: if agent { reported(&list) } else { Vec::new() },
+                        };
+                        let oh = Header {
+                            status: Status::Ok,
+                            ..h
+                        };
+                        encode_packet(&mut self.rq, &oh, &ret).is_ok()
+                    }
+                }
+            }
+        };
+        if !rewritten {
+            self.rq.extend_from_slice(frame);
+        }
+    }
+
     fn dead(&mut self, cx: &mut Context<'_>) -> bool {
         self.killed.as_mut().poll(cx).is_ready()
     }
@@ -766,10 +1155,34 @@ impl ChaosStream {
                 continue;
             };
             let name = procedure_name(h.procedure);
-            match self.chaos.on_call(self.id, &self.conn.location, &name) {
+            let body = frame.get(HEADER_LEN..).unwrap_or_default();
+            let action = self.chaos.on_call(self.id, &self.conn.location, &name);
+            if matches!(action, Action::Forward) {
+                let watch = match name.as_str() {
+                    n if BOOT_CALLS.contains(&n) => domain_of(body).map(Watch::Boot),
+                    n if STOP_CALLS.contains(&n) => {
+                        if let Some(d) = domain_of(body) {
+                            end_boot_turn(&d);
+                        }
+                        None
+                    }
+                    "DomainInterfaceAddresses" => {
+                        decode_exact::<DomainInterfaceAddressesArgs>(body)
+                            .ok()
+                            .map(|a| Watch::Addresses(a.dom.name, a.source))
+                    }
+                    "StoragePoolGetInfo" => Some(Watch::PoolInfo),
+                    _ => None,
+                };
+                if let Some(w) = watch {
+                    self.watch.insert(h.serial, w);
+                }
+            }
+            match action {
                 Action::Forward if BOOT_CALLS.contains(&name.as_str()) => {
+                    let guest = domain_of(body).unwrap_or_default();
                     self.delayed.extend_from_slice(&frame);
-                    self.delay = Some(Box::pin(boot_turn()));
+                    self.delay = Some(Box::pin(boot_turn(guest)));
                 }
                 Action::Forward => self.out.extend_from_slice(&frame),
                 Action::Reply(err) => {
@@ -790,23 +1203,42 @@ impl ChaosStream {
                 }
             }
         }
+        self.pass_keepalives()
+    }
+
+    /// While a call is held, the keepalive packets written after it still go out
+    /// (a client whose pings went unanswered would drop the connection); the other
+    /// packets keep their order behind the held call.
+    fn pass_keepalives(&mut self) -> io::Result<()> {
+        let mut rest = BytesMut::new();
+        let mut at = 0;
+        loop {
+            let len = match frame_len(&self.wbuf[at..]) {
+                Ok(Some(n)) if self.wbuf.len() - at >= n => n,
+                Ok(_) => break,
+                Err(e) => return Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string())),
+            };
+            let frame = &self.wbuf[at..at + len];
+            let keepalive = Header::decode(frame)
+                .ok()
+                .flatten()
+                .is_some_and(|h| h.program == KEEPALIVE_PROGRAM);
+            if keepalive {
+                self.out.extend_from_slice(frame);
+            } else {
+                rest.extend_from_slice(frame);
+            }
+            at += len;
+        }
+        rest.extend_from_slice(&self.wbuf[at..]);
+        self.wbuf = rest;
         Ok(())
     }
 
-    /// Moves a finished delay's call out, then writes everything framed to the
-    /// host. Pending while a delay runs or the host does not take bytes.
+    /// Writes everything framed to the host, then moves a finished delay's call
+    /// out. Pending while the host does not take bytes or a delay runs.
     fn drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         loop {
-            if let Some(sleep) = self.delay.as_mut() {
-                if sleep.as_mut().poll(cx).is_pending() {
-                    return Poll::Pending;
-                }
-                self.delay = None;
-                let d = self.delayed.split();
-                self.out.extend_from_slice(&d);
-                self.process()?;
-                continue;
-            }
             while !self.out.is_empty() {
                 let out = self.out.clone();
                 match Pin::new(&mut self.inner).poll_write(cx, &out) {
@@ -818,10 +1250,22 @@ impl ChaosStream {
                     Poll::Pending => return Poll::Pending,
                 }
             }
-            return Poll::Ready(Ok(()));
+            let Some(sleep) = self.delay.as_mut() else {
+                return Poll::Ready(Ok(()));
+            };
+            if sleep.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            self.delay = None;
+            let d = self.delayed.split();
+            self.out.extend_from_slice(&d);
+            self.process()?;
         }
     }
 }
+
+/// Bytes the chaos layer buffers from the provider before it pushes back.
+const WRITE_HIGH_WATER: usize = 4 << 20;
 
 impl AsyncRead for ChaosStream {
     fn poll_read(
@@ -833,6 +1277,10 @@ impl AsyncRead for ChaosStream {
         this.read_waker = Some(cx.waker().clone());
         if this.dead(cx) {
             return Poll::Ready(Err(dropped()));
+        }
+        // The reader is always polled: it moves held calls on when their delay ends.
+        if let Poll::Ready(Err(e)) = this.drain(cx) {
+            return Poll::Ready(Err(e));
         }
         loop {
             if !this.rq.is_empty() {
@@ -850,7 +1298,7 @@ impl AsyncRead for ChaosStream {
                         match frame_len(&this.rraw) {
                             Ok(Some(n)) if this.rraw.len() >= n => {
                                 let f = this.rraw.split_to(n);
-                                this.rq.extend_from_slice(&f);
+                                this.on_reply(&f);
                             }
                             Ok(_) => break,
                             Err(e) => {
@@ -879,10 +1327,15 @@ impl AsyncWrite for ChaosStream {
         if this.dead(cx) {
             return Poll::Ready(Err(dropped()));
         }
-        match this.drain(cx) {
-            Poll::Ready(Ok(())) => {}
-            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-            Poll::Pending => return Poll::Pending,
+        // Accepted while a call is held (keepalives must get through), pushed back
+        // only when much is waiting.
+        if this.out.len() + this.wbuf.len() + this.delayed.len() >= WRITE_HIGH_WATER {
+            if let Poll::Ready(Err(e)) = this.drain(cx) {
+                return Poll::Ready(Err(e));
+            }
+            if this.out.len() + this.wbuf.len() + this.delayed.len() >= WRITE_HIGH_WATER {
+                return Poll::Pending;
+            }
         }
         this.wbuf.extend_from_slice(buf);
         if let Err(e) = this.process() {
@@ -901,8 +1354,10 @@ impl AsyncWrite for ChaosStream {
             return Poll::Ready(Err(dropped()));
         }
         match this.drain(cx) {
-            Poll::Ready(Ok(())) => Pin::new(&mut this.inner).poll_flush(cx),
-            other => other,
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            // A held call goes out when its delay ends (the reader moves it on).
+            Poll::Pending if !this.out.is_empty() => Poll::Pending,
+            _ => Pin::new(&mut this.inner).poll_flush(cx),
         }
     }
 
@@ -926,6 +1381,8 @@ struct RealBed {
     /// An out-of-band kvm2 for plants that must be complete instances.
     oob: Kvm2,
     side: tokio::sync::Mutex<HashMap<String, Client>>,
+    /// The directory of the testbed's pool on each host.
+    pools: HashMap<String, String>,
     creds: Option<Creds>,
     /// Dropped last: the credential files.
     _dir: TempDir,
@@ -959,25 +1416,24 @@ impl RealBed {
         {
             return Ok(c.clone());
         }
-        let stream = SshDialer::default()
-            .dial(&host)
-            .await
-            .map_err(|e| HookError::new(format!("side connection to {location}: {e}")))?;
-        let (client, conn) = libvirt_rpc::Config::default().attach(stream);
-        tokio::spawn(conn);
-        client
-            .open(crate::backend::LIBVIRT_URI)
-            .await
-            .map_err(hook_err)?;
+        let client = dial_side(&host).await?;
         side.insert(location.to_owned(), client.clone());
         Ok(client)
     }
 
+    /// The testbed's pool at the connection's host; `None` once it was removed.
+    async fn pool(&self, c: &Client) -> HookResult<Option<StoragePool>> {
+        match c.storage_pool_lookup_by_name(&self.config.pool).await {
+            Ok(p) => Ok(Some(p)),
+            Err(e) if is_missing_pool(&e) => Ok(None),
+            Err(e) => Err(hook_err(e)),
+        }
+    }
+
     async fn volumes(&self, c: &Client) -> HookResult<Vec<String>> {
-        let pool = c
-            .storage_pool_lookup_by_name(&self.operator.pool)
-            .await
-            .map_err(hook_err)?;
+        let Some(pool) = self.pool(c).await? else {
+            return Ok(Vec::new());
+        };
         c.storage_pool_refresh(&pool).await.map_err(hook_err)?;
         let vols = c
             .storage_pool_list_all_volumes(&pool)
@@ -987,10 +1443,9 @@ impl RealBed {
     }
 
     async fn delete_volume(&self, c: &Client, name: &str) -> HookResult<()> {
-        let pool = c
-            .storage_pool_lookup_by_name(&self.operator.pool)
-            .await
-            .map_err(hook_err)?;
+        let Some(pool) = self.pool(c).await? else {
+            return Ok(());
+        };
         if let Ok(v) = c.storage_vol_lookup_by_name(&pool, name).await {
             c.storage_vol_delete(&v, STORAGE_VOL_DELETE_NORMAL)
                 .await
@@ -1009,20 +1464,61 @@ impl RealBed {
         Ok(())
     }
 
-    fn nvram_files(&self, location: &str) -> Vec<String> {
-        let Ok(host) = self.host(location) else {
-            return Vec::new();
+    /// The files in the host's NVRAM directory, through [`NVRAM_POOL`].
+    async fn nvram_files(&self, c: &Client) -> HookResult<Vec<String>> {
+        let pool = match c.storage_pool_lookup_by_name(NVRAM_POOL).await {
+            Ok(p) => p,
+            Err(e) if is_missing_pool(&e) => {
+                match c
+                    .storage_pool_create_xml(&pool_xml(NVRAM_POOL, NVRAM_DIR))
+                    .await
+                {
+                    Ok(p) => p,
+                    // Made at once by another testbed.
+                    Err(made) => c
+                        .storage_pool_lookup_by_name(NVRAM_POOL)
+                        .await
+                        .map_err(|_| {
+                            HookError::new(format!("listing {NVRAM_DIR} through a pool: {made}"))
+                        })?,
+                }
+            }
+            Err(e) => return Err(hook_err(e)),
         };
-        if !is_loopback(&host.address) {
-            return Vec::new();
-        }
-        let Ok(dir) = std::fs::read_dir(NVRAM_DIR) else {
-            return Vec::new();
-        };
-        dir.filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect()
+        c.storage_pool_refresh(&pool).await.map_err(hook_err)?;
+        Ok(c.storage_pool_list_all_volumes(&pool)
+            .await
+            .map_err(hook_err)?
+            .into_iter()
+            .map(|v| v.name)
+            .collect())
     }
+}
+
+/// The guest agent's answer for a guest with addresses `list`: loopback, then
+/// `eth0` with the addresses.
+fn reported(list: &[IpAddr]) -> Vec<DomainInterface> {
+    let addr = |a: &IpAddr| DomainIpAddr {
+        kind: if a.is_ipv4() {
+            IP_ADDR_TYPE_IPV4
+        } else {
+            IP_ADDR_TYPE_IPV6
+        },
+        addr: a.to_string(),
+        prefix: if a.is_ipv4() { 24 } else { 64 },
+    };
+    vec![
+        DomainInterface {
+            name: "lo".into(),
+            hwaddr: Some("00:00:00:00:00:00".into()),
+            addrs: vec![addr(&IpAddr::V4(Ipv4Addr::LOCALHOST))],
+        },
+        DomainInterface {
+            name: "eth0".into(),
+            hwaddr: Some("52:54:00:00:00:01".into()),
+            addrs: list.iter().map(addr).collect(),
+        },
+    ]
 }
 
 /// A minimal domain for plants: no disk, so it starts at once and boots nothing.
@@ -1089,6 +1585,12 @@ impl Testbed for RealBed {
     fn faults(&self) -> Option<&dyn Faults> {
         Some(self)
     }
+    fn state_control(&self) -> Option<&dyn StateControl> {
+        Some(self)
+    }
+    fn capacity(&self) -> Option<&dyn Capacity> {
+        Some(self)
+    }
     fn rotation(&self) -> Option<&dyn Rotation> {
         self.creds.as_ref().map(|_| self as &dyn Rotation)
     }
@@ -1105,9 +1607,110 @@ impl Testbed for RealBed {
                 .injections
                 .clear();
             self.chaos.kill(|_| true);
+            let mut failed = Vec::new();
+            for h in &self.operator.hosts {
+                let dropped = match self.side(&h.name).await {
+                    Ok(c) => drop_pool(&c, &self.config.pool, self.pools.get(&h.name)).await,
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = dropped {
+                    failed.push(format!("pool {} on {}: {e}", self.config.pool, h.name));
+                }
+            }
             for (_, c) in self.side.lock().await.drain() {
                 let _ = c.connect_close().await;
             }
+            if failed.is_empty() {
+                Ok(())
+            } else {
+                Err(HookError::new(failed.join("; ")))
+            }
+        })
+    }
+}
+
+impl StateControl for RealBed {
+    fn set_power<'a>(
+        &'a self,
+        location: &'a str,
+        name: &'a str,
+        power: Power,
+    ) -> BoxFuture<'a, HookResult<()>> {
+        Box::pin(async move {
+            let c = self.side(location).await?;
+            let dom = c.domain_lookup_by_name(name).await.map_err(hook_err)?;
+            let (state, _) = c.domain_get_state(&dom).await.map_err(hook_err)?;
+            let r = match (power, state) {
+                (Power::Paused, DomainState::Paused) => Ok(()),
+                (Power::Paused, _) => c.domain_suspend(&dom).await,
+                (Power::Stopped, DomainState::Shutoff) => Ok(()),
+                (Power::Stopped, _) => c.domain_destroy(&dom).await,
+                (Power::Running, DomainState::Paused) => c.domain_resume(&dom).await,
+                (Power::Running, DomainState::Shutoff) => c.domain_create(&dom).await,
+                (Power::Running, _) => Ok(()),
+            };
+            r.map_err(|e| HookError::new(format!("{name} to {power:?}: {e}")))
+        })
+    }
+
+    fn set_addresses<'a>(
+        &'a self,
+        location: &'a str,
+        name: &'a str,
+        addrs: Vec<IpAddr>,
+    ) -> BoxFuture<'a, HookResult<()>> {
+        Box::pin(async move {
+            self.host(location)?;
+            self.chaos
+                .state
+                .lock()
+                .expect("chaos poisoned")
+                .addresses
+                .insert((location.to_owned(), name.to_owned()), addrs);
+            Ok(())
+        })
+    }
+
+    fn fail_address_lookup<'a>(
+        &'a self,
+        location: &'a str,
+        name: &'a str,
+        fail: bool,
+    ) -> BoxFuture<'a, HookResult<()>> {
+        Box::pin(async move {
+            self.host(location)?;
+            let key = (location.to_owned(), name.to_owned());
+            let mut s = self.chaos.state.lock().expect("chaos poisoned");
+            if fail {
+                s.lookup_fails.insert(key);
+            } else {
+                s.lookup_fails.remove(&key);
+            }
+            Ok(())
+        })
+    }
+
+    fn hold_boot(&self, hold: bool) -> BoxFuture<'_, HookResult<()>> {
+        Box::pin(async move {
+            self.chaos.state.lock().expect("chaos poisoned").hold_boot = hold;
+            Ok(())
+        })
+    }
+}
+
+impl Capacity for RealBed {
+    fn set_free<'a>(
+        &'a self,
+        location: &'a str,
+        bytes: Option<u64>,
+    ) -> BoxFuture<'a, HookResult<()>> {
+        Box::pin(async move {
+            self.host(location)?;
+            let mut s = self.chaos.state.lock().expect("chaos poisoned");
+            match bytes {
+                Some(b) => s.free.insert(location.to_owned(), b),
+                None => s.free.remove(location),
+            };
             Ok(())
         })
     }
@@ -1162,7 +1765,7 @@ impl Inventory for RealBed {
                     name,
                 });
             }
-            for file in self.nvram_files(location) {
+            for file in self.nvram_files(&c).await? {
                 let owner = file.strip_suffix("_VARS.fd").map(str::to_owned);
                 out.push(Resource {
                     instance: owner,
@@ -1294,11 +1897,12 @@ impl Planting for RealBed {
                 }
                 Part::Primary => self.destroy_and_undefine(&c, name).await?,
                 Part::Container => {
-                    return Err(HookError::new(format!(
-                        "the real-host fixture does not remove the pool {} that every testbed \
-                         of the run shares",
-                        self.operator.pool
-                    )));
+                    // The testbed's own pool: stopped and undefined; the files stay
+                    // on disk until the testbed's teardown, as a lost pool's would.
+                    if let Some(pool) = self.pool(&c).await? {
+                        let _ = c.storage_pool_destroy(&pool).await;
+                        c.storage_pool_undefine(&pool).await.map_err(hook_err)?;
+                    }
                 }
             }
             Ok(())
