@@ -64,9 +64,8 @@ use libvirt_wire::{
     DOMAIN_XML_INACTIVE, Decode, Domain, DomainInterface, DomainInterfaceAddressesArgs,
     DomainInterfaceAddressesRet, DomainIpAddr, DomainState, ErrorCode, ErrorDomain, Header,
     IP_ADDR_TYPE_IPV4, IP_ADDR_TYPE_IPV6, KEEPALIVE_PROGRAM, MessageType, REMOTE_PROGRAM, Reader,
-    RemoteError,
-    STORAGE_VOL_DELETE_NORMAL, Status, StoragePool, StoragePoolGetInfoRet, decode_exact,
-    encode_error_reply, encode_packet, frame_len,
+    RemoteError, STORAGE_VOL_DELETE_NORMAL, Status, StoragePool, StoragePoolGetInfoRet,
+    decode_exact, encode_error_reply, encode_packet, frame_len,
 };
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::sync::CancellationToken;
