@@ -427,33 +427,36 @@ cmd_check() {
   engine_up || die "no Docker engine answers on $SOCK; run: scripts/container-host.sh engine"
   image_exists "$IMAGE" || die "image $IMAGE does not exist; run: scripts/container-host.sh image"
   command -v ssh >/dev/null || die "ssh (openssh-client) is needed for the check"
-  local dir cid=
+  local dir
   dir=$(mktemp -d)
-  # shellcheck disable=SC2064
-  trap "docker -H unix://$SOCK rm -f \$cid >/dev/null 2>&1 || true; rm -rf $dir" EXIT
+  CHECK_DIR=$dir
+  CID=
+  trap cleanup_check EXIT
   step "generate keys"
   ssh-keygen -q -t ed25519 -N '' -C kvm2-container-client -f "$dir/client"
   ssh-keygen -q -t ed25519 -N '' -C kvm2-container-host -f "$dir/host"
-  step "start a container" "$dir/container.log"
+  step "create a container" "$dir/create.log"
   local t0 t1
   t0=$(date +%s%N)
-  cid=$(docker_q create --init --cap-add ALL --cap-drop SYS_RESOURCE \
+  # The engine warns that forwarding is off; the container needs none.
+  CID=$(docker_q create --init --cap-add ALL --cap-drop SYS_RESOURCE \
     --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
     --device /dev/net/tun -p 127.0.0.1::22 \
-    -e "KVM2_AUTHORIZED_KEY=$(cat "$dir/client.pub")" "$IMAGE")
-  docker_q cp "$dir/host" "$cid:/etc/kvm2/host_ed25519"
-  docker_q start "$cid" >/dev/null
+    -e "KVM2_AUTHORIZED_KEY=$(cat "$dir/client.pub")" "$IMAGE" 2>"$dir/create.log")
+  docker_q cp "$dir/host" "$CID:/etc/kvm2/host_ed25519"
+  step "start the container" "$dir/container.log"
+  docker_q start "$CID" >/dev/null
   local _ ready=0
   for _ in $(seq 1 600); do
-    docker_q logs "$cid" >"$dir/container.log" 2>&1 || true
+    docker_q logs "$CID" >"$dir/container.log" 2>&1 || true
     grep -q 'kvm2-libvirt-host: ready' "$dir/container.log" && { ready=1; break; }
-    [ "$(docker_q inspect -f '{{.State.Running}}' "$cid")" = true ] || break
+    [ "$(docker_q inspect -f '{{.State.Running}}' "$CID")" = true ] || break
     sleep 0.1
   done
   [ "$ready" = 1 ] || die "the container did not report ready"
   t1=$(date +%s%N)
   local port
-  port=$(docker_q port "$cid" 22/tcp | awk -F: '/^127\.0\.0\.1:/ {print $2; exit}')
+  port=$(docker_q port "$CID" 22/tcp | awk -F: '/^127\.0\.0\.1:/ {print $2; exit}')
   [ -n "$port" ] || die "port 22 is not published on 127.0.0.1"
   echo "[127.0.0.1]:$port $(cut -d' ' -f1-2 "$dir/host.pub")" >"$dir/known_hosts"
   step "reach libvirt through the SSH-forwarded socket" "$dir/container.log"
@@ -480,8 +483,14 @@ cmd_check() {
   log "container ready in $(((t1 - t0) / 1000000)) ms (create, copy the host key, start, libvirtd and sshd up);" \
     "pool-info over the forwarded socket $(((t3 - t2) / 1000000)) ms; port 127.0.0.1:$port"
   step "remove the container"
-  docker_q rm -f "$cid" >/dev/null
-  cid=
+  docker_q rm -f "$CID" >/dev/null
+  CID=
+}
+
+cleanup_check() {
+  [ -n "${CID:-}" ] && docker_q rm -f "$CID" >/dev/null 2>&1
+  [ -n "${CHECK_DIR:-}" ] && rm -rf "$CHECK_DIR"
+  return 0
 }
 
 cmd_env() {
