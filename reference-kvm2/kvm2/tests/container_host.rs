@@ -26,7 +26,7 @@
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use conformance::{CloudInit, CreateRequest, Ctx, HealthReason, Provider, State};
@@ -39,9 +39,53 @@ use testcontainers::core::{IntoContainerPort, WaitFor};
 use testcontainers::runners::AsyncRunner;
 use testcontainers::{CopyTargetOptions, GenericImage, ImageExt};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tracing::Subscriber;
+use tracing::span::{Attributes, Id};
+use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
 
 const REPOSITORY: &str = "kvm2-libvirt-host";
 const READY_LINE: &str = "kvm2-libvirt-host: ready";
+
+/// When the spans the Create timing is split by opened and closed: the image download
+/// (fetch from loopback and upload over SSH) and the domain start.
+#[derive(Clone, Default)]
+struct Milestones(Arc<Mutex<Vec<Milestone>>>);
+
+/// A span name, "open" or "close", and when.
+type Milestone = (&'static str, &'static str, Instant);
+
+const MILESTONE_SPANS: [&str; 2] = ["kvm2.download", "kvm2.DomainCreateWithFlags"];
+
+impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Milestones {
+    fn on_new_span(&self, attrs: &Attributes<'_>, _: &Id, _: Context<'_, S>) {
+        let name = attrs.metadata().name();
+        if MILESTONE_SPANS.contains(&name) {
+            self.0.lock().unwrap().push((name, "open", Instant::now()));
+        }
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        if let Some(span) = ctx.span(&id)
+            && MILESTONE_SPANS.contains(&span.name())
+        {
+            self.0
+                .lock()
+                .unwrap()
+                .push((span.name(), "close", Instant::now()));
+        }
+    }
+}
+
+impl Milestones {
+    /// The first time `name` did `what` (open or close).
+    fn first(&self, name: &str, what: &str) -> Option<Instant> {
+        let seen = self.0.lock().unwrap();
+        seen.iter()
+            .find(|(n, w, _)| *n == name && *w == what)
+            .map(|(_, _, at)| *at)
+    }
+}
 
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
@@ -148,10 +192,15 @@ async fn container_host_check_and_lifecycle() {
             return;
         }
     };
-    run(&image).await;
+    let milestones = Milestones::default();
+    tracing::subscriber::set_global_default(
+        tracing_subscriber::registry().with(milestones.clone()),
+    )
+    .expect("the only subscriber of this test binary");
+    run(&image, &milestones).await;
 }
 
-async fn run(image: &str) {
+async fn run(image: &str, milestones: &Milestones) {
     let total = Instant::now();
     let dir = tempfile::tempdir().expect("temporary directory");
     let (client_key, client_pub) = generate_client_key(dir.path(), KeyKind::Ed25519);
@@ -274,7 +323,7 @@ async fn run(image: &str) {
              adds Create, Get and Delete on the containerised host"
         );
     } else {
-        lifecycle(&provider).await;
+        lifecycle(&provider, milestones).await;
     }
 
     let removed = Instant::now();
@@ -352,7 +401,7 @@ fn config_yaml(
 }
 
 /// Create → Get Running with the asked-for address → Delete → Get NotFound.
-async fn lifecycle(provider: &Kvm2) {
+async fn lifecycle(provider: &Kvm2, milestones: &Milestones) {
     let run_id = format!(
         "{:x}{:x}",
         std::process::id(),
@@ -382,9 +431,23 @@ async fn lifecycle(provider: &Kvm2) {
         .create(&Ctx::with_timeout(limit), &request)
         .await
         .unwrap_or_else(|e| panic!("Create: {}", e.chain()));
+    let ended = Instant::now();
+    let span = |from: Option<Instant>, to: Option<Instant>| match (from, to) {
+        (Some(a), Some(b)) => secs(b.saturating_duration_since(a)),
+        _ => "-".into(),
+    };
+    let download = (
+        milestones.first("kvm2.download", "open"),
+        milestones.first("kvm2.download", "close"),
+    );
+    let start = milestones.first("kvm2.DomainCreateWithFlags", "open");
     eprintln!(
-        "timing: Create {} (image fetch from loopback, upload over SSH, define, start, guest address)",
-        secs(t.elapsed())
+        "timing: Create {} = image fetch from loopback and upload over SSH {} + volumes, seed \
+         and define until the domain start {} + boot to the guest agent's address {}",
+        secs(ended - t),
+        span(download.0, download.1),
+        span(download.1.or(Some(t)), start),
+        span(start, Some(ended)),
     );
     assert_eq!(id.as_str(), format!("hosts/container/domains/{name}"));
 
