@@ -1473,6 +1473,14 @@ impl RealBed {
                     .await
                 {
                     Ok(p) => p,
+                    // No directory yet: no guest with NVRAM was ever defined there.
+                    Err(made)
+                        if made
+                            .as_remote()
+                            .is_some_and(|r| r.code == ErrorCode::SystemError) =>
+                    {
+                        return Ok(Vec::new());
+                    }
                     // Made at once by another testbed.
                     Err(made) => c
                         .storage_pool_lookup_by_name(NVRAM_POOL)

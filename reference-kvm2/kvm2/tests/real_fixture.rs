@@ -99,7 +99,14 @@ async fn declares_a_real_backend_with_the_hooks_it_can_do() {
     // No authorized_keys beside the key: no rotation.
     assert_eq!(
         hooks,
-        ["inventory", "planting", "faults", "observation"],
+        [
+            "inventory",
+            "planting",
+            "state-control",
+            "capacity",
+            "faults",
+            "observation"
+        ],
         "{hooks:?}"
     );
     assert_eq!(f.locations().len(), 1);
@@ -316,11 +323,24 @@ async fn plants_are_defined_through_libvirt_seen_by_inventory_and_removed() {
         None
     );
     assert!(h.fake.domain("kvm2-plant-b").is_none());
-    let e = planting
+    // The testbed works in a pool of its own beside the configured one: removing
+    // the container removes that pool only, and teardown cleans up after it.
+    let pools = h.fake.pools();
+    assert_eq!(pools.len(), 2, "{pools:?}");
+    assert!(pools.iter().any(|p| p == POOL), "{pools:?}");
+    planting
         .remove_part("local", "x", conformance::fixture::Part::Container)
         .await
-        .unwrap_err();
-    assert!(e.to_string().contains(POOL), "{e}");
+        .unwrap();
+    assert_eq!(h.fake.pools(), [POOL]);
+    assert!(inventory.resources("local").await.is_ok());
+    tb.teardown().await.unwrap();
+    assert_eq!(h.fake.pools(), [POOL]);
+    assert!(
+        h.fake.leftover_directories().is_empty(),
+        "{:?}",
+        h.fake.leftover_directories()
+    );
 }
 
 #[test]
@@ -358,7 +378,86 @@ fn the_suite_refuses_a_configured_host_not_marked_as_a_test_host() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
         out.lines()
-            .any(|l| l.starts_with("GET-STATE") && l.contains("state-control")),
+            .any(|l| l.starts_with("GEN-ROTATION") && l.contains("rotation")),
         "{out}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn state_control_and_capacity_rewrite_what_the_provider_sees() {
+    use conformance::State;
+    use conformance::fixture::Power;
+    let h = host().await;
+    let (_f, tb) = bed(&h).await;
+    let planting = tb.planting().unwrap();
+    let sc = tb.state_control().unwrap();
+    let p = tb.provider();
+    let ctx = || Ctx::with_timeout(Duration::from_secs(10));
+    // A marked, running domain.
+    planting
+        .plant(
+            "local",
+            "kvm2-sc",
+            Plant::ForeignUid {
+                tag: "t".into(),
+                uid: "u".into(),
+            },
+        )
+        .await
+        .unwrap();
+    let id = tb.id_for("local", "kvm2-sc");
+    // The fake's guest reports an address of its own until told otherwise.
+    let own = p.get(&ctx(), &id).await.unwrap().ipv4;
+    assert_ne!(own, Some("10.1.2.3".parse().unwrap()));
+
+    sc.set_addresses("local", "kvm2-sc", vec!["10.1.2.3".parse().unwrap()])
+        .await
+        .unwrap();
+    let got = p.get(&ctx(), &id).await.unwrap();
+    assert_eq!(got.state, State::Running);
+    assert_eq!(got.ipv4, Some("10.1.2.3".parse().unwrap()));
+
+    sc.fail_address_lookup("local", "kvm2-sc", true)
+        .await
+        .unwrap();
+    let got = p.get(&ctx(), &id).await.unwrap();
+    assert_eq!((got.state, got.ipv4), (State::Provisioning, None));
+    sc.fail_address_lookup("local", "kvm2-sc", false)
+        .await
+        .unwrap();
+    sc.hold_boot(true).await.unwrap();
+    assert_eq!(p.get(&ctx(), &id).await.unwrap().state, State::Provisioning);
+    sc.hold_boot(false).await.unwrap();
+    assert_eq!(p.get(&ctx(), &id).await.unwrap().state, State::Running);
+
+    // Power goes through libvirt itself.
+    sc.set_power("local", "kvm2-sc", Power::Paused)
+        .await
+        .unwrap();
+    assert_eq!(p.get(&ctx(), &id).await.unwrap().state, State::Stopped);
+    sc.set_power("local", "kvm2-sc", Power::Running)
+        .await
+        .unwrap();
+    assert_eq!(p.get(&ctx(), &id).await.unwrap().state, State::Running);
+    sc.set_power("local", "kvm2-sc", Power::Stopped)
+        .await
+        .unwrap();
+    assert_eq!(p.get(&ctx(), &id).await.unwrap().state, State::Stopped);
+
+    // Capacity: the free space the pool reports is lowered, and restored.
+    let cap = tb.capacity().unwrap();
+    let checker = p.checker().unwrap();
+    let available = || async {
+        let health = checker.check(&ctx()).await;
+        health[0].details.get("poolAvailableGiB").cloned()
+    };
+    let before = available().await;
+    assert!(before.is_some(), "{:?}", checker.check(&ctx()).await);
+    cap.set_free("local", Some(1 << 20)).await.unwrap();
+    assert_eq!(available().await.as_deref(), Some("0.0"));
+    assert_ne!(before.as_deref(), Some("0.0"));
+    cap.set_free("local", None).await.unwrap();
+    assert_eq!(available().await, before);
+    planting.remove("local", "kvm2-sc").await.unwrap();
+    tb.teardown().await.unwrap();
 }
