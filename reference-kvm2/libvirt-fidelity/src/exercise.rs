@@ -13,12 +13,16 @@ use libvirt_wire::{
     CONNECT_LIST_DOMAINS_ACTIVE, ConnectListAllStoragePoolsArgs, DOMAIN_AFFECT_CONFIG,
     DOMAIN_DEFINE_VALIDATE, DOMAIN_INTERFACE_ADDRESSES_SRC_AGENT,
     DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE, DOMAIN_METADATA_ELEMENT, DOMAIN_UNDEFINE_NVRAM,
-    DOMAIN_XML_INACTIVE, DomainState, ErrorCode, Procedure, StoragePoolState, calls,
+    DOMAIN_XML_INACTIVE, DomainState, ErrorCode, Procedure, StoragePoolDefineXmlArgs,
+    StoragePoolState, calls,
 };
 
 use crate::backend::Backend;
 use crate::data::{Pattern, pattern, pattern_sha256};
-use crate::script::{RunNames, bios_xml, cleanup, raw_volume_xml, squeeze_xml};
+use crate::script::{
+    POOL_CREATE_WITH_BUILD, RunNames, bios_xml, cleanup, dir_pool_xml, pool_dir, pool_target_path,
+    pools_parent, raw_volume_xml, squeeze_xml,
+};
 use crate::target::URI;
 use crate::xmlsum::summarise;
 
@@ -389,6 +393,32 @@ async fn calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<(), Strin
             && dinfo.nr_virt_cpu == 1,
         "info {dinfo:?}"
     );
+    log.ok(
+        Procedure::DomainSuspend,
+        "suspend",
+        c.domain_suspend(&running).await,
+    )?;
+    let (state, _) = c
+        .domain_get_state(&running)
+        .await
+        .map_err(|e| format!("state after suspend: {e}"))?;
+    ensure!(state == DomainState::Paused, "after suspend: {state:?}");
+    log.ok(
+        Procedure::DomainResume,
+        "resume",
+        c.domain_resume(&running).await,
+    )?;
+    log.fails(
+        Procedure::DomainResume,
+        "resume a running domain",
+        c.domain_resume(&running).await,
+        ErrorCode::OperationInvalid,
+    )?;
+    let (state, _) = c
+        .domain_get_state(&running)
+        .await
+        .map_err(|e| format!("state after resume: {e}"))?;
+    ensure!(state == DomainState::Running, "after resume: {state:?}");
     let active = log.ok(
         Procedure::ConnectListAllDomains,
         "list active",
@@ -475,6 +505,106 @@ async fn calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<(), Strin
         "lookup undefined",
         c.domain_lookup_by_name(dname).await,
         ErrorCode::NoDomain,
+    )?;
+    pool_calls(b, names, log).await
+}
+
+/// The pool lifecycle on a directory pool of its own, next to the test
+/// pool's directory.
+async fn pool_calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<(), String> {
+    let c = &b.client;
+    let parent = pools_parent(c, &b.pool).await?;
+    let name = format!("{}-expool", names.prefix);
+    let dir = pool_dir(&parent, &names.prefix, "exdir");
+    let xml = dir_pool_xml(&name, &dir);
+    let pool = log.ok(
+        Procedure::StoragePoolDefineXml,
+        "define pool",
+        c.storage_pool_define_xml(&xml).await,
+    )?;
+    log.fails(
+        Procedure::StoragePoolDefineXml,
+        "define the name again",
+        c.storage_pool_define_xml(&xml).await,
+        ErrorCode::OperationFailed,
+    )?;
+    log.ok(
+        Procedure::StoragePoolBuild,
+        "build pool",
+        c.storage_pool_build(&pool).await,
+    )?;
+    log.ok(
+        Procedure::StoragePoolCreate,
+        "start pool",
+        c.storage_pool_create(&pool).await,
+    )?;
+    let pxml = log.ok(
+        Procedure::StoragePoolGetXmlDesc,
+        "pool XML",
+        c.storage_pool_get_xml_desc(&pool).await,
+    )?;
+    ensure!(
+        pool_target_path(&pxml).as_deref() == Some(dir.as_str()),
+        "pool XML has another path: {pxml}"
+    );
+    let vol = log.ok(
+        Procedure::StorageVolCreateXml,
+        "volume in the new pool",
+        c.storage_vol_create_xml(
+            &pool,
+            &raw_volume_xml(&format!("{}-p.img", names.prefix), 4096),
+            0,
+        )
+        .await,
+    )?;
+    log.ok(
+        Procedure::StoragePoolDestroy,
+        "stop pool",
+        c.storage_pool_destroy(&pool).await,
+    )?;
+    log.fails(
+        Procedure::StoragePoolDelete,
+        "delete a pool that holds a volume",
+        c.storage_pool_delete(&pool).await,
+        ErrorCode::SystemError,
+    )?;
+    c.storage_pool_create(&pool)
+        .await
+        .map_err(|e| format!("restart pool: {e}"))?;
+    c.storage_vol_delete(&vol, 0)
+        .await
+        .map_err(|e| format!("delete the volume: {e}"))?;
+    c.storage_pool_destroy(&pool)
+        .await
+        .map_err(|e| format!("stop pool again: {e}"))?;
+    log.ok(
+        Procedure::StoragePoolDelete,
+        "delete pool",
+        c.storage_pool_delete(&pool).await,
+    )?;
+    log.ok(
+        Procedure::StoragePoolUndefine,
+        "undefine pool",
+        c.storage_pool_undefine(&pool).await,
+    )?;
+    let transient = log.ok(
+        Procedure::StoragePoolCreateXml,
+        "create a transient pool",
+        c.call::<calls::StoragePoolCreateXml>(&StoragePoolDefineXmlArgs {
+            xml: xml.replace(&name, &format!("{name}-t")),
+            flags: POOL_CREATE_WITH_BUILD,
+        })
+        .await
+        .map(|r| r.pool),
+    )?;
+    c.storage_pool_destroy(&transient)
+        .await
+        .map_err(|e| format!("stop the transient pool: {e}"))?;
+    log.fails(
+        Procedure::StoragePoolLookupByName,
+        "a stopped transient pool is gone",
+        c.storage_pool_lookup_by_name(&transient.name).await,
+        ErrorCode::NoStoragePool,
     )?;
     Ok(())
 }

@@ -18,7 +18,8 @@ use libvirt_wire::{
     DOMAIN_METADATA_DESCRIPTION, DOMAIN_METADATA_ELEMENT, DOMAIN_METADATA_TITLE,
     DOMAIN_UNDEFINE_NVRAM, DOMAIN_XML_INACTIVE, Domain, DomainGetInfoRet, DomainInterface,
     DomainState, ErrorCode, FEATURE_PROGRAM_KEEPALIVE, Procedure, StoragePool,
-    StoragePoolGetInfoRet, StoragePoolState, StorageVol, StorageVolGetInfoRet, Uuid, calls,
+    StoragePoolDefineXmlArgs, StoragePoolGetInfoRet, StoragePoolState, StorageVol,
+    StorageVolGetInfoRet, Uuid, calls,
 };
 
 use crate::backend::Backend;
@@ -341,6 +342,10 @@ pub async fn run(b: &Backend, names: &RunNames) -> Recorder {
     rec.norm.replace(names.prefix.clone(), "<run>");
     connect(b, &mut rec).await;
     let pool = storage_pool(b, names, &mut rec).await;
+    // Before the uploads: libvirtd 11.3 can stop answering after the upload
+    // that sends more than it declared.
+    pool_lifecycle(b, names, &mut rec).await;
+    transient_pool(b, names, &mut rec).await;
     match pool {
         Some(pool) => volumes(b, names, &pool, &mut rec).await,
         None => rec.push("volumes", "-", Outcome::Skipped("no pool".into())),
@@ -777,6 +782,557 @@ async fn volumes(b: &Backend, names: &RunNames, pool: &StoragePool, rec: &mut Re
     );
 }
 
+/// `VIR_STORAGE_POOL_CREATE_WITH_BUILD`.
+pub const POOL_CREATE_WITH_BUILD: u32 = 1;
+
+/// The directories the run's pools use, under the test pool's parent
+/// directory: `<parent>/<prefix>-<suffix>`. [`cleanup`] sweeps each.
+pub const POOL_DIR_SUFFIXES: [&str; 3] = ["dir", "tdir", "exdir"];
+
+/// A directory pool.
+pub fn dir_pool_xml(name: &str, path: &str) -> String {
+    format!("<pool type='dir'><name>{name}</name><target><path>{path}</path></target></pool>")
+}
+
+/// The text of the first element at `path` (names from the root down).
+fn xml_text(xml: &str, path: &[&str]) -> Option<String> {
+    use quick_xml::Reader;
+    use quick_xml::events::Event;
+    let mut reader = Reader::from_str(xml);
+    let mut at: Vec<String> = Vec::new();
+    let mut text = String::new();
+    loop {
+        match reader.read_event().ok()? {
+            Event::Start(e) => {
+                at.push(e.local_name().as_ref().to_owned());
+                text.clear();
+            }
+            Event::Text(t) => text.push_str(&t.xml10_content()),
+            Event::End(_) => {
+                if at.iter().map(String::as_str).eq(path.iter().copied()) {
+                    return Some(text.trim().to_owned());
+                }
+                at.pop();
+            }
+            Event::Eof => return None,
+            _ => {}
+        }
+    }
+}
+
+/// `<pool><target><path>` of a pool's XML.
+pub fn pool_target_path(xml: &str) -> Option<String> {
+    xml_text(xml, &["pool", "target", "path"])
+}
+
+/// A pool's XML reduced to what two hosts must agree on: its type, name,
+/// target path and directory mode exactly; its sizes only as consistent or
+/// not (they are the host file system's).
+pub fn show_pool_xml(xml: &String) -> String {
+    let kind = xml
+        .split_once("<pool type='")
+        .and_then(|(_, r)| r.split_once('\''))
+        .map_or("-", |(t, _)| t);
+    let t = |path: &[&str]| xml_text(xml, path).unwrap_or_else(|| "-".into());
+    let num = |path: &[&str]| xml_text(xml, path).and_then(|v| v.parse::<u64>().ok());
+    let (cap, alloc, avail) = (
+        num(&["pool", "capacity"]),
+        num(&["pool", "allocation"]),
+        num(&["pool", "available"]),
+    );
+    let sizes = match (cap, alloc, avail) {
+        (Some(0), Some(0), Some(0)) => "none yet".to_owned(),
+        (Some(c), Some(a), Some(v)) => format!(
+            "capacity>0={} allocation<=capacity={} available<=capacity={}",
+            c > 0,
+            a <= c,
+            v <= c
+        ),
+        _ => "missing".to_owned(),
+    };
+    format!(
+        "type={kind} name={} uuid={} sizes: {sizes} path={} mode={}",
+        t(&["pool", "name"]),
+        t(&["pool", "uuid"]),
+        t(&["pool", "target", "path"]),
+        t(&["pool", "target", "permissions", "mode"]),
+    )
+}
+
+/// The directory that holds the test pool's directory, from its XML.
+pub async fn pools_parent(c: &Client, pool: &str) -> Result<String, String> {
+    let p = c
+        .storage_pool_lookup_by_name(pool)
+        .await
+        .map_err(|e| format!("pool {pool}: {e}"))?;
+    let xml = c
+        .storage_pool_get_xml_desc(&p)
+        .await
+        .map_err(|e| format!("xml of pool {pool}: {e}"))?;
+    let path = pool_target_path(&xml).ok_or_else(|| format!("pool {pool} has no target path"))?;
+    path.rsplit_once('/')
+        .map(|(parent, _)| if parent.is_empty() { "/" } else { parent }.to_owned())
+        .ok_or_else(|| format!("pool {pool} has a relative path {path}"))
+}
+
+/// A pool's directory: `<parent>/<prefix>-<suffix>`.
+pub fn pool_dir(parent: &str, prefix: &str, suffix: &str) -> String {
+    format!("{}/{prefix}-{suffix}", parent.trim_end_matches('/'))
+}
+
+fn show_pools(v: &Vec<StoragePool>) -> String {
+    let mut s: Vec<String> = v.iter().map(|p| p.name.clone()).collect();
+    s.sort();
+    format!("[{}]", s.join(", "))
+}
+
+async fn list_pools(c: &Client, prefix: &str) -> libvirt_rpc::Result<Vec<StoragePool>> {
+    Ok(c.connect_list_all_storage_pools()
+        .await?
+        .into_iter()
+        .filter(|p| p.name.starts_with(prefix))
+        .collect())
+}
+
+/// A persistent directory pool through its life: define, build, start, a
+/// volume, stop, delete refused while the volume is there, undefine with
+/// the volume still on disk and a new definition that finds it, then the
+/// volume deleted, the directory deleted and the pool undefined; with the
+/// refusals on the way (wrong state, duplicates, a missing directory).
+async fn pool_lifecycle(b: &Backend, names: &RunNames, rec: &mut Recorder) {
+    let c = &b.client;
+    rec.sequence("pool lifecycle");
+    let test_pool = rec.call(
+        "lookup the test pool",
+        Procedure::StoragePoolLookupByName,
+        c.storage_pool_lookup_by_name(&b.pool).await,
+        show_pool,
+    );
+    let Some(test_pool) = test_pool else {
+        return;
+    };
+    let test_xml = rec.call(
+        "xml of the test pool",
+        Procedure::StoragePoolGetXmlDesc,
+        c.storage_pool_get_xml_desc(&test_pool).await,
+        show_pool_xml,
+    );
+    let Some(root) = test_xml.as_deref().and_then(pool_target_path) else {
+        rec.skip("define", Procedure::StoragePoolDefineXml, NO_HANDLE);
+        return;
+    };
+    rec.norm.replace(root.clone(), "<pool-root>");
+    let parent = root
+        .rsplit_once('/')
+        .map_or("/".to_owned(), |(p, _)| p.to_owned());
+    rec.norm.replace(format!("{parent}/"), "<pools>/");
+    let name = format!("{}-pool", names.prefix);
+    let dir = pool_dir(&parent, &names.prefix, "dir");
+    let xml = dir_pool_xml(&name, &dir);
+    let Some(pool) = rec.call(
+        "define",
+        Procedure::StoragePoolDefineXml,
+        c.storage_pool_define_xml(&xml).await,
+        show_pool,
+    ) else {
+        return;
+    };
+    rec.norm.replace(pool.uuid.to_string(), "<uuid:pool-1>");
+    rec.call(
+        "define again",
+        Procedure::StoragePoolDefineXml,
+        c.storage_pool_define_xml(&xml).await,
+        show_pool,
+    );
+    rec.call(
+        "define another name on the same directory",
+        Procedure::StoragePoolDefineXml,
+        c.storage_pool_define_xml(&dir_pool_xml(&format!("{name}-twin"), &dir))
+            .await,
+        show_pool,
+    );
+    rec.call(
+        "define without a target path",
+        Procedure::StoragePoolDefineXml,
+        c.storage_pool_define_xml(&format!(
+            "<pool type='dir'><name>{name}-nopath</name></pool>"
+        ))
+        .await,
+        show_pool,
+    );
+    rec.call(
+        "define malformed XML",
+        Procedure::StoragePoolDefineXml,
+        c.storage_pool_define_xml("<pool type='dir'><name>").await,
+        show_pool,
+    );
+    rec.call(
+        "lookup defined",
+        Procedure::StoragePoolLookupByName,
+        c.storage_pool_lookup_by_name(&name).await,
+        show_pool,
+    );
+    rec.call(
+        "info defined",
+        Procedure::StoragePoolGetInfo,
+        c.storage_pool_get_info(&pool).await,
+        show_pool_info,
+    );
+    rec.call(
+        "xml defined",
+        Procedure::StoragePoolGetXmlDesc,
+        c.storage_pool_get_xml_desc(&pool).await,
+        show_pool_xml,
+    );
+    rec.call(
+        "list inactive",
+        Procedure::ConnectListAllStoragePools,
+        list_pools(c, &names.prefix).await,
+        show_pools,
+    );
+    rec.call(
+        "destroy inactive",
+        Procedure::StoragePoolDestroy,
+        c.storage_pool_destroy(&pool).await,
+        show_unit,
+    );
+    rec.call(
+        "start before build",
+        Procedure::StoragePoolCreate,
+        c.storage_pool_create(&pool).await,
+        show_unit,
+    );
+    rec.call(
+        "delete before build",
+        Procedure::StoragePoolDelete,
+        c.storage_pool_delete(&pool).await,
+        show_unit,
+    );
+    rec.call(
+        "build",
+        Procedure::StoragePoolBuild,
+        c.storage_pool_build(&pool).await,
+        show_unit,
+    );
+    rec.call(
+        "build again",
+        Procedure::StoragePoolBuild,
+        c.storage_pool_build(&pool).await,
+        show_unit,
+    );
+    rec.call(
+        "start",
+        Procedure::StoragePoolCreate,
+        c.storage_pool_create(&pool).await,
+        show_unit,
+    );
+    rec.call(
+        "start again",
+        Procedure::StoragePoolCreate,
+        c.storage_pool_create(&pool).await,
+        show_unit,
+    );
+    rec.call(
+        "build while running",
+        Procedure::StoragePoolBuild,
+        c.storage_pool_build(&pool).await,
+        show_unit,
+    );
+    rec.call(
+        "info running",
+        Procedure::StoragePoolGetInfo,
+        c.storage_pool_get_info(&pool).await,
+        show_pool_info,
+    );
+    rec.call(
+        "xml running",
+        Procedure::StoragePoolGetXmlDesc,
+        c.storage_pool_get_xml_desc(&pool).await,
+        show_pool_xml,
+    );
+    let vol_name = format!("{}-in-pool.img", names.prefix);
+    rec.call(
+        "create volume",
+        Procedure::StorageVolCreateXml,
+        c.storage_vol_create_xml(&pool, &raw_volume_xml(&vol_name, RAW_CAPACITY), 0)
+            .await,
+        show_vol,
+    );
+    rec.call(
+        "list volumes",
+        Procedure::StoragePoolListAllVolumes,
+        list_vols(c, &pool, &names.prefix).await,
+        show_vols,
+    );
+    rec.call(
+        "undefine while running",
+        Procedure::StoragePoolUndefine,
+        c.storage_pool_undefine(&pool).await,
+        show_unit,
+    );
+    rec.call(
+        "delete while running",
+        Procedure::StoragePoolDelete,
+        c.storage_pool_delete(&pool).await,
+        show_unit,
+    );
+    rec.call(
+        "destroy",
+        Procedure::StoragePoolDestroy,
+        c.storage_pool_destroy(&pool).await,
+        show_unit,
+    );
+    rec.call(
+        "info destroyed",
+        Procedure::StoragePoolGetInfo,
+        c.storage_pool_get_info(&pool).await,
+        show_pool_info,
+    );
+    rec.call(
+        "xml destroyed",
+        Procedure::StoragePoolGetXmlDesc,
+        c.storage_pool_get_xml_desc(&pool).await,
+        show_pool_xml,
+    );
+    rec.call(
+        "list volumes while stopped",
+        Procedure::StoragePoolListAllVolumes,
+        list_vols(c, &pool, &names.prefix).await,
+        show_vols,
+    );
+    rec.call(
+        "delete with a volume",
+        Procedure::StoragePoolDelete,
+        c.storage_pool_delete(&pool).await,
+        show_unit,
+    );
+    rec.call(
+        "undefine with a volume",
+        Procedure::StoragePoolUndefine,
+        c.storage_pool_undefine(&pool).await,
+        show_unit,
+    );
+    rec.call(
+        "lookup undefined",
+        Procedure::StoragePoolLookupByName,
+        c.storage_pool_lookup_by_name(&name).await,
+        show_pool,
+    );
+    rec.call(
+        "info undefined",
+        Procedure::StoragePoolGetInfo,
+        c.storage_pool_get_info(&pool).await,
+        show_pool_info,
+    );
+    rec.call(
+        "undefine again",
+        Procedure::StoragePoolUndefine,
+        c.storage_pool_undefine(&pool).await,
+        show_unit,
+    );
+    // The directory and the volume's file are still there: a new
+    // definition at the same path finds them once it runs.
+    let Some(again) = rec.call(
+        "define again on the same directory",
+        Procedure::StoragePoolDefineXml,
+        c.storage_pool_define_xml(&xml).await,
+        show_pool,
+    ) else {
+        return;
+    };
+    rec.norm.replace(again.uuid.to_string(), "<uuid:pool-2>");
+    rec.call(
+        "start redefined",
+        Procedure::StoragePoolCreate,
+        c.storage_pool_create(&again).await,
+        show_unit,
+    );
+    rec.call(
+        "list volumes of the redefined pool",
+        Procedure::StoragePoolListAllVolumes,
+        list_vols(c, &again, &names.prefix).await,
+        show_vols,
+    );
+    let vol = rec.call(
+        "lookup the volume again",
+        Procedure::StorageVolLookupByName,
+        c.storage_vol_lookup_by_name(&again, &vol_name).await,
+        show_vol,
+    );
+    if let Some(vol) = &vol {
+        rec.call(
+            "delete the volume",
+            Procedure::StorageVolDelete,
+            c.storage_vol_delete(vol, 0).await,
+            show_unit,
+        );
+    }
+    rec.call(
+        "destroy redefined",
+        Procedure::StoragePoolDestroy,
+        c.storage_pool_destroy(&again).await,
+        show_unit,
+    );
+    rec.call(
+        "delete",
+        Procedure::StoragePoolDelete,
+        c.storage_pool_delete(&again).await,
+        show_unit,
+    );
+    rec.call(
+        "delete again",
+        Procedure::StoragePoolDelete,
+        c.storage_pool_delete(&again).await,
+        show_unit,
+    );
+    rec.call(
+        "start after delete",
+        Procedure::StoragePoolCreate,
+        c.storage_pool_create(&again).await,
+        show_unit,
+    );
+    rec.call(
+        "undefine",
+        Procedure::StoragePoolUndefine,
+        c.storage_pool_undefine(&again).await,
+        show_unit,
+    );
+    rec.call(
+        "list after undefine",
+        Procedure::ConnectListAllStoragePools,
+        list_pools(c, &names.prefix).await,
+        show_pools,
+    );
+}
+
+/// A transient pool: refused without its directory, created with a build,
+/// gone once stopped; its directory, left on the host, is removed through
+/// a pool defined over it.
+async fn transient_pool(b: &Backend, names: &RunNames, rec: &mut Recorder) {
+    let c = &b.client;
+    rec.sequence("transient pool");
+    let parent = match pools_parent(c, &b.pool).await {
+        Ok(p) => p,
+        Err(e) => {
+            rec.push("parent directory", "-", Outcome::Failed(e));
+            return;
+        }
+    };
+    rec.norm.replace(format!("{parent}/"), "<pools>/");
+    let name = format!("{}-transient", names.prefix);
+    let dir = pool_dir(&parent, &names.prefix, "tdir");
+    let xml = dir_pool_xml(&name, &dir);
+    rec.call(
+        "create without its directory",
+        Procedure::StoragePoolCreateXml,
+        c.storage_pool_create_xml(&xml).await,
+        show_pool,
+    );
+    rec.call(
+        "lookup after the failed create",
+        Procedure::StoragePoolLookupByName,
+        c.storage_pool_lookup_by_name(&name).await,
+        show_pool,
+    );
+    let created = c
+        .call::<calls::StoragePoolCreateXml>(&StoragePoolDefineXmlArgs {
+            xml: xml.clone(),
+            flags: POOL_CREATE_WITH_BUILD,
+        })
+        .await
+        .map(|r| r.pool);
+    let Some(pool) = rec.call(
+        "create with build",
+        Procedure::StoragePoolCreateXml,
+        created,
+        show_pool,
+    ) else {
+        return;
+    };
+    rec.norm.replace(pool.uuid.to_string(), "<uuid:transient>");
+    rec.call(
+        "info",
+        Procedure::StoragePoolGetInfo,
+        c.storage_pool_get_info(&pool).await,
+        show_pool_info,
+    );
+    rec.call(
+        "xml",
+        Procedure::StoragePoolGetXmlDesc,
+        c.storage_pool_get_xml_desc(&pool).await,
+        show_pool_xml,
+    );
+    rec.call(
+        "create again",
+        Procedure::StoragePoolCreateXml,
+        c.storage_pool_create_xml(&xml).await,
+        show_pool,
+    );
+    rec.call(
+        "define over the running transient pool",
+        Procedure::StoragePoolDefineXml,
+        c.storage_pool_define_xml(&xml).await,
+        show_pool,
+    );
+    rec.call(
+        "undefine",
+        Procedure::StoragePoolUndefine,
+        c.storage_pool_undefine(&pool).await,
+        show_unit,
+    );
+    rec.call(
+        "list",
+        Procedure::ConnectListAllStoragePools,
+        list_pools(c, &names.prefix).await,
+        show_pools,
+    );
+    rec.call(
+        "destroy",
+        Procedure::StoragePoolDestroy,
+        c.storage_pool_destroy(&pool).await,
+        show_unit,
+    );
+    rec.call(
+        "lookup destroyed",
+        Procedure::StoragePoolLookupByName,
+        c.storage_pool_lookup_by_name(&name).await,
+        show_pool,
+    );
+    rec.call(
+        "info destroyed",
+        Procedure::StoragePoolGetInfo,
+        c.storage_pool_get_info(&pool).await,
+        show_pool_info,
+    );
+    rec.call(
+        "destroy again",
+        Procedure::StoragePoolDestroy,
+        c.storage_pool_destroy(&pool).await,
+        show_unit,
+    );
+    // The directory the build made is still there.
+    let Some(sweep) = rec.call(
+        "define over the left directory",
+        Procedure::StoragePoolDefineXml,
+        c.storage_pool_define_xml(&xml).await,
+        show_pool,
+    ) else {
+        return;
+    };
+    rec.call(
+        "delete the left directory",
+        Procedure::StoragePoolDelete,
+        c.storage_pool_delete(&sweep).await,
+        show_unit,
+    );
+    rec.call(
+        "undefine the sweeper",
+        Procedure::StoragePoolUndefine,
+        c.storage_pool_undefine(&sweep).await,
+        show_unit,
+    );
+}
+
 async fn missing_domain(b: &Backend, names: &RunNames, rec: &mut Recorder) {
     let c = &b.client;
     rec.sequence("missing domain");
@@ -1098,6 +1654,18 @@ async fn uefi_lifecycle(b: &Backend, names: &RunNames, rec: &mut Recorder) {
         c.domain_interface_addresses(&dom, DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE, 0)
             .await,
         |v| show_ifaces(v),
+    );
+    rec.call(
+        "suspend inactive",
+        Procedure::DomainSuspend,
+        c.domain_suspend(&dom).await,
+        show_unit,
+    );
+    rec.call(
+        "resume inactive",
+        Procedure::DomainResume,
+        c.domain_resume(&dom).await,
+        show_unit,
     );
 
     // First start.
@@ -1445,6 +2013,54 @@ async fn transient(b: &Backend, names: &RunNames, rec: &mut Recorder) {
         .await,
         show_unit,
     );
+    rec.call(
+        "resume running",
+        Procedure::DomainResume,
+        c.domain_resume(&running).await,
+        show_unit,
+    );
+    rec.call(
+        "suspend",
+        Procedure::DomainSuspend,
+        c.domain_suspend(&running).await,
+        show_unit,
+    );
+    rec.call(
+        "state suspended",
+        Procedure::DomainGetState,
+        c.domain_get_state(&running).await,
+        show_state,
+    );
+    rec.call(
+        "info suspended",
+        Procedure::DomainGetInfo,
+        c.domain_get_info(&running).await,
+        show_info,
+    );
+    rec.call(
+        "suspend again",
+        Procedure::DomainSuspend,
+        c.domain_suspend(&running).await,
+        show_unit,
+    );
+    rec.call(
+        "state after suspending again",
+        Procedure::DomainGetState,
+        c.domain_get_state(&running).await,
+        show_state,
+    );
+    rec.call(
+        "resume",
+        Procedure::DomainResume,
+        c.domain_resume(&running).await,
+        show_unit,
+    );
+    rec.call(
+        "state resumed",
+        Procedure::DomainGetState,
+        c.domain_get_state(&running).await,
+        show_state,
+    );
     // A guest with no operating system ignores the request; the fake's guests
     // shut down at once. Only the call's answer is compared.
     rec.call(
@@ -1500,6 +2116,80 @@ pub async fn cleanup(b: &Backend, prefix: &str) -> Vec<String> {
         && !left.is_empty()
     {
         problems.push(format!("domains left: {}", show_doms(&left)));
+    }
+    problems.extend(cleanup_pools(b, prefix).await);
+    problems
+}
+
+/// Removes every pool whose name starts with `prefix`, with its volumes and
+/// its directory, and the run's pool directories no pool holds any more
+/// (through a pool defined over each); returns what could not be removed.
+async fn cleanup_pools(b: &Backend, prefix: &str) -> Vec<String> {
+    let c = &b.client;
+    let mut problems = Vec::new();
+    let parent = match pools_parent(c, &b.pool).await {
+        Ok(p) => p,
+        Err(e) => return vec![e],
+    };
+    let pools = match list_pools(c, prefix).await {
+        Ok(p) => p,
+        Err(e) => return vec![format!("list pools: {e}")],
+    };
+    let mut held = Vec::new();
+    for p in &pools {
+        if let Ok(xml) = c.storage_pool_get_xml_desc(p).await
+            && let Some(path) = pool_target_path(&xml)
+        {
+            held.push(path);
+        }
+        problems.extend(remove_pool(c, p).await);
+    }
+    for suffix in POOL_DIR_SUFFIXES {
+        let dir = pool_dir(&parent, prefix, suffix);
+        if held.contains(&dir) {
+            continue;
+        }
+        let name = format!("{prefix}-sweep-{suffix}");
+        match c.storage_pool_define_xml(&dir_pool_xml(&name, &dir)).await {
+            Ok(p) => problems.extend(remove_pool(c, &p).await),
+            Err(e) => problems.push(format!("define a pool over {dir}: {e}")),
+        }
+    }
+    if let Ok(left) = list_pools(c, prefix).await
+        && !left.is_empty()
+    {
+        problems.push(format!("pools left: {}", show_pools(&left)));
+    }
+    problems
+}
+
+/// Stops a pool, deletes its volumes (starting it for that if it can),
+/// deletes its directory and undefines it. A directory that is already
+/// gone is fine.
+async fn remove_pool(c: &Client, p: &StoragePool) -> Vec<String> {
+    let mut problems = Vec::new();
+    let _ = c.storage_pool_destroy(p).await;
+    if c.storage_pool_create(p).await.is_ok() {
+        if let Ok(vols) = c.storage_pool_list_all_volumes(p).await {
+            for v in vols {
+                if let Err(e) = c.storage_vol_delete(&v, 0).await {
+                    problems.push(format!("delete {} in {}: {e}", v.name, p.name));
+                }
+            }
+        }
+        if let Err(e) = c.storage_pool_destroy(p).await {
+            problems.push(format!("stop {}: {e}", p.name));
+        }
+    }
+    if let Err(e) = c.storage_pool_delete(p).await
+        && !is_code(&e, &[ErrorCode::NoStoragePool, ErrorCode::SystemError])
+    {
+        problems.push(format!("delete pool {}: {e}", p.name));
+    }
+    if let Err(e) = c.storage_pool_undefine(p).await
+        && !is_code(&e, &[ErrorCode::NoStoragePool])
+    {
+        problems.push(format!("undefine {}: {e}", p.name));
     }
     problems
 }

@@ -35,6 +35,11 @@ async fn the_fake_agrees_with_itself() {
     );
     assert!(find("read back").contains("as uploaded: true"));
     assert!(find("undefine without nvram flag").contains("VIR_ERR_OPERATION_INVALID"));
+    assert!(find("delete with a volume").contains("Directory not empty"));
+    assert!(find("list volumes of the redefined pool").contains("-in-pool.img"));
+    assert!(find("lookup destroyed").contains("VIR_ERR_NO_STORAGE_POOL"));
+    assert!(find("state suspended").contains("VIR_DOMAIN_PAUSED"));
+    assert!(find("state resumed").contains("VIR_DOMAIN_RUNNING"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
