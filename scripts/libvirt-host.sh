@@ -109,6 +109,11 @@ fi
 # not touched. Packaging facts behind the lists below:
 #   - since 10.6 libvirt is split: the dir storage backend is libvirt-daemon-driver-storage
 #     (without it a dir pool cannot be defined), virtlogd is libvirt-daemon-log;
+#   - the network driver is libvirt-daemon-driver-network (9.0 had it in libvirt-daemon, and
+#     libvirt-daemon 11 Recommends it): no libvirt network is used, but without it
+#     DomainInterfaceAddresses with the lease source fails with VIR_ERR_NO_CONNECT
+#     ("no connection driver available for network:///system") instead of answering an
+#     empty list as 9.0 and a usual 11.x installation do;
 #   - libvirt-daemon-driver-qemu 11 needs "systemd-container | sysvinit-core": it is taken
 #     from the release itself, otherwise apt upgrades the whole systemd suite to backports;
 #   - every QEMU package comes from backports, for both libvirt versions: a backports
@@ -116,12 +121,16 @@ fi
 #     qemu-system-common, and apt would quietly remove qemu-utils (and qemu-img).
 LIBVIRT_VERSION=${LIBVIRT_VERSION:-11}
 LIBVIRT_PACKAGES_11=(
-  libvirt-daemon libvirt-daemon-driver-qemu libvirt-daemon-driver-storage libvirt-clients
-  libvirt0 libvirt-common libvirt-daemon-common libvirt-daemon-log
+  libvirt-daemon libvirt-daemon-driver-qemu libvirt-daemon-driver-storage
+  libvirt-daemon-driver-network libvirt-clients libvirt0 libvirt-common libvirt-daemon-common
+  libvirt-daemon-log
 )
 LIBVIRT_PACKAGES_9=(libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients libvirt0)
 # Packages that exist only in the split (10.6+) libvirt and Break a 9.0 libvirt-daemon.
-LIBVIRT_SPLIT_ONLY=(libvirt-common libvirt-daemon-common libvirt-daemon-log libvirt-daemon-driver-storage)
+LIBVIRT_SPLIT_ONLY=(
+  libvirt-common libvirt-daemon-common libvirt-daemon-log libvirt-daemon-driver-storage
+  libvirt-daemon-driver-network
+)
 QEMU_PACKAGES=(qemu-system-x86 qemu-system-common qemu-system-data qemu-utils)
 OTHER_PACKAGES=(ovmf openssh-server openssh-client)
 APT_DIR=$STATE/apt
@@ -287,7 +296,15 @@ install_packages() {
     && die "libvirt $LIBVIRT_VERSION and a backports QEMU are not installed (LIBVIRT_HOST_NO_INSTALL=1)"
   mkdir -p "$LOGS"
   export DEBIAN_FRONTEND=noninteractive
-  stop_daemons_for_upgrade
+  # A different libvirt or QEMU under running daemons leaves them on deleted files; a
+  # package that is only added (a driver, say) waits for the next daemon start instead.
+  local have
+  have=$(version_of libvirt-daemon)
+  if [ -n "$have" ] && { [ "${have%%.*}" != "$LIBVIRT_VERSION" ] || [[ $(version_of qemu-system-x86) != *bpo* ]]; }; then
+    stop_daemons_for_upgrade
+  elif alive "$STATE/libvirtd.pid" || alive "$HOST2/libvirtd.pid"; then
+    log "adding packages under the running daemons; they take effect at the next daemon start"
+  fi
   step "install packages (libvirt $LIBVIRT_VERSION, QEMU from backports)" apt
   local t=$SECONDS bpo=$CODENAME-backports p want=() before
   before=$(version_of libvirt-daemon)
