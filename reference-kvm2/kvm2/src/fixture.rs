@@ -30,7 +30,7 @@ use conformance::fixture::{
 use conformance::{BoxFuture, CloudInit, CreateRequest, Profile, Provider, ProviderId};
 use libvirt_fake::{
     AddressSource, DialMode, DomainState, FakeConnection, FakeLibvirt, Fault, FaultHandle,
-    FaultRule, Interface, Procedure, code, domain, flags, reason,
+    FaultRule, Interface, Procedure, flags, reason,
 };
 use libvirt_ssh::server::{
     ChannelTarget, KeyKind, TestServer, TestServerOptions, generate_client_key,
@@ -887,39 +887,14 @@ impl Capacity for Bed {
 
 /// The libvirt error a fault kind stands for on `procedure` (when known).
 fn fault_for(kind: &FaultKind, procedure: Option<Procedure>) -> Fault {
+    let name = procedure.map(|p| p.name()).unwrap_or("Domain");
     match kind {
-        FaultKind::Transient => Fault::busy(),
-        FaultKind::Permanent => Fault::access_denied(),
-        FaultKind::NotFound => {
-            let name = procedure.map(|p| p.name()).unwrap_or("Domain");
-            if name.starts_with("StorageVol") {
-                Fault::error(
-                    code::NO_STORAGE_VOL,
-                    domain::STORAGE,
-                    "no storage vol with matching name",
-                )
-            } else if name.starts_with("StoragePool") {
-                Fault::error(
-                    code::NO_STORAGE_POOL,
-                    domain::STORAGE,
-                    "no storage pool with matching name",
-                )
-            } else {
-                Fault::error(
-                    code::NO_DOMAIN,
-                    domain::QEMU,
-                    "no domain with matching name",
-                )
-            }
-        }
-        FaultKind::Quota => Fault::error(
-            code::INTERNAL_ERROR,
-            domain::STORAGE,
-            "Not enough free space in pool",
-        ),
         FaultKind::Hang => Fault::Hang,
         FaultKind::Delay(d) => Fault::Delay(*d),
         FaultKind::Drop => Fault::DropConnection,
+        reply => Fault::Error(
+            crate::injected::libvirt_error(reply, name).expect("a fault kind that answers"),
+        ),
     }
 }
 

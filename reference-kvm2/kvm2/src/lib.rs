@@ -21,6 +21,7 @@ pub mod fixture;
 mod get;
 pub mod id;
 pub mod image;
+pub(crate) mod injected;
 mod iso9660;
 mod list;
 pub mod names;

@@ -747,49 +747,20 @@ impl Drop for Chaos {
     }
 }
 
-fn not_found_for(procedure: &str) -> RemoteError {
-    if procedure.starts_with("StorageVol") {
-        RemoteError::new(
-            ErrorCode::NoStorageVol,
-            ErrorDomain::Storage,
-            "Storage volume not found: no storage vol with matching name",
-        )
-    } else if procedure.starts_with("StoragePool") {
-        RemoteError::new(
-            ErrorCode::NoStoragePool,
-            ErrorDomain::Storage,
-            "Storage pool not found: no storage pool with matching name",
-        )
-    } else {
-        RemoteError::new(
-            ErrorCode::NoDomain,
-            ErrorDomain::Qemu,
-            "Domain not found: no domain with matching name",
-        )
-    }
-}
-
 fn action_for(kind: &FaultKind, procedure: &str) -> Action {
     match kind {
-        FaultKind::Transient => Action::Reply(RemoteError::new(
-            ErrorCode::OperationTimeout,
-            ErrorDomain::Qemu,
-            "Timed out during operation: cannot acquire state change lock",
-        )),
-        FaultKind::Permanent => Action::Reply(RemoteError::new(
-            ErrorCode::AccessDenied,
-            ErrorDomain::None,
-            "access denied: 'manage' denied by the access driver",
-        )),
-        FaultKind::NotFound => Action::Reply(not_found_for(procedure)),
-        FaultKind::Quota => Action::Reply(RemoteError::new(
-            ErrorCode::InternalError,
-            ErrorDomain::Storage,
-            "internal error: Not enough free space in pool",
-        )),
         FaultKind::Hang => Action::Hang,
         FaultKind::Delay(d) => Action::Delay(*d),
         FaultKind::Drop => Action::Drop,
+        reply => {
+            let e = crate::injected::libvirt_error(reply, procedure)
+                .expect("a fault kind that answers");
+            Action::Reply(RemoteError::new(
+                ErrorCode::from_raw(e.code),
+                ErrorDomain::from_raw(e.domain),
+                e.message,
+            ))
+        }
     }
 }
 
