@@ -44,6 +44,8 @@ pub struct FakeConnection {
     fake: FakeLibvirt,
     id: u64,
     black_hole: bool,
+    /// The daemon generation the connection was dialled under.
+    generation: u64,
     conn: Arc<Mutex<ConnState>>,
     closed: watch::Sender<bool>,
     dropped: Arc<AtomicBool>,
@@ -61,10 +63,12 @@ impl std::fmt::Debug for FakeConnection {
 impl FakeConnection {
     pub(crate) fn new(fake: FakeLibvirt, id: u64, black_hole: bool) -> Self {
         let (closed, _) = watch::channel(false);
+        let generation = fake.generation();
         FakeConnection {
             fake,
             id,
             black_hole,
+            generation,
             conn: Arc::new(Mutex::new(ConnState::default())),
             closed,
             dropped: Arc::new(AtomicBool::new(false)),
@@ -85,6 +89,13 @@ impl FakeConnection {
     /// none of its calls ever answers.
     pub fn is_black_hole(&self) -> bool {
         self.black_hole
+    }
+
+    /// Whether the daemon will never answer this connection again: it is
+    /// wedged ([`FakeLibvirt::is_wedged`]), or it was restarted after the
+    /// connection was dialled ([`FakeLibvirt::restart_daemon`]).
+    pub fn daemon_lost(&self) -> bool {
+        self.fake.is_wedged() || self.generation != self.fake.generation()
     }
 
     /// Whether an injected fault dropped the connection (as opposed to an
@@ -168,6 +179,10 @@ impl FakeConnection {
             .record(self.id, procedure, fault.as_ref().map(Fault::kind));
         if self.black_hole {
             std::future::pending::<()>().await;
+        }
+        if self.daemon_lost() {
+            self.closed().await;
+            return Err(CallError::Closed);
         }
         let latency = self.fake.state().host.latency / 2;
         self.travel(latency).await?;
@@ -822,9 +837,18 @@ impl Upload {
             self.commit();
             return Err(err.into());
         }
-        if let Err(e) = self.session.write(data) {
+        if self.conn.daemon_lost() {
+            // Nobody reads the stream any more.
+            return Err(CallError::Closed);
+        }
+        if self.session.write(data).is_err() {
+            // Past the declared length: libvirtd 11.x writes none of this
+            // packet and is lost (see `FakeLibvirt::is_wedged`). In process
+            // the loss shows as a closed connection; over the wire nothing
+            // is answered at all.
+            self.conn.fake.wedge();
             self.commit();
-            return Err(e.into());
+            return Err(CallError::Closed);
         }
         let (start, end) = (self.session.start(), self.session.end());
         let mut st = self.conn.fake.state();
@@ -848,6 +872,9 @@ impl Upload {
 
     /// Finishes the stream; the volume keeps what was sent.
     pub fn finish(mut self) -> Result<(), CallError> {
+        if self.conn.daemon_lost() {
+            return Err(CallError::Closed);
+        }
         if self.done {
             return Err(VirError::new(code::RPC, domain::STREAMS, "stream is not open").into());
         }

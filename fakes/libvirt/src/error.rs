@@ -397,8 +397,8 @@ impl VirError {
     }
 
     /// `VIR_ERR_SYSTEM_ERROR` from the stream when an upload sends more bytes
-    /// than it declared: the helper writing the volume stops at the declared
-    /// length and the next write fails with `ENOSPC`.
+    /// than it declared. libvirtd 9.0 sent it to the client; 11.x only logs
+    /// it and is then lost (see `FakeLibvirt::is_wedged`).
     pub fn stream_no_space() -> Self {
         Self::new(
             code::SYSTEM_ERROR,

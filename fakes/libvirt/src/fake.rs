@@ -6,6 +6,7 @@
 //! [`crate::FakeConnection`] obtained from [`FakeLibvirt::connect`]; hooks here
 //! bypass faults and the trace.
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -39,6 +40,11 @@ pub(crate) struct Shared {
     pub(crate) faults: Faults,
     pub(crate) trace: Trace,
     dial: Mutex<DialMode>,
+    /// The daemon stopped answering (see [`FakeLibvirt::is_wedged`]).
+    wedged: AtomicBool,
+    /// Bumped by [`FakeLibvirt::restart_daemon`]; a connection dialled under an
+    /// older generation is never answered again.
+    generation: AtomicU64,
 }
 
 /// An in-memory libvirt host. Cloning is cheap; every clone sees the same
@@ -77,6 +83,8 @@ impl FakeLibvirt {
                 faults: Faults::default(),
                 trace: Trace::default(),
                 dial: Mutex::new(DialMode::Accept),
+                wedged: AtomicBool::new(false),
+                generation: AtomicU64::new(0),
             }),
         }
     }
@@ -99,6 +107,35 @@ impl FakeLibvirt {
             id,
             mode == DialMode::BlackHole,
         ))
+    }
+
+    /// Whether the daemon is lost: libvirtd 11.x, when an upload stream sends
+    /// a packet that would take it past the length it declared, writes none of
+    /// that packet, logs `cannot write to stream: No space left on device` and
+    /// then answers nothing more — no stream error, no reply to the stream's
+    /// finish, no reply or keepalive on any connection, new ones included.
+    /// (Measured on 11.3.0: the main loop spins at full CPU; one time in three
+    /// the daemon crashed instead.) libvirt 9.0 wrote up to the length and
+    /// failed the stream with that error; kvm2 must never send past it.
+    pub fn is_wedged(&self) -> bool {
+        self.shared.wedged.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn wedge(&self) {
+        self.shared.wedged.store(true, Ordering::SeqCst);
+    }
+
+    /// What killing and starting libvirtd again does: the daemon answers new
+    /// connections (and clears a wedge); connections dialled before are never
+    /// answered again, so their clients must dial anew. The host's state
+    /// (domains, pools, volumes) is kept.
+    pub fn restart_daemon(&self) {
+        self.shared.generation.fetch_add(1, Ordering::SeqCst);
+        self.shared.wedged.store(false, Ordering::SeqCst);
+    }
+
+    pub(crate) fn generation(&self) -> u64 {
+        self.shared.generation.load(Ordering::SeqCst)
     }
 
     /// The fault registry.

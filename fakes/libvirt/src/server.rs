@@ -206,6 +206,10 @@ where
                 Ok(Some(pkt)) => {
                     last_rx = Instant::now();
                     unanswered = 0;
+                    if conn.daemon_lost() {
+                        // A wedged or restarted daemon reads and never answers.
+                        continue;
+                    }
                     let mut handled =
                         std::pin::pin!(handle_packet(&conn, pkt, &tx, &budget, &streams));
                     // While the packet waits (for a free slot, or for room in
@@ -238,7 +242,7 @@ where
             },
             _ = &mut closed => break Ok(()),
             _ = keepalive.tick(), if opts.keepalive_interval.is_some() => {
-                if conn.keepalive_requested() && last_rx.elapsed() >= tick {
+                if conn.keepalive_requested() && last_rx.elapsed() >= tick && !conn.daemon_lost() {
                     if unanswered >= opts.keepalive_count {
                         break Ok(());
                     }

@@ -95,14 +95,13 @@ impl UploadSession {
         }
     }
 
-    /// Takes one data packet. Past the declared length libvirt's helper
-    /// writes up to the length and then fails with `ENOSPC`; so does this.
+    /// Takes one data packet. A packet that would go past the declared
+    /// length is not written at all and fails with `ENOSPC` (what libvirtd
+    /// 11.x does before it is lost; see `FakeLibvirt::is_wedged`).
     pub(crate) fn write(&mut self, data: &[u8]) -> Result<(), VirError> {
         if let Some(limit) = self.limit
             && self.written + data.len() as u64 > limit
         {
-            let room = usize::try_from(limit.saturating_sub(self.written)).unwrap_or(usize::MAX);
-            self.append(&data[..room.min(data.len())]);
             return Err(VirError::stream_no_space());
         }
         self.append(data);

@@ -660,11 +660,14 @@ async fn volumes(b: &Backend, names: &RunNames, pool: &StoragePool, rec: &mut Re
             Err(e) => Outcome::Failed(e),
         },
     );
-    rec.call(
+    // Not run: libvirtd 11.x answers a packet past the declared length by
+    // never answering anything again (measured on 11.3.0; it crashed instead
+    // once), and so does the fake (`FakeLibvirt::is_wedged`, tested in
+    // fakes/libvirt). Run here, it would take the rest of the run with it.
+    rec.skip(
         "upload more than declared",
         Procedure::StorageVolUpload,
-        upload(c, &vol, 0, 1000, Bytes::from(pattern(2000, 8))).await,
-        |n| format!("sent {n}"),
+        "libvirtd 11.x is lost after it (see FakeLibvirt::is_wedged)",
     );
     rec.call(
         "upload past the end",

@@ -1,7 +1,10 @@
 //! Pools and volumes: accounting, create, lookup, path, delete, uploads.
 
-use libvirt_fake::{PoolState, VolumeContent, code as err};
+use std::time::Duration;
+
+use libvirt_fake::{CallError, PoolState, VolumeContent, code as err};
 use sha2::{Digest, Sha256};
+use tokio::time::timeout;
 
 use crate::common::{code, message, open, pool_fake};
 
@@ -175,7 +178,26 @@ async fn large_uploads_keep_only_size_and_digest() {
 }
 
 #[tokio::test]
-async fn upload_length_limit_and_missing_volume() {
+async fn upload_into_a_missing_volume() {
+    let fake = pool_fake();
+    let c = open(&fake).await;
+    let pool = c.storage_pool_lookup_by_name("default").await.unwrap();
+    let vol = c
+        .storage_vol_create_xml(&pool, &vol_xml("v", "10", "raw"), 0)
+        .await
+        .unwrap();
+    fake.remove_volume("default", "v");
+    assert_eq!(
+        code(c.storage_vol_upload(&vol, 0, 0, 0).await),
+        err::NO_STORAGE_VOL
+    );
+}
+
+/// libvirtd 11.3, measured: a packet that would take an upload past its
+/// declared length is not written, and the daemon answers nothing more on any
+/// connection until it is restarted.
+#[tokio::test]
+async fn upload_past_its_declared_length_loses_the_daemon() {
     let fake = pool_fake();
     let c = open(&fake).await;
     let pool = c.storage_pool_lookup_by_name("default").await.unwrap();
@@ -185,18 +207,40 @@ async fn upload_length_limit_and_missing_volume() {
         .unwrap();
     let mut up = c.storage_vol_upload(&vol, 0, 4, 0).await.unwrap();
     up.send(b"ab").unwrap();
-    // Past the declared length the bytes up to it are written, then the
-    // stream fails the way libvirt's helper does.
-    assert_eq!(
-        message(up.send(b"cdef")),
-        "cannot write to stream: No space left on device"
-    );
+    assert!(!fake.is_wedged());
+    // Two bytes would fit; the packet of four is not written at all.
+    assert!(matches!(up.send(b"cdef"), Err(CallError::Closed)));
+    assert!(fake.is_wedged());
+    assert!(c.daemon_lost());
+    assert!(matches!(up.finish(), Err(CallError::Closed)));
     let v = fake.volume("default", "v").unwrap();
-    assert_eq!(v.content, VolumeContent::Bytes(b"abcd".to_vec()));
-    fake.remove_volume("default", "v");
+    assert_eq!(v.content, VolumeContent::Bytes(b"ab".to_vec()));
+
+    // Nothing answers: not this connection, not a new one.
+    let quiet = Duration::from_millis(200);
+    assert!(timeout(quiet, c.get_hostname()).await.is_err());
+    let other = fake.connect().unwrap();
+    assert!(timeout(quiet, other.auth_list()).await.is_err());
+
+    // A restarted daemon answers new connections with the state it had;
+    // connections from before stay unanswered.
+    fake.restart_daemon();
+    assert!(!fake.is_wedged());
+    assert!(c.daemon_lost() && other.daemon_lost());
+    assert!(timeout(quiet, c.get_hostname()).await.is_err());
+    let fresh = open(&fake).await;
+    assert!(!fresh.daemon_lost());
+    let pool = fresh.storage_pool_lookup_by_name("default").await.unwrap();
+    let vol = fresh.storage_vol_lookup_by_name(&pool, "v").await.unwrap();
+    // Up to the declared length an upload is fine.
+    let mut up = fresh.storage_vol_upload(&vol, 0, 4, 0).await.unwrap();
+    up.send(b"wx").unwrap();
+    up.send(b"yz").unwrap();
+    up.finish().unwrap();
+    assert!(!fake.is_wedged());
     assert_eq!(
-        code(c.storage_vol_upload(&vol, 0, 0, 0).await),
-        err::NO_STORAGE_VOL
+        fake.volume("default", "v").unwrap().content,
+        VolumeContent::Bytes(b"wxyz".to_vec())
     );
 }
 

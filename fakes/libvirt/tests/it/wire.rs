@@ -420,6 +420,85 @@ async fn stream_error_mid_upload_reaches_the_client() {
     );
 }
 
+/// libvirtd 11.3, measured: a STREAM packet that would take an upload past its
+/// declared length gets no error back; the finish is never answered, and
+/// neither is any call or keepalive on any connection, until a restart.
+#[tokio::test]
+async fn upload_past_its_declared_length_wedges_the_daemon_over_the_wire() {
+    let fake = pool_fake();
+    let mut c = Raw::new(fake.duplex());
+    c.handshake().await;
+    let p = c
+        .call(
+            Procedure::StoragePoolLookupByName,
+            &StoragePoolLookupByNameArgs {
+                name: "default".into(),
+            },
+        )
+        .await;
+    let pool = p
+        .decode_payload::<StoragePoolLookupByNameRet>()
+        .unwrap()
+        .pool;
+    let p = c
+        .call(
+            Procedure::StorageVolCreateXml,
+            &StorageVolCreateXmlArgs {
+                pool,
+                xml: "<volume><name>v</name><capacity>2048</capacity></volume>".into(),
+                flags: 0,
+            },
+        )
+        .await;
+    let vol = p.decode_payload::<StorageVolCreateXmlRet>().unwrap().vol;
+    let args = StorageVolUploadArgs {
+        vol,
+        offset: 0,
+        length: 1000,
+        flags: 0,
+    };
+    let serial = c.send(Procedure::StorageVolUpload, &args).await;
+    assert_eq!(c.read().await.unwrap().header.status, Status::Ok);
+    let stream = Header::call(Procedure::StorageVolUpload, serial);
+    let mut out = BytesMut::new();
+    encode_raw(&mut out, &stream.stream(Status::Continue), &[b'a'; 600]).unwrap();
+    encode_raw(&mut out, &stream.stream(Status::Continue), &[b'b'; 600]).unwrap();
+    encode_raw(&mut out, &stream.stream(Status::Ok), b"").unwrap();
+    c.io.write_all(&out).await.unwrap();
+    // The stream is fed on a task of its own; wait for it to reach the packet.
+    let waited = Instant::now();
+    while !fake.is_wedged() {
+        assert!(waited.elapsed() < Duration::from_secs(5), "never wedged");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // No stream error, no finish, no reply to a call, no PONG.
+    c.send(Procedure::ConnectGetHostname, &()).await;
+    let mut ping = BytesMut::new();
+    encode_packet(&mut ping, &Header::keepalive(KEEPALIVE_PING), &()).unwrap();
+    c.io.write_all(&ping).await.unwrap();
+    let quiet = Duration::from_millis(300);
+    assert!(tokio::time::timeout(quiet, c.read()).await.is_err());
+    assert!(fake.is_wedged());
+    // The first packet is written, the one that crossed the length is not.
+    assert_eq!(
+        fake.volume("default", "v").unwrap().content.bytes(),
+        Some(&[b'a'; 600][..])
+    );
+    // A new client is accepted and never answered.
+    let mut other = Raw::new(fake.duplex());
+    other.send(Procedure::AuthList, &()).await;
+    assert!(tokio::time::timeout(quiet, other.read()).await.is_err());
+
+    // After a restart new clients are served again, the old ones are not.
+    fake.restart_daemon();
+    let mut fresh = Raw::new(fake.duplex());
+    fresh.handshake().await;
+    let p = fresh.call(Procedure::ConnectGetHostname, &()).await;
+    assert_eq!(p.header.status, Status::Ok);
+    c.send(Procedure::ConnectGetHostname, &()).await;
+    assert!(tokio::time::timeout(quiet, c.read()).await.is_err());
+}
+
 #[tokio::test]
 async fn large_upload_over_the_wire_keeps_a_digest() {
     use sha2::{Digest, Sha256};
