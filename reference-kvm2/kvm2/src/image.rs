@@ -154,15 +154,21 @@ pub(crate) fn join_flight(
         abandon: abandon.clone(),
     });
     map.insert(key, Arc::downgrade(&flight));
+    // The flight's backend calls are traced under the operation that started it
+    // (callers that join later wait on it without a span link).
+    let span = tracing::info_span!("kvm2.image", host = %host, image = %img.name);
     let (p, host, img) = (p.clone(), host.to_owned(), img.clone());
-    tokio::spawn(async move {
-        let cfg = &p.inner.config;
-        let ctx = conformance::Ctx::with_timeout(cfg.timeouts.upload).cancelled_by(abandon);
-        let r = fly(&p, &ctx, &host, &img, needed)
-            .await
-            .map_err(flight_error);
-        let _ = tx.send(Some(r));
-    });
+    tokio::spawn(
+        async move {
+            let cfg = &p.inner.config;
+            let ctx = conformance::Ctx::with_timeout(cfg.timeouts.upload).cancelled_by(abandon);
+            let r = fly(&p, &ctx, &host, &img, needed)
+                .await
+                .map_err(flight_error);
+            let _ = tx.send(Some(r));
+        }
+        .instrument(span),
+    );
     flight
 }
 

@@ -298,7 +298,20 @@ impl Fixture for RealFixture {
                     .to_owned(),
             ),
             ("hosts".to_owned(), hosts.join(", ")),
-            ("pool".to_owned(), self.config.pool.clone()),
+            (
+                "pool".to_owned(),
+                format!(
+                    "{} (each testbed works in a pool of its own beside it)",
+                    self.config.pool
+                ),
+            ),
+            (
+                "rpcTimeout".to_owned(),
+                format!(
+                    "{:?} for the testbeds (so a held call outlasts a boot)",
+                    self.config.timeouts.rpc.max(HELD_CALL_RPC_TIMEOUT)
+                ),
+            ),
             ("bridge".to_owned(), self.config.bridge.clone()),
             (
                 "domainType".to_owned(),
@@ -319,6 +332,9 @@ impl Fixture for RealFixture {
                 std::process::id(),
                 NEXT_BED.fetch_add(1, Ordering::Relaxed)
             );
+            // A held call must outlast another guest's boot (queued behind others'),
+            // so that a stall shows as a stall and not as an RPC deadline.
+            config.timeouts.rpc = config.timeouts.rpc.max(HELD_CALL_RPC_TIMEOUT);
             let mut creds = None;
             if !self.authorized_keys.is_empty() {
                 let key_file = dir.0.join("id_ed25519");
@@ -401,6 +417,9 @@ impl Fixture for RealFixture {
         })
     }
 }
+
+/// The per-call deadline of the testbeds' providers, at least.
+const HELD_CALL_RPC_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// What names a testbed pool: `<configured pool><infix><pid>-<n>`.
 const BED_POOL_INFIX: &str = "-bed";

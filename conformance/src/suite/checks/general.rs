@@ -92,19 +92,23 @@ pub async fn gen_cancel(cx: &Cx) -> CheckResult {
         })?;
         let ctx = cx.ctx();
         let token = ctx.token().clone();
-        let watcher = {
-            let fired = move || faults.fired(f);
-            async move {
-                while !fired() {
-                    tokio::time::sleep(Duration::from_millis(2)).await;
+        let t = Instant::now();
+        // The token fires as soon as the k-th call is held; a Create that ends
+        // first (it made fewer calls this time) ends the watch too.
+        let r = {
+            let create = cx.p.create(&ctx, &req);
+            tokio::pin!(create);
+            loop {
+                tokio::select! {
+                    r = &mut create => break r,
+                    _ = tokio::time::sleep(Duration::from_millis(2)) => {
+                        if faults.fired(f) || t.elapsed() > cx.timing.settle {
+                            token.cancel();
+                        }
+                    }
                 }
-                token.cancel();
             }
         };
-        let t = Instant::now();
-        let (r, ()) = tokio::join!(cx.p.create(&ctx, &req), async {
-            let _ = tokio::time::timeout(cx.timing.settle, watcher).await;
-        });
         let took = t.elapsed();
         faults.clear();
         if r.is_ok() {
