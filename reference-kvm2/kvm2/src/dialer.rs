@@ -171,9 +171,7 @@ impl Dialer for SshDialer {
 mod ssh_tests {
     use std::sync::Arc;
 
-    use libvirt_ssh::server::{
-        ChannelTarget, KeyKind, TestServer, TestServerOptions, generate_client_key,
-    };
+    use libvirt_ssh::server::{ChannelTarget, KeyKind, TestServer, generate_client_key};
 
     use super::*;
 
@@ -194,19 +192,17 @@ mod ssh_tests {
         let dir = tempfile::tempdir().unwrap();
         let fake = libvirt_fake::FakeLibvirt::new();
         let serving = fake.clone();
-        let (key, public) = generate_client_key(dir.path(), KeyKind::Ed25519);
-        let server = TestServer::start(TestServerOptions {
-            authorized: vec![public],
-            channel: ChannelTarget::Handler(Arc::new(move |stream| {
+        let (server, files) = TestServer::start_with_client(
+            dir.path(),
+            ChannelTarget::Handler(Arc::new(move |stream| {
                 let f = serving.clone();
                 Box::pin(async move {
                     let _ = f.serve(stream).await;
                 })
             })),
-        })
+        )
         .await;
-        let known = dir.path().join("known_hosts");
-        std::fs::write(&known, format!("{}\n", server.known_hosts_line())).unwrap();
+        let (key, known) = (files.key, files.known_hosts);
         let h = host(server.port(), key.clone(), known.clone());
         let dialer = SshDialer::default();
 

@@ -32,9 +32,7 @@ use libvirt_fake::{
     AddressSource, DialMode, DomainState, FakeConnection, FakeLibvirt, Fault, FaultHandle,
     FaultRule, Interface, Procedure, flags, reason,
 };
-use libvirt_ssh::server::{
-    ChannelTarget, KeyKind, TestServer, TestServerOptions, generate_client_key,
-};
+use libvirt_ssh::server::{ChannelTarget, KeyKind, TestServer, generate_client_key};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::sync::CancellationToken;
 
@@ -356,23 +354,18 @@ impl FakeHost {
             pending: Mutex::default(),
             register: Mutex::default(),
         });
-        let (key, public) = generate_client_key(dir, KeyKind::Ed25519);
         let handler = serving.clone();
-        let ssh = TestServer::start(TestServerOptions {
-            authorized: vec![public],
-            channel: ChannelTarget::Handler(Arc::new(move |stream| {
+        let (ssh, files) = TestServer::start_with_client(
+            dir,
+            ChannelTarget::Handler(Arc::new(move |stream| {
                 Box::pin(handler.clone().channel(stream))
             })),
-        })
+        )
         .await;
         let key_file = dir.join("id_ed25519");
-        std::fs::rename(&key, &key_file).map_err(hook_err)?;
+        std::fs::rename(&files.key, &key_file).map_err(hook_err)?;
         let known_hosts_file = dir.join("known_hosts");
-        replace_file(
-            &known_hosts_file,
-            format!("{}\n", ssh.known_hosts_line()).as_bytes(),
-        )
-        .map_err(hook_err)?;
+        std::fs::rename(&files.known_hosts, &known_hosts_file).map_err(hook_err)?;
         let trace = serving.fake.trace();
         Ok(FakeHost {
             name: name.to_owned(),

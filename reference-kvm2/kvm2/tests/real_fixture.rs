@@ -14,9 +14,7 @@ use conformance::{Ctx, ErrorKind};
 use kvm2::Config;
 use kvm2::real_fixture::{RealFixture, test_address, user_data};
 use libvirt_fake::FakeLibvirt;
-use libvirt_ssh::server::{
-    ChannelTarget, KeyKind, TestServer, TestServerOptions, generate_client_key,
-};
+use libvirt_ssh::server::{ChannelTarget, TestServer};
 
 const POOL: &str = "kvm2-test";
 
@@ -58,20 +56,17 @@ async fn host() -> Host {
     let fake = FakeLibvirt::new();
     fake.add_pool(POOL, "/var/lib/libvirt/images", 50 << 30);
     let serving = fake.clone();
-    let (key, public) = generate_client_key(dir.path(), KeyKind::Ed25519);
-    let ssh = TestServer::start(TestServerOptions {
-        authorized: vec![public],
-        channel: ChannelTarget::Handler(Arc::new(move |stream| {
+    let (ssh, files) = TestServer::start_with_client(
+        dir.path(),
+        ChannelTarget::Handler(Arc::new(move |stream| {
             let f = serving.clone();
             Box::pin(async move {
                 let _ = f.serve(stream).await;
             })
         })),
-    })
+    )
     .await;
-    let known = dir.path().join("known_hosts");
-    std::fs::write(&known, format!("{}\n", ssh.known_hosts_line())).unwrap();
-    let config = Config::from_yaml(&yaml(ssh.port(), &key, &known)).unwrap();
+    let config = Config::from_yaml(&yaml(ssh.port(), &files.key, &files.known_hosts)).unwrap();
     Host {
         _dir: dir,
         fake,

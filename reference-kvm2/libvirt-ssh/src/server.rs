@@ -206,6 +206,28 @@ impl TestServer {
         }
     }
 
+    /// Starts a server whose one authorised client key is written into `dir`, with
+    /// a known_hosts file naming the server beside it: what a client needs to dial
+    /// it as a production client would.
+    ///
+    /// # Panics
+    /// When the loopback listener cannot be bound or a file cannot be written.
+    pub async fn start_with_client(
+        dir: &Path,
+        channel: ChannelTarget,
+    ) -> (TestServer, ClientFiles) {
+        let (key, public) = generate_client_key(dir, KeyKind::Ed25519);
+        let server = TestServer::start(TestServerOptions {
+            authorized: vec![public],
+            channel,
+        })
+        .await;
+        let known_hosts = dir.join(format!("known_hosts_{}", server.port()));
+        std::fs::write(&known_hosts, format!("{}\n", server.known_hosts_line()))
+            .expect("write known_hosts file");
+        (server, ClientFiles { key, known_hosts })
+    }
+
     /// The TCP port the server listens on (on 127.0.0.1).
     pub fn port(&self) -> u16 {
         self.port
@@ -291,6 +313,15 @@ pub enum KeyKind {
     Ed25519,
     /// A 2048-bit RSA key.
     Rsa,
+}
+
+/// A client's files for a [`TestServer`] made by [`TestServer::start_with_client`].
+#[derive(Clone, Debug)]
+pub struct ClientFiles {
+    /// The private key the server accepts (OpenSSH format, mode 0600).
+    pub key: PathBuf,
+    /// A known_hosts file with the server's host key.
+    pub known_hosts: PathBuf,
 }
 
 static KEY_COUNTER: AtomicU64 = AtomicU64::new(0);
