@@ -405,9 +405,20 @@ in_host() {
   fi
 }
 
+# A daemon answers on a Unix socket (in the current host's mount namespace).
+socket_answers() {
+  in_host python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.settimeout(2); s.connect(sys.argv[1])' "$1" 2>/dev/null
+}
+
 start_virtlogd() {
   step "start virtlogd (host $H)" "virtlogd$H_SFX"
   alive "$H_CONF/virtlogd.pid" && return 0
+  # A second virtlogd would take /run/libvirt/virtlogd-sock over from the one the running
+  # libvirtd uses, and leave no socket behind when it stops: use the one that is there.
+  if socket_answers /run/libvirt/virtlogd-sock; then
+    log "a virtlogd not started by this script already answers on /run/libvirt/virtlogd-sock (host $H); using it"
+    return 0
+  fi
   in_host /usr/sbin/virtlogd --daemon --config "$H_CONF/virtlogd.conf" --pid-file "$H_CONF/virtlogd.pid"
   local _
   for _ in $(seq 1 50); do alive "$H_CONF/virtlogd.pid" && return 0; sleep 0.1; done
