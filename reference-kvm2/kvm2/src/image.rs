@@ -213,8 +213,12 @@ async fn fly(
     if cached(&up, &pool, img).await? {
         return Ok(());
     }
+    // The HTTP request is the image's, not the operation's: its client library's
+    // own log lines stay out of the operation's tiers (the span only follows it).
+    let fetch = tracing::info_span!(parent: None, "kvm2.fetch", image = %img.name);
+    fetch.follows_from(tracing::Span::current());
     let dl = ctx
-        .run(i.images.fetch(&img.url))
+        .run(i.images.fetch(&img.url).instrument(fetch))
         .await
         .map_err(Failure::Interrupted)??;
     let info = rpc!(up, "StoragePoolGetInfo", |c| c.storage_pool_get_info(&pool))?;
