@@ -127,9 +127,16 @@ impl Kvm2 {
                 MarkRead::Marked(_) => {}
             }
             let (state, reason) = rpc!(s, "DomainGetState", |c| c.domain_get_state(&dom))?;
+            // Started again when it never ran, failed to start, or went down with
+            // libvirtd (a Create interrupted by a daemon restart); a guest someone
+            // shut down or destroyed is not ours to restart here.
             let dom = if state == DomainState::Shutoff
-                && reason == libvirt_wire::DOMAIN_SHUTOFF_UNKNOWN
-            {
+                && matches!(
+                    reason,
+                    libvirt_wire::DOMAIN_SHUTOFF_UNKNOWN
+                        | libvirt_wire::DOMAIN_SHUTOFF_FAILED
+                        | libvirt_wire::DOMAIN_SHUTOFF_DAEMON
+                ) {
                 self.start(&s, &dom, req).await?
             } else {
                 dom
@@ -267,12 +274,15 @@ impl Kvm2 {
     async fn wait_for_address(&self, s: &Session<'_>, dom: &Domain) -> Result<(), Failure> {
         let mut pause = Duration::from_millis(50);
         loop {
-            let (state, _) = rpc!(s, "DomainGetState", |c| c.domain_get_state(dom))?;
+            let (state, reason) = rpc!(s, "DomainGetState", |c| c.domain_get_state(dom))?;
+            let starting = state == DomainState::NoState
+                || (state == DomainState::Paused
+                    && reason == libvirt_wire::DOMAIN_PAUSED_STARTING_UP);
             if may_have_address(state) {
                 if address(s, dom).await.is_some() {
                     return Ok(());
                 }
-            } else if state != DomainState::NoState {
+            } else if !starting {
                 return Err(Failure::NotYet(format!(
                     "domain {} is {state} while booting",
                     dom.name

@@ -377,3 +377,30 @@ async fn a_slow_download_nobody_waits_for_is_abandoned_and_cleaned_up() {
     assert_eq!(s.calls(Procedure::StorageVolDelete), 1);
     assert_eq!(server.requests(PATH), 1);
 }
+
+/// A Create cut off by a libvirtd restart leaves the guest shut off with reason
+/// "daemon": the next Create starts it again and converges on the same ID. A guest
+/// shut off by someone else's shutdown is not restarted behind their back.
+#[tokio::test]
+async fn the_next_create_restarts_a_guest_a_daemon_restart_shut_off() {
+    use libvirt_fake::DomainState;
+    let server = ImageServer::start().await.unwrap();
+    let bytes = data(300_000);
+    server.add(PATH, bytes.clone());
+    let s = setup(server.url_for(PATH), Some(digest(&bytes)));
+    let id = s.provider.create(&ctx(), &req("vm-d")).await.unwrap();
+    // VIR_DOMAIN_SHUTOFF_DAEMON
+    s.fake
+        .set_domain_state("vm-d", DomainState::Shutoff, 8)
+        .unwrap();
+    let again = s.provider.create(&ctx(), &req("vm-d")).await.unwrap();
+    assert_eq!(again, id);
+    assert_eq!(s.fake.domain("vm-d").unwrap().state, DomainState::Running);
+    // VIR_DOMAIN_SHUTOFF_SHUTDOWN
+    s.fake
+        .set_domain_state("vm-d", DomainState::Shutoff, 1)
+        .unwrap();
+    let e = s.provider.create(&ctx(), &req("vm-d")).await.unwrap_err();
+    assert!(e.is_transient(), "{e}");
+    assert_eq!(s.fake.domain("vm-d").unwrap().state, DomainState::Shutoff);
+}

@@ -42,6 +42,13 @@ int_enum! {
 
 /// Domain shut off, reason "unknown": defined but never started.
 pub const DOMAIN_SHUTOFF_UNKNOWN: i32 = 0;
+/// Domain shut off, reason "failed": it failed to start.
+pub const DOMAIN_SHUTOFF_FAILED: i32 = 6;
+/// Domain shut off, reason "daemon": libvirtd went away while it ran or started.
+pub const DOMAIN_SHUTOFF_DAEMON: i32 = 8;
+/// Domain paused, reason "starting up": libvirt starts every guest paused, then
+/// resumes it.
+pub const DOMAIN_PAUSED_STARTING_UP: i32 = 11;
 
 /// Metadata type: the `<description>` element.
 pub const DOMAIN_METADATA_DESCRIPTION: i32 = 0;
