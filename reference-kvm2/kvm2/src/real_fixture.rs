@@ -452,9 +452,10 @@ fn write_known_hosts(originals: &[PathBuf], to: &Path) -> HookResult<()> {
     std::fs::rename(&tmp, to).map_err(hook_err)
 }
 
-/// A libvirt connection of the fixture's own to `host`, with the operator's
-/// credentials.
-async fn dial_side(host: &HostConfig) -> HookResult<Client> {
+/// A libvirt connection of its own to `host` (over SSH, with the host's configured
+/// credentials), for looking below the provider: the fixture's and the real-host
+/// tests' inventory.
+pub async fn dial_side(host: &HostConfig) -> HookResult<Client> {
     let stream = SshDialer::default()
         .dial(host)
         .await

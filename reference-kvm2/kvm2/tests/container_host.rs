@@ -23,11 +23,13 @@
 //! asks for → Delete → Get NotFound, on the container's libvirtd; the provider fetches the
 //! image from loopback itself and uploads it over SSH, so the container needs no network.
 
+mod support;
+
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use conformance::{CloudInit, CreateRequest, Ctx, HealthReason, Provider, State};
 use kvm2::{Config, Kvm2, SshDialer};
@@ -402,15 +404,7 @@ fn config_yaml(
 
 /// Create → Get Running with the asked-for address → Delete → Get NotFound.
 async fn lifecycle(provider: &Kvm2, milestones: &Milestones) {
-    let run_id = format!(
-        "{:x}{:x}",
-        std::process::id(),
-        SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap()
-            .as_secs()
-            % 0x10000
-    );
+    let run_id = support::run_id();
     let name = format!("kvm2-ct-{run_id}");
     let address = Ipv4Addr::new(192, 0, 2, 100 + (std::process::id() % 100) as u8);
     let request = CreateRequest {

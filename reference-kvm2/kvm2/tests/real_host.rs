@@ -18,6 +18,8 @@
 //! `scripts/build-guest.sh` configures exactly that address from the seed ISO, so the
 //! address Get reports proves the seed reached the guest.
 
+mod support;
+
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -88,16 +90,9 @@ struct Inventory {
 
 impl Inventory {
     async fn open(host: &HostConfig, pool: &str) -> Inventory {
-        let stream = SshDialer::default()
-            .dial(host)
+        let client = kvm2::real_fixture::dial_side(host)
             .await
-            .unwrap_or_else(|e| panic!("the inventory connection to {}: {e}", host.address));
-        let (client, conn) = libvirt_rpc::Config::default().attach(stream);
-        tokio::spawn(conn);
-        client
-            .open("qemu:///system")
-            .await
-            .expect("open qemu:///system");
+            .unwrap_or_else(|e| panic!("a connection of the test's own to {}: {e}", host.name));
         Inventory {
             client,
             pool: pool.to_owned(),
@@ -178,15 +173,7 @@ async fn run(config: Config, recorder: Recorder) {
     let keep = env("KVM2_TEST_KEEP").is_some_and(|v| v != "0");
     let host = config.hosts[0].clone();
     let image = config.image(None).expect("one image").clone();
-    let run_id = format!(
-        "{:x}{:x}",
-        std::process::id(),
-        SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap()
-            .as_secs()
-            % 0x10000
-    );
+    let run_id = support::run_id();
     let name = format!("kvm2-it-{run_id}");
     let tag = format!("kvm2-it-tag-{run_id}");
     let uid = format!("uid-{run_id}");

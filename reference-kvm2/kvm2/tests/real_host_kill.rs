@@ -23,18 +23,20 @@
 //!   does not converge at once (by default a Transient answer is retried for up to two
 //!   minutes, as a caller would, and each retry is printed as a note).
 
+mod support;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use conformance::{CloudInit, CreateRequest, Ctx, ErrorKind, Provider, State};
 use futures_util::FutureExt;
 use kvm2::config::HostConfig;
 use kvm2::names::{image_marker, image_volume};
-use kvm2::{Config, Dialer, Kvm2, SshDialer};
+use kvm2::{Config, Kvm2, SshDialer};
 
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
@@ -96,16 +98,9 @@ struct Watcher {
 
 impl Watcher {
     async fn open(host: &HostConfig, pool: &str) -> Watcher {
-        let stream = SshDialer::default()
-            .dial(host)
+        let client = kvm2::real_fixture::dial_side(host)
             .await
-            .unwrap_or_else(|e| panic!("the test's own connection to {}: {e}", host.name));
-        let (client, conn) = libvirt_rpc::Config::default().attach(stream);
-        tokio::spawn(conn);
-        client
-            .open("qemu:///system")
-            .await
-            .expect("open qemu:///system");
+            .unwrap_or_else(|e| panic!("a connection of the test's own to {}: {e}", host.name));
         Watcher {
             client,
             pool: pool.to_owned(),
@@ -231,15 +226,7 @@ async fn kill_case(
     prompt: Duration,
     strict: bool,
 ) {
-    let run_id = format!(
-        "{:x}{:x}",
-        std::process::id(),
-        SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap()
-            .as_secs()
-            % 0x10000
-    );
+    let run_id = support::run_id();
     let name = format!("kvm2-kill-{daemon}-{run_id}");
     // 192.0.2.230-249: apart from the addresses the other real-host tests pick.
     let offset = if daemon == "sshd" { 0 } else { 10 };
