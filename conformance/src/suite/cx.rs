@@ -184,6 +184,12 @@ impl Cx {
         &self.prefix
     }
 
+    /// Whether `name` is one this rule made (`<prefix>-<n>`): another rule's names
+    /// may start with the same letters (GET-STATE, GET-STATELESS) and share a backend.
+    pub fn owns_name(&self, name: &str) -> bool {
+        named_by(&self.prefix, name)
+    }
+
     /// The first configured location.
     pub fn loc0(&self) -> &Location {
         &self.locations[0]
@@ -436,5 +442,26 @@ pub fn is_kind<T>(r: &Result<T, Error>, kind: &ErrorKind) -> bool {
     match r {
         Err(e) => std::mem::discriminant(e.kind()) == std::mem::discriminant(kind),
         Ok(_) => false,
+    }
+}
+
+/// Whether `name` is `<prefix>-<n>`.
+fn named_by(prefix: &str, name: &str) -> bool {
+    name.strip_prefix(prefix)
+        .and_then(|rest| rest.strip_prefix('-'))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+#[cfg(test)]
+mod name_tests {
+    #[test]
+    fn a_rule_owns_its_numbered_names_only() {
+        let own = |n: &str| super::named_by("c1234-get-state", n);
+        assert!(own("c1234-get-state-1"));
+        assert!(own("c1234-get-state-12"));
+        assert!(!own("c1234-get-stateless-1"));
+        assert!(!own("c1234-get-state-"));
+        assert!(!own("c1234-get-state"));
+        assert!(!own("c1234-get-state-1x"));
     }
 }

@@ -363,9 +363,7 @@ async fn sweep(cx: &Cx) {
             match inv.resources(&loc.name).await {
                 Ok(rs) => {
                     for r in rs.iter().filter(|r| {
-                        r.instance
-                            .as_deref()
-                            .is_some_and(|n| n.starts_with(cx.name_prefix()))
+                        r.instance.as_deref().is_some_and(|n| cx.owns_name(n))
                             && !leaked.contains_key(r.instance.as_deref().unwrap_or(""))
                     }) {
                         cx.violate(
