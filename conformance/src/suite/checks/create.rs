@@ -485,7 +485,9 @@ pub async fn cre_secret(cx: &Cx) -> CheckResult {
         let cap = cap.clone();
         let loc = loc.clone();
         async move {
-            let sentinel = format!("sentinel-{s}");
+            // Unique to this run: runs in one process (a kill matrix) share seeds
+            // and so inputs, and one run's leak must not count against another.
+            let sentinel = format!("sentinel-{}-{s}", cx.name_prefix());
             let from = cap.checkpoint();
             SENTINELS.lock().unwrap().push(sentinel.clone());
             let payload = CloudInit::new(format!(
