@@ -37,6 +37,8 @@
 set -Eeuo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=scripts/lib/host-common.sh
+. "$REPO/scripts/lib/host-common.sh"
 SELF="$REPO/scripts/container-host.sh"
 DATA=$(realpath -m "${CONTAINER_HOST_DATA:-/var/lib/kvm2-docker}")
 SOCK=${CONTAINER_HOST_SOCKET:-/var/run/docker.sock}
@@ -95,19 +97,10 @@ step() { STEP=$1; LOGFILE=${2:-}; }
 
 need_root() { [ "$(id -u)" = 0 ] || die "must run as root (dockerd and debootstrap need it)"; }
 
-alive_pid() {
-  [ -n "$1" ] && [ -r "/proc/$1/status" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status"
-}
 alive() { [ -f "$1" ] && alive_pid "$(cat "$1")"; }
 
 docker_q() { docker -H "unix://$SOCK" "$@"; }
 engine_up() { command -v docker >/dev/null && docker_q info >/dev/null 2>&1; }
-
-installed() {
-  local status
-  status=$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) || return 1
-  [ "$status" = "install ok installed" ]
-}
 
 install_host_packages() {
   step "install ${HOST_PACKAGES[*]}" "$LOGS/apt.log"
@@ -197,42 +190,6 @@ cmd_engine_stop() {
 }
 
 # --- image ----------------------------------------------------------------------------
-
-# The first "deb" source for the suite in the machine's apt configuration.
-apt_mirror() {
-  if [ -n "${CONTAINER_HOST_MIRROR:-}" ]; then
-    echo "$CONTAINER_HOST_MIRROR"
-    return 0
-  fi
-  local f
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-    [ -f "$f" ] || continue
-    awk -v suite="$SUITE" '
-      $1 == "deb" {
-        i = 2
-        if ($2 ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ }
-        if ($(i + 1) == suite) { print $i; exit }
-      }' "$f"
-  done | head -n1 | grep . && return 0
-  for f in /etc/apt/sources.list.d/*.sources; do
-    [ -f "$f" ] || continue
-    # deb822 stanzas: blank-line separated; the stanza must be of type deb with the suite.
-    awk -v suite="$SUITE" '
-      function flush() {
-        if (types ~ /(^| )deb( |$)/ && (" " suites " ") ~ (" " suite " ") && uris != "") {
-          split(uris, u, " "); print u[1]; found = 1; exit
-        }
-        types = ""; suites = ""; uris = ""
-      }
-      /^[[:space:]]*$/ { flush(); next }
-      /^#/ { next }
-      tolower($1) == "types:" { $1 = ""; types = $0; sub(/^ +/, "", types) }
-      tolower($1) == "suites:" { $1 = ""; suites = $0; sub(/^ +/, "", suites) }
-      tolower($1) == "uris:" { $1 = ""; uris = $0; sub(/^ +/, "", uris) }
-      END { if (!found) flush() }' "$f"
-  done | head -n1 | grep . && return 0
-  return 1
-}
 
 # The container's entrypoint, run by the init (--init) as PID 2.
 write_entrypoint() {
@@ -377,7 +334,7 @@ cmd_image() {
   if [ ! -f "$base/.complete" ]; then
     step "find a Debian mirror"
     local mirror
-    mirror=$(apt_mirror) || die "no 'deb' source for $SUITE in /etc/apt/sources.list*; set CONTAINER_HOST_MIRROR"
+    mirror=${CONTAINER_HOST_MIRROR:-$(apt_mirror "$SUITE")} || die "no 'deb' source for $SUITE in /etc/apt/sources.list*; set CONTAINER_HOST_MIRROR"
     step "debootstrap $SUITE (minbase)" "$LOGS/debootstrap.log"
     rm -rf "$base"
     local include
@@ -460,28 +417,24 @@ cmd_check() {
   [ -n "$port" ] || die "port 22 is not published on 127.0.0.1"
   echo "[127.0.0.1]:$port $(cut -d' ' -f1-2 "$dir/host.pub")" >"$dir/known_hosts"
   step "reach libvirt through the SSH-forwarded socket" "$dir/container.log"
-  local fwd=$dir/libvirt.sock fwd_pid ok=0
-  ssh -q -N -p "$port" -i "$dir/client" -o BatchMode=yes -o IdentitiesOnly=yes \
-    -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$dir/known_hosts" -o ConnectTimeout=10 \
-    -o ExitOnForwardFailure=yes -L "$fwd:/var/run/libvirt/libvirt-sock" root@127.0.0.1 &
-  fwd_pid=$!
-  for _ in $(seq 1 100); do [ -S "$fwd" ] && break; sleep 0.1; done
-  local t2 t3 out=
+  local fwd=$dir/libvirt.sock ok=0 t2 t3 out=
   t2=$(date +%s%N)
   if command -v virsh >/dev/null; then
-    out=$(virsh -q -c "qemu+unix:///system?socket=$fwd" pool-info kvm2-test 2>&1) && ok=1
+    forward_open "$fwd" /var/run/libvirt/libvirt-sock -p "$port" -i "$dir/client" \
+      -o BatchMode=yes -o IdentitiesOnly=yes -o StrictHostKeyChecking=yes \
+      -o UserKnownHostsFile="$dir/known_hosts" -o ConnectTimeout=10 root@127.0.0.1 \
+      && out=$(timeout 30 virsh -q -c "qemu+unix:///system?socket=$fwd" pool-info kvm2-test 2>&1) && ok=1
+    forward_close "$fwd"
   else
     out=$(ssh -q -p "$port" -i "$dir/client" -o BatchMode=yes -o IdentitiesOnly=yes \
       -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$dir/known_hosts" root@127.0.0.1 \
       virsh -q -c qemu:///system pool-info kvm2-test 2>&1) && ok=1
   fi
   t3=$(date +%s%N)
-  kill "$fwd_pid" 2>/dev/null || true
-  wait "$fwd_pid" 2>/dev/null || true
   [ "$ok" = 1 ] || die "libvirt did not answer through SSH: $out"
   grep -Eq 'State:[[:space:]]*running' <<<"$out" || die "pool kvm2-test is not running: $out"
   log "container ready in $(((t1 - t0) / 1000000)) ms (create, copy the host key, start, libvirtd and sshd up);" \
-    "pool-info over the forwarded socket $(((t3 - t2) / 1000000)) ms; port 127.0.0.1:$port"
+    "SSH login, socket forward and pool-info $(((t3 - t2) / 1000000)) ms; port 127.0.0.1:$port"
   step "remove the container"
   docker_q rm -f "$CID" >/dev/null
   CID=

@@ -54,6 +54,8 @@
 set -Eeuo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=scripts/lib/host-common.sh
+. "$REPO/scripts/lib/host-common.sh"
 # sshd re-executes itself after chdir(/), so every path handed to it must be absolute.
 STATE=$(realpath -m "${LIBVIRT_HOST_STATE:-$REPO/target/libvirt-host}")
 POOL=${LIBVIRT_HOST_POOL:-kvm2-test}
@@ -181,10 +183,6 @@ trap 'on_error $LINENO' ERR
 
 step() { STEP=$1; DAEMON=${2:-}; }
 
-# A pid file names a live process (not a zombie; orphans may be reaped late without systemd).
-alive_pid() {
-  [ -n "$1" ] && [ -r "/proc/$1/status" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status"
-}
 alive() {
   [ -f "$1" ] && alive_pid "$(cat "$1")"
 }
@@ -195,49 +193,11 @@ need_root() { [ "$(id -u)" = 0 ] || die "must run as root (libvirtd and sshd are
 
 virsh_q() { virsh -q -c "$URI" "$@"; }
 
-installed() {
-  local status
-  status=$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) || return 1
-  [ "$status" = "install ok installed" ]
-}
-
-# The Debian archive this machine already uses for its release: the first "deb" entry for
-# $CODENAME in the system's sources (deb822 or one-line), or LIBVIRT_HOST_APT_MIRROR.
-apt_mirror() {
-  if [ -n "${LIBVIRT_HOST_APT_MIRROR:-}" ]; then
-    echo "$LIBVIRT_HOST_APT_MIRROR"
-    return 0
-  fi
-  local f uri
-  for f in /etc/apt/sources.list.d/*.sources; do
-    [ -f "$f" ] || continue
-    uri=$(awk -v c="$CODENAME" '
-      BEGIN { RS = ""; FS = "\n" }
-      {
-        types = ""; suites = ""; uris = ""; enabled = "yes"
-        for (i = 1; i <= NF; i++) {
-          line = $i; key = line; sub(/:.*/, "", key); val = line; sub(/^[^:]*:[ \t]*/, "", val)
-          if (key == "Types") types = " " val " "
-          else if (key == "Suites") suites = " " val " "
-          else if (key == "URIs") uris = val
-          else if (key == "Enabled") enabled = val
-        }
-        if (enabled != "no" && types ~ / deb / && suites ~ (" " c " ")) { split(uris, u, " "); print u[1]; exit }
-      }' "$f")
-    [ -n "$uri" ] && { echo "$uri"; return 0; }
-  done
-  uri=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null \
-    | sed -e 's/#.*//' -e 's/\[[^]]*\]//' \
-    | awk -v c="$CODENAME" '$1 == "deb" && $3 == c { print $2; exit }')
-  [ -n "$uri" ] && { echo "$uri"; return 0; }
-  return 1
-}
-
 # apt-get/apt-cache with the private source list (the system's sources plus backports).
 APT_OPTS=()
 apt_private_update() {
   local mirror signed=
-  mirror=$(apt_mirror) || die "no Debian archive for '$CODENAME' in the system's apt sources; set LIBVIRT_HOST_APT_MIRROR"
+  mirror=${LIBVIRT_HOST_APT_MIRROR:-$(apt_mirror "$CODENAME")} || die "no Debian archive for '$CODENAME' in the system's apt sources; set LIBVIRT_HOST_APT_MIRROR"
   mkdir -p "$APT_DIR/lists/partial" "$APT_DIR/archives/partial"
   [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] \
     && signed="[signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] "
@@ -507,19 +467,15 @@ launch_sshd() {
 
 # libvirt answers through SOCK forwarded by the sshd on port P (the way kvm2 reaches it).
 check_forward() {
-  local p=$1 sock=$2 fwd=$SSH_DIR/check$H.sock fwd_pid _ ok=0
+  local p=$1 sock=$2 fwd=$SSH_DIR/check$H.sock ok=0
   step "check ssh login and socket forwarding (port $p, $sock)" "sshd$H_SFX"
   # shellcheck disable=SC2046
   ssh -q -p "$p" $(ssh_opts) root@127.0.0.1 test -S "$sock"
-  rm -f "$fwd"
   # shellcheck disable=SC2046
-  ssh -q -N -p "$p" $(ssh_opts) -o ExitOnForwardFailure=yes -L "$fwd:$sock" root@127.0.0.1 &
-  fwd_pid=$!
-  for _ in $(seq 1 100); do [ -S "$fwd" ] && break; sleep 0.1; done
-  virsh -q -c "qemu+unix:///system?socket=$fwd" version >/dev/null 2>&1 && ok=1
-  kill "$fwd_pid" 2>/dev/null || true
-  wait "$fwd_pid" 2>/dev/null || true
-  rm -f "$fwd"
+  if forward_open "$fwd" "$sock" -p "$p" $(ssh_opts) root@127.0.0.1; then
+    timeout 30 virsh -q -c "qemu+unix:///system?socket=$fwd" version >/dev/null 2>&1 && ok=1
+  fi
+  forward_close "$fwd"
   [ "$ok" = 1 ] || die "libvirt does not answer on $sock through the sshd on port $p"
 }
 
