@@ -113,6 +113,133 @@ impl Document {
         };
         VirError::xml_syntax(from, name, line, &detail.to_string())
     }
+
+    /// The element libvirt's parser wants at the root.
+    fn root(self) -> &'static str {
+        match self {
+            Document::Domain => "domain",
+            Document::Volume => "volume",
+            Document::Pool => "pool",
+        }
+    }
+
+    /// Checks an element opening at `depth`: a document has one root, and
+    /// it is the one expected.
+    fn open(
+        self,
+        xml: &str,
+        pos: u64,
+        depth: usize,
+        seen_root: &mut bool,
+        name: &str,
+    ) -> Result<(), VirError> {
+        if depth > 0 {
+            return Ok(());
+        }
+        if *seen_root {
+            return Err(self.syntax(xml, pos, "Extra content at the end of the document"));
+        }
+        *seen_root = true;
+        let root = self.root();
+        if name == root {
+            return Ok(());
+        }
+        Err(VirError::xml(match self {
+            Document::Pool => format!("expecting root element of '{root}', not '{name}'"),
+            Document::Domain | Document::Volume => {
+                format!("unexpected root element <{name}>, expecting <{root}>")
+            }
+        }))
+    }
+
+    /// Checks the end of input: every element closed, and a root seen.
+    fn finish(
+        self,
+        xml: &str,
+        pos: u64,
+        open: Option<&String>,
+        seen_root: bool,
+    ) -> Result<(), VirError> {
+        if let Some(open) = open {
+            return Err(self.syntax(xml, pos, format!("Premature end of data in tag {open}")));
+        }
+        if !seen_root {
+            return Err(self.syntax(xml, pos, "Document is empty"));
+        }
+        Ok(())
+    }
+}
+
+/// An element as [`walk`] meets it, with the name of its parent (empty for
+/// the root).
+enum Node<'a, 'e> {
+    /// It opens, with its attributes.
+    Open {
+        parent: &'a str,
+        name: &'a str,
+        element: &'a BytesStart<'e>,
+    },
+    /// It closes, with the text directly inside it; `depth` is its parent's.
+    Close {
+        parent: &'a str,
+        name: &'a str,
+        text: String,
+        depth: usize,
+    },
+}
+
+/// Walks a small definition (a volume's, a pool's) the way libvirt's parser
+/// reads it, handing each element to `visit` as it opens and as it closes.
+fn walk(
+    xml: &str,
+    doc: Document,
+    mut visit: impl FnMut(Node<'_, '_>) -> Result<(), VirError>,
+) -> Result<(), VirError> {
+    let mut reader = Reader::from_str(xml);
+    let mut path: Vec<String> = Vec::new();
+    let mut text = String::new();
+    let mut seen_root = false;
+    loop {
+        let ev = reader
+            .read_event()
+            .map_err(|e| doc.syntax(xml, reader.error_position(), e))?;
+        match &ev {
+            Event::Start(e) | Event::Empty(e) => {
+                let q = e.name().as_ref().to_owned();
+                doc.open(
+                    xml,
+                    reader.buffer_position(),
+                    path.len(),
+                    &mut seen_root,
+                    &q,
+                )?;
+                visit(Node::Open {
+                    parent: path.last().map_or("", String::as_str),
+                    name: &q,
+                    element: e,
+                })?;
+                if matches!(ev, Event::Start(_)) {
+                    path.push(q);
+                    text.clear();
+                }
+            }
+            Event::End(_) => {
+                let q = path.pop().unwrap_or_default();
+                visit(Node::Close {
+                    parent: path.last().map_or("", String::as_str),
+                    name: &q,
+                    text: std::mem::take(&mut text),
+                    depth: path.len(),
+                })?;
+            }
+            Event::Text(t) => text.push_str(&t.xml10_content()),
+            Event::GeneralRef(r) => text.push_str(&ref_text(&r.xml10_content())),
+            Event::CData(c) => text.push_str(&c.xml10_content()),
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    doc.finish(xml, reader.buffer_position(), path.last(), seen_root)
 }
 
 fn attr(e: &BytesStart<'_>, name: &str) -> Option<String> {
@@ -209,21 +336,7 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
             Event::Start(e) | Event::Empty(e) => {
                 let qname = e.name().as_ref().to_owned();
                 let depth = path.len();
-                if depth == 0 {
-                    if seen_root {
-                        return Err(doc.syntax(
-                            xml,
-                            reader.buffer_position(),
-                            "Extra content at the end of the document",
-                        ));
-                    }
-                    seen_root = true;
-                    if qname != "domain" {
-                        return Err(VirError::xml(format!(
-                            "unexpected root element <{qname}>, expecting <domain>"
-                        )));
-                    }
-                }
+                doc.open(xml, reader.buffer_position(), depth, &mut seen_root, &qname)?;
                 let mut decls = Vec::new();
                 for a in e.attributes().flatten() {
                     let k = a.key.as_ref();
@@ -386,16 +499,7 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
             Event::Comment(_) | Event::PI(_) | Event::Decl(_) | Event::DocType(_) => {}
         }
     }
-    if let Some(open) = path.last() {
-        return Err(doc.syntax(
-            xml,
-            reader.buffer_position(),
-            format!("Premature end of data in tag {open}"),
-        ));
-    }
-    if !seen_root {
-        return Err(doc.syntax(xml, reader.buffer_position(), "Document is empty"));
-    }
+    doc.finish(xml, reader.buffer_position(), path.last(), seen_root)?;
     let name = match name {
         Some(n) if !n.is_empty() => n,
         _ => return Err(VirError::missing_name()),
@@ -751,9 +855,6 @@ fn find_tag_end(s: &str) -> Option<usize> {
 
 /// Reads a volume definition.
 pub(crate) fn parse_volume(xml: &str) -> Result<ParsedVolume, VirError> {
-    let mut reader = Reader::from_str(xml);
-    let mut path: Vec<String> = Vec::new();
-    let mut text = String::new();
     let mut unit: Option<String> = None;
     let mut vol = ParsedVolume {
         name: String::new(),
@@ -763,75 +864,34 @@ pub(crate) fn parse_volume(xml: &str) -> Result<ParsedVolume, VirError> {
         backing_path: None,
         backing_format: None,
     };
-    let mut seen_root = false;
-    let doc = Document::Volume;
-    loop {
-        let ev = reader
-            .read_event()
-            .map_err(|e| doc.syntax(xml, reader.error_position(), e))?;
-        match &ev {
-            Event::Start(e) | Event::Empty(e) => {
-                let q = e.name().as_ref().to_owned();
-                if path.is_empty() {
-                    if seen_root {
-                        return Err(doc.syntax(
-                            xml,
-                            reader.buffer_position(),
-                            "Extra content at the end of the document",
-                        ));
-                    }
-                    seen_root = true;
-                    if q != "volume" {
-                        return Err(VirError::xml(format!(
-                            "unexpected root element <{q}>, expecting <volume>"
-                        )));
-                    }
+    walk(xml, Document::Volume, |node| {
+        match node {
+            Node::Open {
+                parent,
+                name,
+                element: e,
+            } => match (parent, name) {
+                ("volume", "capacity") | ("volume", "allocation") => unit = attr(e, "unit"),
+                ("target", "format") => vol.format = attr(e, "type"),
+                ("backingStore", "format") => vol.backing_format = attr(e, "type"),
+                _ => {}
+            },
+            Node::Close {
+                parent, name, text, ..
+            } => match (parent, name) {
+                ("volume", "name") => vol.name = text.trim().to_owned(),
+                ("volume", "capacity") => {
+                    vol.capacity = Some(scaled(&text, unit.as_deref(), "bytes")?);
                 }
-                let parent = path.last().map(String::as_str).unwrap_or("");
-                match (parent, q.as_str()) {
-                    ("volume", "capacity") | ("volume", "allocation") => unit = attr(e, "unit"),
-                    ("target", "format") => vol.format = attr(e, "type"),
-                    ("backingStore", "format") => vol.backing_format = attr(e, "type"),
-                    _ => {}
+                ("volume", "allocation") => {
+                    vol.allocation = Some(scaled(&text, unit.as_deref(), "bytes")?);
                 }
-                if matches!(ev, Event::Start(_)) {
-                    path.push(q);
-                    text.clear();
-                }
-            }
-            Event::End(_) => {
-                let q = path.pop().unwrap_or_default();
-                let parent = path.last().map(String::as_str).unwrap_or("");
-                let value = std::mem::take(&mut text);
-                match (parent, q.as_str()) {
-                    ("volume", "name") => vol.name = value.trim().to_owned(),
-                    ("volume", "capacity") => {
-                        vol.capacity = Some(scaled(&value, unit.as_deref(), "bytes")?);
-                    }
-                    ("volume", "allocation") => {
-                        vol.allocation = Some(scaled(&value, unit.as_deref(), "bytes")?);
-                    }
-                    ("backingStore", "path") => vol.backing_path = Some(value.trim().to_owned()),
-                    _ => {}
-                }
-            }
-            Event::Text(t) => text.push_str(&t.xml10_content()),
-            Event::GeneralRef(r) => text.push_str(&ref_text(&r.xml10_content())),
-            Event::CData(c) => text.push_str(&c.xml10_content()),
-            Event::Eof => break,
-            _ => {}
+                ("backingStore", "path") => vol.backing_path = Some(text.trim().to_owned()),
+                _ => {}
+            },
         }
-    }
-    if let Some(open) = path.last() {
-        return Err(doc.syntax(
-            xml,
-            reader.buffer_position(),
-            format!("Premature end of data in tag {open}"),
-        ));
-    }
-    if !seen_root {
-        return Err(doc.syntax(xml, reader.buffer_position(), "Document is empty"));
-    }
+        Ok(())
+    })?;
     if vol.name.is_empty() {
         return Err(VirError::new(
             crate::error::code::XML_ERROR,
@@ -870,73 +930,34 @@ pub(crate) fn sanitize_path(path: &str) -> String {
 pub(crate) fn parse_pool(xml: &str) -> Result<ParsedPool, VirError> {
     use crate::error::code::{INTERNAL_ERROR, XML_ERROR};
     let storage = |code: i32, detail: String| VirError::new(code, domain::STORAGE, detail);
-    let mut reader = Reader::from_str(xml);
-    let mut path: Vec<String> = Vec::new();
-    let mut text = String::new();
-    let mut seen_root = false;
     let mut kind: Option<String> = None;
     let mut name: Option<String> = None;
     let mut uuid: Option<String> = None;
     let mut target: Option<String> = None;
-    let doc = Document::Pool;
-    loop {
-        let ev = reader
-            .read_event()
-            .map_err(|e| doc.syntax(xml, reader.error_position(), e))?;
-        match &ev {
-            Event::Start(e) | Event::Empty(e) => {
-                let q = e.name().as_ref().to_owned();
-                if path.is_empty() {
-                    if seen_root {
-                        return Err(doc.syntax(
-                            xml,
-                            reader.buffer_position(),
-                            "Extra content at the end of the document",
-                        ));
-                    }
-                    seen_root = true;
-                    if q != "pool" {
-                        return Err(VirError::xml(format!(
-                            "expecting root element of 'pool', not '{q}'"
-                        )));
-                    }
-                    kind = attr(e, "type");
+    walk(xml, Document::Pool, |node| {
+        match node {
+            Node::Open {
+                parent: "",
+                element,
+                ..
+            } => kind = attr(element, "type"),
+            Node::Open { .. } => {}
+            Node::Close {
+                parent,
+                name: element,
+                text,
+                depth,
+            } => match (parent, element) {
+                ("pool", "name") if name.is_none() => name = Some(text.trim().to_owned()),
+                ("pool", "uuid") if uuid.is_none() => uuid = Some(text.trim().to_owned()),
+                ("target", "path") if depth == 2 && target.is_none() => {
+                    target = Some(text.trim().to_owned());
                 }
-                if matches!(ev, Event::Start(_)) {
-                    path.push(q);
-                    text.clear();
-                }
-            }
-            Event::End(_) => {
-                let q = path.pop().unwrap_or_default();
-                let parent = path.last().map(String::as_str).unwrap_or("");
-                let value = std::mem::take(&mut text);
-                match (parent, q.as_str()) {
-                    ("pool", "name") if name.is_none() => name = Some(value.trim().to_owned()),
-                    ("pool", "uuid") if uuid.is_none() => uuid = Some(value.trim().to_owned()),
-                    ("target", "path") if path.len() == 2 && target.is_none() => {
-                        target = Some(value.trim().to_owned());
-                    }
-                    _ => {}
-                }
-            }
-            Event::Text(t) => text.push_str(&t.xml10_content()),
-            Event::GeneralRef(r) => text.push_str(&ref_text(&r.xml10_content())),
-            Event::CData(c) => text.push_str(&c.xml10_content()),
-            Event::Eof => break,
-            _ => {}
+                _ => {}
+            },
         }
-    }
-    if let Some(open) = path.last() {
-        return Err(doc.syntax(
-            xml,
-            reader.buffer_position(),
-            format!("Premature end of data in tag {open}"),
-        ));
-    }
-    if !seen_root {
-        return Err(doc.syntax(xml, reader.buffer_position(), "Document is empty"));
-    }
+        Ok(())
+    })?;
     let Some(kind) = kind else {
         return Err(VirError::xml(
             "Missing required attribute 'type' in element 'pool'",
@@ -1019,8 +1040,69 @@ pub(crate) fn render_pool(p: RenderedPool<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rstest::rstest;
 
     const NS: &str = "https://example.org/ns";
+
+    /// The structural checks every document shares, with each document's own
+    /// words and error domain for them.
+    #[rstest]
+    #[case::domain_wrong_root(
+        Document::Domain,
+        "<volume/>",
+        "XML error: unexpected root element <volume>, expecting <domain>"
+    )]
+    #[case::volume_wrong_root(
+        Document::Volume,
+        "<pool/>",
+        "XML error: unexpected root element <pool>, expecting <volume>"
+    )]
+    #[case::pool_wrong_root(
+        Document::Pool,
+        "<volume/>",
+        "XML error: expecting root element of 'pool', not 'volume'"
+    )]
+    #[case::domain_two_roots(
+        Document::Domain,
+        "<domain><name>a</name></domain>\n<domain/>",
+        "(domain_definition):2: Extra content at the end of the document"
+    )]
+    #[case::volume_unclosed(
+        Document::Volume,
+        "<volume><name>v",
+        "(storage_volume_definition):1: Premature end of data in tag name"
+    )]
+    #[case::pool_empty(Document::Pool, "", "(storage_pool_definition):1: Document is empty")]
+    fn structure_errors(#[case] doc: Document, #[case] xml: &str, #[case] message: &str) {
+        let err = match doc {
+            Document::Domain => parse_domain(xml).map(drop),
+            Document::Volume => parse_volume(xml).map(drop),
+            Document::Pool => parse_pool(xml).map(drop),
+        }
+        .expect_err(xml);
+        assert!(
+            err.message.contains(message),
+            "{xml:?}: {:?} does not contain {message:?}",
+            err.message
+        );
+        let (expected_code, expected_domain) = if message.starts_with('(') {
+            (crate::error::code::XML_DETAIL, doc_domain(doc))
+        } else {
+            (crate::error::code::XML_ERROR, domain::XML)
+        };
+        assert_eq!(
+            (err.code, err.domain),
+            (expected_code, expected_domain),
+            "{xml:?}"
+        );
+    }
+
+    fn doc_domain(doc: Document) -> i32 {
+        match doc {
+            Document::Domain => domain::DOMAIN,
+            Document::Volume | Document::Pool => domain::STORAGE,
+        }
+    }
 
     #[test]
     fn inject_qualifies_every_element_without_a_namespace() {
