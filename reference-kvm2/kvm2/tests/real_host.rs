@@ -19,6 +19,7 @@
 //! address Get reports proves the seed reached the guest.
 
 mod support;
+use support::Inventory;
 
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
@@ -79,44 +80,6 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Recorder {
 impl Recorder {
     fn spans(&self) -> Vec<SpanSeen> {
         self.0.lock().unwrap().clone()
-    }
-}
-
-/// What the host holds, read on a libvirt connection of the test's own.
-struct Inventory {
-    client: libvirt_rpc::Client,
-    pool: String,
-}
-
-impl Inventory {
-    async fn open(host: &HostConfig, pool: &str) -> Inventory {
-        let client = kvm2::real_fixture::dial_side(host)
-            .await
-            .unwrap_or_else(|e| panic!("a connection of the test's own to {}: {e}", host.name));
-        Inventory {
-            client,
-            pool: pool.to_owned(),
-        }
-    }
-
-    async fn domains(&self) -> BTreeSet<String> {
-        let all = self.client.connect_list_all_domains(0).await.unwrap();
-        all.into_iter().map(|d| d.name).collect()
-    }
-
-    async fn volumes(&self) -> BTreeSet<String> {
-        let pool = self
-            .client
-            .storage_pool_lookup_by_name(&self.pool)
-            .await
-            .unwrap();
-        self.client.storage_pool_refresh(&pool).await.unwrap();
-        let vols = self
-            .client
-            .storage_pool_list_all_volumes(&pool)
-            .await
-            .unwrap();
-        vols.into_iter().map(|v| v.name).collect()
     }
 }
 

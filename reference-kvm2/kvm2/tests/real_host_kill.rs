@@ -24,6 +24,7 @@
 //!   minutes, as a caller would, and each retry is printed as a note).
 
 mod support;
+use support::Inventory;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
@@ -87,51 +88,6 @@ impl Drop for ReviveOnDrop {
                 .args(["revive", daemon, &self.0.to_string()])
                 .output();
         }
-    }
-}
-
-/// A libvirt connection of the test's own to the host, for watching and inventory.
-struct Watcher {
-    client: libvirt_rpc::Client,
-    pool: String,
-}
-
-impl Watcher {
-    async fn open(host: &HostConfig, pool: &str) -> Watcher {
-        let client = kvm2::real_fixture::dial_side(host)
-            .await
-            .unwrap_or_else(|e| panic!("a connection of the test's own to {}: {e}", host.name));
-        Watcher {
-            client,
-            pool: pool.to_owned(),
-        }
-    }
-
-    async fn domains(&self) -> BTreeSet<String> {
-        let all = self
-            .client
-            .connect_list_all_domains(0)
-            .await
-            .expect("list the domains");
-        all.into_iter().map(|d| d.name).collect()
-    }
-
-    async fn volumes(&self) -> BTreeSet<String> {
-        let pool = self
-            .client
-            .storage_pool_lookup_by_name(&self.pool)
-            .await
-            .expect("look the pool up");
-        self.client
-            .storage_pool_refresh(&pool)
-            .await
-            .expect("refresh the pool");
-        let vols = self
-            .client
-            .storage_pool_list_all_volumes(&pool)
-            .await
-            .expect("list the volumes");
-        vols.into_iter().map(|v| v.name).collect()
     }
 }
 
@@ -286,15 +242,15 @@ async fn steps(
     let name = request.name.clone();
     let want_id = kvm2::id::format_id(&host.name, &name);
     let op_limit = config.timeouts.create + Duration::from_secs(60);
-    let watcher = Watcher::open(host, &config.pool).await;
-    let domains_before = watcher.domains().await;
-    let volumes_before = watcher.volumes().await;
+    let inventory = Inventory::open(host, &config.pool).await;
+    let domains_before = inventory.domains().await;
+    let volumes_before = inventory.volumes().await;
     assert!(
         !domains_before.contains(&name),
         "{name} exists before the test"
     );
 
-    // 1. The Create runs on its own task; the domain appearing on the watcher marks it
+    // 1. The Create runs on its own task; the domain appearing on the inventory marks it
     //    as in progress (image cached, volumes made, domain defined; start and boot next).
     let started = Instant::now();
     let create = {
@@ -310,7 +266,7 @@ async fn steps(
             let r = create.await.unwrap();
             panic!("Create ended before the domain was seen: {r:?}");
         }
-        if watcher.domains().await.contains(&name) {
+        if inventory.domains().await.contains(&name) {
             break started.elapsed();
         }
         assert!(
@@ -320,7 +276,7 @@ async fn steps(
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    drop(watcher);
+    drop(inventory);
 
     // 2. Kill the daemon; Create fails promptly, and Transiently.
     let kill_took = tokio::task::spawn_blocking({
@@ -424,10 +380,10 @@ async fn steps(
         Err(e) if e.is_not_found() => {}
         other => panic!("Get after Delete: {other:?}"),
     }
-    let watcher = Watcher::open(host, &config.pool).await;
-    let domains = watcher.domains().await;
+    let inventory = Inventory::open(host, &config.pool).await;
+    let domains = inventory.domains().await;
     assert!(!domains.contains(&name), "the domain {name} is left");
-    let volumes = watcher.volumes().await;
+    let volumes = inventory.volumes().await;
     let own: Vec<&String> = volumes.iter().filter(|v| v.contains(&name)).collect();
     assert!(own.is_empty(), "volumes of {name} are left: {own:?}");
     let image = config.image(None).expect("one image");
