@@ -1147,9 +1147,13 @@ impl ChaosStream {
             let name = procedure_name(h.procedure);
             let body = frame.get(HEADER_LEN..).unwrap_or_default();
             let action = self.chaos.on_call(self.id, &self.conn.location, &name);
+            // A boot call that goes through waits for its turn and its reply is watched,
+            // both by the guest's name.
+            let boot = matches!(action, Action::Forward) && BOOT_CALLS.contains(&name.as_str());
+            let boot_guest = if boot { domain_of(body) } else { None };
             if matches!(action, Action::Forward) {
                 let watch = match name.as_str() {
-                    n if BOOT_CALLS.contains(&n) => domain_of(body).map(Watch::Boot),
+                    n if BOOT_CALLS.contains(&n) => boot_guest.clone().map(Watch::Boot),
                     n if STOP_CALLS.contains(&n) => {
                         if let Some(d) = domain_of(body) {
                             end_boot_turn(&d);
@@ -1169,10 +1173,9 @@ impl ChaosStream {
                 }
             }
             match action {
-                Action::Forward if BOOT_CALLS.contains(&name.as_str()) => {
-                    let guest = domain_of(body).unwrap_or_default();
+                Action::Forward if boot => {
                     self.delayed.extend_from_slice(&frame);
-                    self.delay = Some(Box::pin(boot_turn(guest)));
+                    self.delay = Some(Box::pin(boot_turn(boot_guest.unwrap_or_default())));
                 }
                 Action::Forward => self.out.extend_from_slice(&frame),
                 Action::Reply(err) => {
