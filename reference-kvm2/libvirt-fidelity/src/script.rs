@@ -897,6 +897,71 @@ async fn list_pools(c: &Client, prefix: &str) -> libvirt_rpc::Result<Vec<Storage
         .collect())
 }
 
+/// A call on one pool handle, or the listing of the run's pools: the steps the pool
+/// sequences repeat in different states.
+#[derive(Clone, Copy)]
+enum PoolOp {
+    Info,
+    Xml,
+    Build,
+    Start,
+    Destroy,
+    Delete,
+    Undefine,
+    Volumes,
+    ListPools,
+}
+
+/// Runs `steps` in order on `pool`, each recorded under its label.
+async fn pool_steps(
+    c: &Client,
+    rec: &mut Recorder,
+    pool: &StoragePool,
+    prefix: &str,
+    steps: &[(&str, PoolOp)],
+) {
+    for &(label, op) in steps {
+        match op {
+            PoolOp::Info => {
+                let r = c.storage_pool_get_info(pool).await;
+                rec.call(label, Procedure::StoragePoolGetInfo, r, show_pool_info);
+            }
+            PoolOp::Xml => {
+                let r = c.storage_pool_get_xml_desc(pool).await;
+                rec.call(label, Procedure::StoragePoolGetXmlDesc, r, show_pool_xml);
+            }
+            PoolOp::Build => {
+                let r = c.storage_pool_build(pool).await;
+                rec.call(label, Procedure::StoragePoolBuild, r, show_unit);
+            }
+            PoolOp::Start => {
+                let r = c.storage_pool_create(pool).await;
+                rec.call(label, Procedure::StoragePoolCreate, r, show_unit);
+            }
+            PoolOp::Destroy => {
+                let r = c.storage_pool_destroy(pool).await;
+                rec.call(label, Procedure::StoragePoolDestroy, r, show_unit);
+            }
+            PoolOp::Delete => {
+                let r = c.storage_pool_delete(pool).await;
+                rec.call(label, Procedure::StoragePoolDelete, r, show_unit);
+            }
+            PoolOp::Undefine => {
+                let r = c.storage_pool_undefine(pool).await;
+                rec.call(label, Procedure::StoragePoolUndefine, r, show_unit);
+            }
+            PoolOp::Volumes => {
+                let r = list_vols(c, pool, prefix).await;
+                rec.call(label, Procedure::StoragePoolListAllVolumes, r, show_vols);
+            }
+            PoolOp::ListPools => {
+                let r = list_pools(c, prefix).await;
+                rec.call(label, Procedure::ConnectListAllStoragePools, r, show_pools);
+            }
+        }
+    }
+}
+
 /// A persistent directory pool through its life: define, build, start, a
 /// volume, stop, delete refused while the volume is there, undefine with
 /// the volume still on disk and a new definition that finds it, then the
@@ -975,84 +1040,28 @@ async fn pool_lifecycle(b: &Backend, names: &RunNames, rec: &mut Recorder) {
         c.storage_pool_lookup_by_name(&name).await,
         show_pool,
     );
-    rec.call(
-        "info defined",
-        Procedure::StoragePoolGetInfo,
-        c.storage_pool_get_info(&pool).await,
-        show_pool_info,
-    );
-    rec.call(
-        "xml defined",
-        Procedure::StoragePoolGetXmlDesc,
-        c.storage_pool_get_xml_desc(&pool).await,
-        show_pool_xml,
-    );
-    rec.call(
-        "list inactive",
-        Procedure::ConnectListAllStoragePools,
-        list_pools(c, &names.prefix).await,
-        show_pools,
-    );
-    rec.call(
-        "destroy inactive",
-        Procedure::StoragePoolDestroy,
-        c.storage_pool_destroy(&pool).await,
-        show_unit,
-    );
-    rec.call(
-        "start before build",
-        Procedure::StoragePoolCreate,
-        c.storage_pool_create(&pool).await,
-        show_unit,
-    );
-    rec.call(
-        "delete before build",
-        Procedure::StoragePoolDelete,
-        c.storage_pool_delete(&pool).await,
-        show_unit,
-    );
-    rec.call(
-        "build",
-        Procedure::StoragePoolBuild,
-        c.storage_pool_build(&pool).await,
-        show_unit,
-    );
-    rec.call(
-        "build again",
-        Procedure::StoragePoolBuild,
-        c.storage_pool_build(&pool).await,
-        show_unit,
-    );
-    rec.call(
-        "start",
-        Procedure::StoragePoolCreate,
-        c.storage_pool_create(&pool).await,
-        show_unit,
-    );
-    rec.call(
-        "start again",
-        Procedure::StoragePoolCreate,
-        c.storage_pool_create(&pool).await,
-        show_unit,
-    );
-    rec.call(
-        "build while running",
-        Procedure::StoragePoolBuild,
-        c.storage_pool_build(&pool).await,
-        show_unit,
-    );
-    rec.call(
-        "info running",
-        Procedure::StoragePoolGetInfo,
-        c.storage_pool_get_info(&pool).await,
-        show_pool_info,
-    );
-    rec.call(
-        "xml running",
-        Procedure::StoragePoolGetXmlDesc,
-        c.storage_pool_get_xml_desc(&pool).await,
-        show_pool_xml,
-    );
+    pool_steps(
+        c,
+        rec,
+        &pool,
+        &names.prefix,
+        &[
+            ("info defined", PoolOp::Info),
+            ("xml defined", PoolOp::Xml),
+            ("list inactive", PoolOp::ListPools),
+            ("destroy inactive", PoolOp::Destroy),
+            ("start before build", PoolOp::Start),
+            ("delete before build", PoolOp::Delete),
+            ("build", PoolOp::Build),
+            ("build again", PoolOp::Build),
+            ("start", PoolOp::Start),
+            ("start again", PoolOp::Start),
+            ("build while running", PoolOp::Build),
+            ("info running", PoolOp::Info),
+            ("xml running", PoolOp::Xml),
+        ],
+    )
+    .await;
     let vol_name = format!("{}-in-pool.img", names.prefix);
     rec.call(
         "create volume",
@@ -1061,78 +1070,41 @@ async fn pool_lifecycle(b: &Backend, names: &RunNames, rec: &mut Recorder) {
             .await,
         show_vol,
     );
-    rec.call(
-        "list volumes",
-        Procedure::StoragePoolListAllVolumes,
-        list_vols(c, &pool, &names.prefix).await,
-        show_vols,
-    );
-    rec.call(
-        "undefine while running",
-        Procedure::StoragePoolUndefine,
-        c.storage_pool_undefine(&pool).await,
-        show_unit,
-    );
-    rec.call(
-        "delete while running",
-        Procedure::StoragePoolDelete,
-        c.storage_pool_delete(&pool).await,
-        show_unit,
-    );
-    rec.call(
-        "destroy",
-        Procedure::StoragePoolDestroy,
-        c.storage_pool_destroy(&pool).await,
-        show_unit,
-    );
-    rec.call(
-        "info destroyed",
-        Procedure::StoragePoolGetInfo,
-        c.storage_pool_get_info(&pool).await,
-        show_pool_info,
-    );
-    rec.call(
-        "xml destroyed",
-        Procedure::StoragePoolGetXmlDesc,
-        c.storage_pool_get_xml_desc(&pool).await,
-        show_pool_xml,
-    );
-    rec.call(
-        "list volumes while stopped",
-        Procedure::StoragePoolListAllVolumes,
-        list_vols(c, &pool, &names.prefix).await,
-        show_vols,
-    );
-    rec.call(
-        "delete with a volume",
-        Procedure::StoragePoolDelete,
-        c.storage_pool_delete(&pool).await,
-        show_unit,
-    );
-    rec.call(
-        "undefine with a volume",
-        Procedure::StoragePoolUndefine,
-        c.storage_pool_undefine(&pool).await,
-        show_unit,
-    );
+    pool_steps(
+        c,
+        rec,
+        &pool,
+        &names.prefix,
+        &[
+            ("list volumes", PoolOp::Volumes),
+            ("undefine while running", PoolOp::Undefine),
+            ("delete while running", PoolOp::Delete),
+            ("destroy", PoolOp::Destroy),
+            ("info destroyed", PoolOp::Info),
+            ("xml destroyed", PoolOp::Xml),
+            ("list volumes while stopped", PoolOp::Volumes),
+            ("delete with a volume", PoolOp::Delete),
+            ("undefine with a volume", PoolOp::Undefine),
+        ],
+    )
+    .await;
     rec.call(
         "lookup undefined",
         Procedure::StoragePoolLookupByName,
         c.storage_pool_lookup_by_name(&name).await,
         show_pool,
     );
-    rec.call(
-        "info undefined",
-        Procedure::StoragePoolGetInfo,
-        c.storage_pool_get_info(&pool).await,
-        show_pool_info,
-    );
-    rec.call(
-        "undefine again",
-        Procedure::StoragePoolUndefine,
-        c.storage_pool_undefine(&pool).await,
-        show_unit,
-    );
+    pool_steps(
+        c,
+        rec,
+        &pool,
+        &names.prefix,
+        &[
+            ("info undefined", PoolOp::Info),
+            ("undefine again", PoolOp::Undefine),
+        ],
+    )
+    .await;
     // The directory and the volume's file are still there: a new
     // definition at the same path finds them once it runs.
     let Some(again) = rec.call(
@@ -1144,18 +1116,17 @@ async fn pool_lifecycle(b: &Backend, names: &RunNames, rec: &mut Recorder) {
         return;
     };
     rec.norm.replace(again.uuid.to_string(), "<uuid:pool-2>");
-    rec.call(
-        "start redefined",
-        Procedure::StoragePoolCreate,
-        c.storage_pool_create(&again).await,
-        show_unit,
-    );
-    rec.call(
-        "list volumes of the redefined pool",
-        Procedure::StoragePoolListAllVolumes,
-        list_vols(c, &again, &names.prefix).await,
-        show_vols,
-    );
+    pool_steps(
+        c,
+        rec,
+        &again,
+        &names.prefix,
+        &[
+            ("start redefined", PoolOp::Start),
+            ("list volumes of the redefined pool", PoolOp::Volumes),
+        ],
+    )
+    .await;
     let vol = rec.call(
         "lookup the volume again",
         Procedure::StorageVolLookupByName,
@@ -1170,42 +1141,21 @@ async fn pool_lifecycle(b: &Backend, names: &RunNames, rec: &mut Recorder) {
             show_unit,
         );
     }
-    rec.call(
-        "destroy redefined",
-        Procedure::StoragePoolDestroy,
-        c.storage_pool_destroy(&again).await,
-        show_unit,
-    );
-    rec.call(
-        "delete",
-        Procedure::StoragePoolDelete,
-        c.storage_pool_delete(&again).await,
-        show_unit,
-    );
-    rec.call(
-        "delete again",
-        Procedure::StoragePoolDelete,
-        c.storage_pool_delete(&again).await,
-        show_unit,
-    );
-    rec.call(
-        "start after delete",
-        Procedure::StoragePoolCreate,
-        c.storage_pool_create(&again).await,
-        show_unit,
-    );
-    rec.call(
-        "undefine",
-        Procedure::StoragePoolUndefine,
-        c.storage_pool_undefine(&again).await,
-        show_unit,
-    );
-    rec.call(
-        "list after undefine",
-        Procedure::ConnectListAllStoragePools,
-        list_pools(c, &names.prefix).await,
-        show_pools,
-    );
+    pool_steps(
+        c,
+        rec,
+        &again,
+        &names.prefix,
+        &[
+            ("destroy redefined", PoolOp::Destroy),
+            ("delete", PoolOp::Delete),
+            ("delete again", PoolOp::Delete),
+            ("start after delete", PoolOp::Start),
+            ("undefine", PoolOp::Undefine),
+            ("list after undefine", PoolOp::ListPools),
+        ],
+    )
+    .await;
 }
 
 /// A transient pool: refused without its directory, created with a build,
@@ -1253,18 +1203,14 @@ async fn transient_pool(b: &Backend, names: &RunNames, rec: &mut Recorder) {
         return;
     };
     rec.norm.replace(pool.uuid.to_string(), "<uuid:transient>");
-    rec.call(
-        "info",
-        Procedure::StoragePoolGetInfo,
-        c.storage_pool_get_info(&pool).await,
-        show_pool_info,
-    );
-    rec.call(
-        "xml",
-        Procedure::StoragePoolGetXmlDesc,
-        c.storage_pool_get_xml_desc(&pool).await,
-        show_pool_xml,
-    );
+    pool_steps(
+        c,
+        rec,
+        &pool,
+        &names.prefix,
+        &[("info", PoolOp::Info), ("xml", PoolOp::Xml)],
+    )
+    .await;
     rec.call(
         "create again",
         Procedure::StoragePoolCreateXml,
@@ -1277,42 +1223,35 @@ async fn transient_pool(b: &Backend, names: &RunNames, rec: &mut Recorder) {
         c.storage_pool_define_xml(&xml).await,
         show_pool,
     );
-    rec.call(
-        "undefine",
-        Procedure::StoragePoolUndefine,
-        c.storage_pool_undefine(&pool).await,
-        show_unit,
-    );
-    rec.call(
-        "list",
-        Procedure::ConnectListAllStoragePools,
-        list_pools(c, &names.prefix).await,
-        show_pools,
-    );
-    rec.call(
-        "destroy",
-        Procedure::StoragePoolDestroy,
-        c.storage_pool_destroy(&pool).await,
-        show_unit,
-    );
+    pool_steps(
+        c,
+        rec,
+        &pool,
+        &names.prefix,
+        &[
+            ("undefine", PoolOp::Undefine),
+            ("list", PoolOp::ListPools),
+            ("destroy", PoolOp::Destroy),
+        ],
+    )
+    .await;
     rec.call(
         "lookup destroyed",
         Procedure::StoragePoolLookupByName,
         c.storage_pool_lookup_by_name(&name).await,
         show_pool,
     );
-    rec.call(
-        "info destroyed",
-        Procedure::StoragePoolGetInfo,
-        c.storage_pool_get_info(&pool).await,
-        show_pool_info,
-    );
-    rec.call(
-        "destroy again",
-        Procedure::StoragePoolDestroy,
-        c.storage_pool_destroy(&pool).await,
-        show_unit,
-    );
+    pool_steps(
+        c,
+        rec,
+        &pool,
+        &names.prefix,
+        &[
+            ("info destroyed", PoolOp::Info),
+            ("destroy again", PoolOp::Destroy),
+        ],
+    )
+    .await;
     // The directory the build made is still there.
     let Some(sweep) = rec.call(
         "define over the left directory",
@@ -1322,18 +1261,17 @@ async fn transient_pool(b: &Backend, names: &RunNames, rec: &mut Recorder) {
     ) else {
         return;
     };
-    rec.call(
-        "delete the left directory",
-        Procedure::StoragePoolDelete,
-        c.storage_pool_delete(&sweep).await,
-        show_unit,
-    );
-    rec.call(
-        "undefine the sweeper",
-        Procedure::StoragePoolUndefine,
-        c.storage_pool_undefine(&sweep).await,
-        show_unit,
-    );
+    pool_steps(
+        c,
+        rec,
+        &sweep,
+        &names.prefix,
+        &[
+            ("delete the left directory", PoolOp::Delete),
+            ("undefine the sweeper", PoolOp::Undefine),
+        ],
+    )
+    .await;
 }
 
 async fn missing_domain(b: &Backend, names: &RunNames, rec: &mut Recorder) {
