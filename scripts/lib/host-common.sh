@@ -4,7 +4,9 @@
 
 # A pid names a live process (not a zombie; orphans may be reaped late without systemd).
 alive_pid() {
-  [ -n "$1" ] && [ -r "/proc/$1/status" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status"
+  local status
+  [ -n "$1" ] && status=$(cat "/proc/$1/status" 2>/dev/null) || return 1
+  ! grep -q '^State:[[:space:]]*Z' <<<"$status"
 }
 
 # A Debian package is installed (not merely known to dpkg).
