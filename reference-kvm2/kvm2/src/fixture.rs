@@ -41,6 +41,7 @@ use crate::config::{Config, DomainType, Firmware, HostConfig, ImageConfig, Sizes
 use crate::dialer::{DialError, Dialer, SshDialer, Stream};
 use crate::names::{image_marker, image_volume, overlay_volume, seed_volume, volume_owner};
 use crate::provider::Kvm2;
+use crate::scratch::ScratchDir;
 use crate::xml::format_time;
 
 const POOL: &str = "default";
@@ -199,7 +200,7 @@ impl Fixture for Kvm2Fixture {
 
     fn open(&self) -> BoxFuture<'_, HookResult<Box<dyn Testbed>>> {
         Box::pin(async move {
-            let dir = TempDir::new().map_err(hook_err)?;
+            let dir = ScratchDir::new("kvm2-fixture").map_err(hook_err)?;
             let mut config = self.config();
             let mut hosts = Vec::new();
             for (name, _) in &self.hosts {
@@ -208,7 +209,7 @@ impl Fixture for Kvm2Fixture {
                     ..Default::default()
                 });
                 seed_host(&fake).await?;
-                let host = FakeHost::start(name, fake, &dir.0.join(name)).await?;
+                let host = FakeHost::start(name, fake, &dir.path().join(name)).await?;
                 let cfg = config
                     .hosts
                     .iter_mut()
@@ -239,28 +240,6 @@ impl Fixture for Kvm2Fixture {
                 _dir: dir,
             }) as Box<dyn Testbed>)
         })
-    }
-}
-
-/// A directory of the testbed's credentials, removed with the testbed.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> io::Result<TempDir> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "kvm2-fixture-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&path)?;
-        Ok(TempDir(path))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -529,7 +508,7 @@ struct Bed {
     faults: Mutex<HashMap<u64, Vec<FaultHandle>>>,
     next_fault: AtomicU64,
     /// Dropped last: the credential files.
-    _dir: TempDir,
+    _dir: ScratchDir,
 }
 
 impl Drop for Bed {
@@ -1012,14 +991,14 @@ mod tests {
 
     use super::*;
 
-    async fn one_host() -> (TempDir, Arc<FakeHost>, HostConfig, FixtureDialer) {
-        let dir = TempDir::new().unwrap();
+    async fn one_host() -> (ScratchDir, Arc<FakeHost>, HostConfig, FixtureDialer) {
+        let dir = ScratchDir::new("kvm2-fixture").unwrap();
         let fake = FakeLibvirt::with_config(libvirt_fake::HostConfig {
             hostname: "host-a.fake".into(),
             ..Default::default()
         });
         let host = Arc::new(
-            FakeHost::start("host-a", fake, &dir.0.join("host-a"))
+            FakeHost::start("host-a", fake, &dir.path().join("host-a"))
                 .await
                 .unwrap(),
         );
@@ -1058,7 +1037,7 @@ mod tests {
         // The next dial reads the new files; the old key is refused.
         let after = client(dialer.dial(&cfg).await.unwrap()).await;
         assert_eq!(after.connect_get_hostname().await.unwrap(), "host-a.fake");
-        let stale = dir.0.join("old-key");
+        let stale = dir.path().join("old-key");
         std::fs::write(&stale, &old_key).unwrap();
         let mut old_cfg = cfg.clone();
         old_cfg.key_file = Some(stale);

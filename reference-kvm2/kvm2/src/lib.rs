@@ -27,6 +27,7 @@ mod list;
 pub mod names;
 mod provider;
 pub mod real_fixture;
+mod scratch;
 pub mod seed;
 pub mod state;
 #[cfg(test)]

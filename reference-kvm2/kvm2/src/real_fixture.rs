@@ -75,6 +75,7 @@ use crate::config::{Config, HostConfig};
 use crate::dialer::{DialError, Dialer, SshDialer, Stream};
 use crate::names::{image_marker, image_volume, overlay_volume, seed_volume, volume_owner};
 use crate::provider::Kvm2;
+use crate::scratch::ScratchDir;
 use crate::xml::{Mark, format_time, metadata_element};
 
 /// Where libvirtd keeps NVRAM files (listed through [`NVRAM_POOL`]).
@@ -323,7 +324,7 @@ impl Fixture for RealFixture {
     fn open(&self) -> BoxFuture<'_, HookResult<Box<dyn Testbed>>> {
         Box::pin(async move {
             static NEXT_BED: AtomicU64 = AtomicU64::new(0);
-            let dir = TempDir::new().map_err(hook_err)?;
+            let dir = ScratchDir::new("kvm2-real-fixture").map_err(hook_err)?;
             let mut config = self.config.clone();
             config.pool = format!(
                 "{}{}{}-{}",
@@ -337,12 +338,13 @@ impl Fixture for RealFixture {
             config.timeouts.rpc = config.timeouts.rpc.max(HELD_CALL_RPC_TIMEOUT);
             let mut creds = None;
             if !self.authorized_keys.is_empty() {
-                let key_file = dir.0.join("id_ed25519");
-                let known = dir.0.join("known_hosts");
+                let key_file = dir.path().join("id_ed25519");
+                let known = dir.path().join("known_hosts");
                 let originals = known_hosts_files(&self.config.hosts);
                 write_known_hosts(&originals, &known)?;
-                let marker = format!("{KEY_MARK}{}", dir.0.display());
-                let line = install_key(&dir.0, &key_file, &self.authorized_keys, &marker, None)?;
+                let marker = format!("{KEY_MARK}{}", dir.path().display());
+                let line =
+                    install_key(dir.path(), &key_file, &self.authorized_keys, &marker, None)?;
                 for host in &mut config.hosts {
                     host.key_file = Some(key_file.clone());
                     host.known_hosts_file = Some(known.clone());
@@ -412,7 +414,7 @@ impl Fixture for RealFixture {
                 side: tokio::sync::Mutex::new(side),
                 pools,
                 creds,
-                _dir: dir,
+                scratch: dir,
             }) as Box<dyn Testbed>)
         })
     }
@@ -620,33 +622,6 @@ fn install_key(
     }
     std::fs::rename(&key, key_file).map_err(hook_err)?;
     Ok(line)
-}
-
-/// A directory of the testbed's credentials, removed with the testbed.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> io::Result<TempDir> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "kvm2-real-fixture-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&path)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700))?;
-        }
-        Ok(TempDir(path))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// The testbed's own key, authorised on the host under a marker.
@@ -1378,7 +1353,7 @@ struct RealBed {
     pools: HashMap<String, String>,
     creds: Option<Creds>,
     /// Dropped last: the credential files.
-    _dir: TempDir,
+    scratch: ScratchDir,
 }
 
 impl Drop for RealBed {
@@ -1725,7 +1700,7 @@ impl Rotation for RealBed {
                 .creds
                 .as_ref()
                 .ok_or_else(|| HookError::new("no testbed credentials"))?;
-            creds.rotate(&self._dir.0)
+            creds.rotate(self.scratch.path())
         })
     }
 }
