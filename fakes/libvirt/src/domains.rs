@@ -338,7 +338,7 @@ impl State {
     pub(crate) fn undefine(&mut self, h: &DomainRef, flags_: u32) -> Result<(), VirError> {
         check_flags(flags_, 0x7f, "qemuDomainUndefineFlags")?;
         if flags_ & flags::UNDEFINE_NVRAM != 0 && flags_ & flags::UNDEFINE_KEEP_NVRAM != 0 {
-            return Err(VirError::invalid_arg(
+            return Err(VirError::invalid_arg_check(
                 domain::QEMU,
                 "Flags 'VIR_DOMAIN_UNDEFINE_NVRAM' and 'VIR_DOMAIN_UNDEFINE_KEEP_NVRAM' are mutually exclusive",
             ));
@@ -458,7 +458,7 @@ impl State {
             "qemuDomainSetMetadata",
         )?;
         let arg = |what: &str, must: &str| {
-            VirError::invalid_arg(
+            VirError::invalid_arg_check(
                 domain::DOMAIN,
                 format!("{what} in virDomainSetMetadata must {must}"),
             )
@@ -543,7 +543,7 @@ impl State {
         flags_: u32,
     ) -> Result<String, VirError> {
         if flags_ & flags::AFFECT_LIVE != 0 && flags_ & flags::AFFECT_CONFIG != 0 {
-            return Err(VirError::invalid_arg(
+            return Err(VirError::invalid_arg_check(
                 domain::DOMAIN,
                 "Flags 'VIR_DOMAIN_AFFECT_LIVE' and 'VIR_DOMAIN_AFFECT_CONFIG' are mutually exclusive",
             ));
@@ -555,13 +555,13 @@ impl State {
         )?;
         match (kind, uri) {
             (flags::METADATA_TITLE | flags::METADATA_DESCRIPTION, Some(_)) => {
-                return Err(VirError::invalid_arg(
+                return Err(VirError::invalid_arg_check(
                     domain::DOMAIN,
                     "uri in virDomainGetMetadata must be NULL",
                 ));
             }
             (flags::METADATA_ELEMENT, None) => {
-                return Err(VirError::invalid_arg(
+                return Err(VirError::invalid_arg_check(
                     domain::DOMAIN,
                     "uri in virDomainGetMetadata must not be NULL",
                 ));
@@ -589,7 +589,7 @@ impl State {
                 def.metadata
                     .iter()
                     .find(|m| m.uri == uri)
-                    .map(|m| m.xml.clone())
+                    .map(|m| crate::xml::format_metadata(&m.xml))
             }
         };
         found.ok_or_else(VirError::no_metadata)

@@ -359,6 +359,20 @@ impl VirError {
         Self::new(code::INVALID_ARG, domain, detail)
     }
 
+    /// `VIR_ERR_INVALID_ARG` from one of libvirt's argument-check macros
+    /// (flags that exclude each other, an argument that must or must not be
+    /// NULL): libvirt 11.3 gives the bare text, without the "invalid
+    /// argument: " prefix (measured: the fidelity comparison's metadata steps).
+    pub fn invalid_arg_check(domain: i32, detail: impl Into<String>) -> Self {
+        let detail = detail.into();
+        VirError {
+            message: detail.clone(),
+            str1: Some("%s".to_owned()),
+            str2: Some(detail),
+            ..Self::new(code::INVALID_ARG, domain, "")
+        }
+    }
+
     /// `VIR_ERR_XML_ERROR` with a parser detail.
     pub fn xml(detail: impl Into<String>) -> Self {
         Self::new(code::XML_ERROR, domain::XML, detail)

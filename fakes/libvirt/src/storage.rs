@@ -428,7 +428,7 @@ impl State {
             function,
         )?;
         if flags_ & CREATE_BUILD_OVERWRITE != 0 && flags_ & CREATE_BUILD_NO_OVERWRITE != 0 {
-            return Err(VirError::invalid_arg(
+            return Err(VirError::invalid_arg_check(
                 domain::STORAGE,
                 "Flags 'VIR_STORAGE_POOL_CREATE_WITH_BUILD_OVERWRITE' and \
                  'VIR_STORAGE_POOL_CREATE_WITH_BUILD_NO_OVERWRITE' are mutually exclusive",
@@ -503,7 +503,7 @@ impl State {
             ));
         }
         if flags_ & BUILD_NO_OVERWRITE != 0 && flags_ & BUILD_OVERWRITE != 0 {
-            return Err(VirError::invalid_arg(
+            return Err(VirError::invalid_arg_check(
                 domain::STORAGE,
                 "Flags 'VIR_STORAGE_POOL_BUILD_OVERWRITE' and \
                  'VIR_STORAGE_POOL_BUILD_NO_OVERWRITE' are mutually exclusive",

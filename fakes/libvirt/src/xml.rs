@@ -754,6 +754,99 @@ pub(crate) fn canonical_metadata(xml: &str, key: &str, uri: &str) -> Result<Stri
     strip_namespace(&qualified, key, uri)
 }
 
+/// A metadata element as `virDomainGetMetadata` returns it: libxml2's
+/// formatted dump, where an element whose children are all elements has
+/// each child on a line of its own, indented two spaces a level, and an
+/// element with any text inside (blank text too) is written as it is.
+/// Input that does not parse is returned unchanged.
+pub(crate) fn format_metadata(xml: &str) -> String {
+    enum Node {
+        Element { start: String, children: Vec<Node> },
+        Text(String),
+    }
+    fn write(node: &Node, level: usize, out: &mut String) {
+        match node {
+            Node::Text(t) => out.push_str(t),
+            Node::Element { start, children } if children.is_empty() => {
+                out.push('<');
+                out.push_str(start);
+                out.push_str("/>");
+            }
+            Node::Element { start, children } => {
+                out.push('<');
+                out.push_str(start);
+                out.push('>');
+                let indent = children.iter().all(|c| matches!(c, Node::Element { .. }));
+                for c in children {
+                    if indent {
+                        out.push('\n');
+                        out.push_str(&"  ".repeat(level + 1));
+                    }
+                    write(c, level + 1, out);
+                }
+                if indent {
+                    out.push('\n');
+                    out.push_str(&"  ".repeat(level));
+                }
+                let name = start
+                    .split(|c: char| c.is_ascii_whitespace())
+                    .next()
+                    .unwrap_or("");
+                out.push_str("</");
+                out.push_str(name);
+                out.push('>');
+            }
+        }
+    }
+    let parse = || -> Option<Vec<Node>> {
+        let mut reader = Reader::from_str(xml);
+        // The open elements, each with the children read so far; the bottom
+        // entry collects the top level.
+        let mut stack: Vec<(String, Vec<Node>)> = vec![(String::new(), Vec::new())];
+        loop {
+            match reader.read_event().ok()? {
+                Event::Start(e) => {
+                    stack.push(((*e).to_owned(), Vec::new()));
+                }
+                Event::Empty(e) => {
+                    let start = (*e).to_owned();
+                    stack.last_mut()?.1.push(Node::Element {
+                        start,
+                        children: Vec::new(),
+                    });
+                }
+                Event::End(_) => {
+                    let (start, children) = stack.pop()?;
+                    stack.last_mut()?.1.push(Node::Element { start, children });
+                }
+                Event::Text(t) => {
+                    stack.last_mut()?.1.push(Node::Text((*t).to_owned()));
+                }
+                Event::GeneralRef(r) => {
+                    let text = format!("&{};", &*r);
+                    stack.last_mut()?.1.push(Node::Text(text));
+                }
+                Event::CData(c) => {
+                    let text = format!("<![CDATA[{}]]>", &*c);
+                    stack.last_mut()?.1.push(Node::Text(text));
+                }
+                Event::Eof => break,
+                _ => {}
+            }
+        }
+        let (_, top) = stack.pop()?;
+        stack.is_empty().then_some(top)
+    };
+    match parse() {
+        Some(top) if top.len() == 1 && matches!(top[0], Node::Element { .. }) => {
+            let mut out = String::with_capacity(xml.len() + 16);
+            write(&top[0], 0, &mut out);
+            out
+        }
+        _ => xml.to_owned(),
+    }
+}
+
 /// What [`render_domain`] puts back into a stored body.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Rendered<'a> {
@@ -1102,6 +1195,23 @@ mod tests {
             Document::Domain => domain::DOMAIN,
             Document::Volume | Document::Pool => domain::STORAGE,
         }
+    }
+
+    #[rstest]
+    #[case::element_children_indented(
+        "<instance managed=\"yes\" uid=\"u-1\"><tag>v1</tag><e/></instance>",
+        "<instance managed=\"yes\" uid=\"u-1\">\n  <tag>v1</tag>\n  <e/>\n</instance>"
+    )]
+    #[case::nested(
+        "<a><b><c>x &amp; y</c></b></a>",
+        "<a>\n  <b>\n    <c>x &amp; y</c>\n  </b>\n</a>"
+    )]
+    #[case::blank_text_kept_as_is("<a>\n <b>1</b>\n</a>", "<a>\n <b>1</b>\n</a>")]
+    #[case::mixed_content_kept("<a>t<b>1</b></a>", "<a>t<b>1</b></a>")]
+    #[case::childless("<a x=\"1\"/>", "<a x=\"1\"/>")]
+    #[case::not_xml("<a><b></a>", "<a><b></a>")]
+    fn metadata_formatted_as_libxml2_dumps_it(#[case] stored: &str, #[case] returned: &str) {
+        assert_eq!(format_metadata(stored), returned);
     }
 
     #[test]
