@@ -378,12 +378,15 @@ impl VirError {
         Self::new(code::XML_ERROR, domain::XML, detail)
     }
 
-    /// `VIR_ERR_XML_DETAIL`: the XML parser rejected a document. libvirt
-    /// names the document (`domain_definition`,
-    /// `storage_volume_definition`) and the line, and raises it from the
-    /// subsystem that parsed it.
-    pub fn xml_syntax(from: i32, document: &str, line: usize, detail: &str) -> Self {
-        let message = format!("({document}):{line}: {detail}");
+    /// `VIR_ERR_XML_DETAIL`: the XML parser rejected a document, raised from
+    /// the subsystem that parsed it. libvirt 11.3 words it as its libxml2
+    /// handler does: the line, the parser's detail, then the line of input
+    /// and a pointer to the column where the parser stopped.
+    pub fn xml_syntax(from: i32, line: usize, detail: &str, context: &str, column: usize) -> Self {
+        let message = format!(
+            "at line {line}: {detail}\n{context}\n{}^",
+            "-".repeat(column)
+        );
         VirError {
             message: message.clone(),
             str1: Some("%s".to_owned()),

@@ -97,21 +97,22 @@ enum Document {
 }
 
 impl Document {
-    /// A syntax error at byte `pos` of `xml`, with libvirt's numbering of
-    /// the line.
+    /// A syntax error at byte `pos` of `xml`: its line (counted from 1), the
+    /// text of that line and the column of `pos` in it.
     fn syntax(self, xml: &str, pos: u64, detail: impl std::fmt::Display) -> VirError {
-        let upto = usize::try_from(pos).unwrap_or(usize::MAX).min(xml.len());
-        let line = xml.as_bytes()[..upto]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count()
-            + 1;
-        let (from, name) = match self {
-            Document::Domain => (domain::DOMAIN, "domain_definition"),
-            Document::Volume => (domain::STORAGE, "storage_volume_definition"),
-            Document::Pool => (domain::STORAGE, "storage_pool_definition"),
+        let mut upto = usize::try_from(pos).unwrap_or(usize::MAX).min(xml.len());
+        while !xml.is_char_boundary(upto) {
+            upto -= 1;
+        }
+        let start = xml[..upto].rfind('\n').map_or(0, |i| i + 1);
+        let end = xml[upto..].find('\n').map_or(xml.len(), |i| upto + i);
+        let line = xml[..upto].matches('\n').count() + 1;
+        let from = match self {
+            Document::Domain => domain::DOMAIN,
+            Document::Volume | Document::Pool => domain::STORAGE,
         };
-        VirError::xml_syntax(from, name, line, &detail.to_string())
+        let column = xml[start..upto].chars().count();
+        VirError::xml_syntax(from, line, &detail.to_string(), &xml[start..end], column)
     }
 
     /// The element libvirt's parser wants at the root.
@@ -161,7 +162,15 @@ impl Document {
         seen_root: bool,
     ) -> Result<(), VirError> {
         if let Some(open) = open {
-            return Err(self.syntax(xml, pos, format!("Premature end of data in tag {open}")));
+            // libxml2 adds the line where the unclosed element opened.
+            let opened = xml
+                .rfind(&format!("<{open}"))
+                .map_or(1, |i| xml[..i].matches('\n').count() + 1);
+            return Err(self.syntax(
+                xml,
+                pos,
+                format!("Premature end of data in tag {open} line {opened}"),
+            ));
         }
         if !seen_root {
             return Err(self.syntax(xml, pos, "Document is empty"));
@@ -200,19 +209,15 @@ fn walk(
     let mut text = String::new();
     let mut seen_root = false;
     loop {
+        // Where the event starts: an extra root is reported at its `<`.
+        let at = reader.buffer_position();
         let ev = reader
             .read_event()
             .map_err(|e| doc.syntax(xml, reader.error_position(), e))?;
         match &ev {
             Event::Start(e) | Event::Empty(e) => {
                 let q = e.name().as_ref().to_owned();
-                doc.open(
-                    xml,
-                    reader.buffer_position(),
-                    path.len(),
-                    &mut seen_root,
-                    &q,
-                )?;
+                doc.open(xml, at, path.len(), &mut seen_root, &q)?;
                 visit(Node::Open {
                     parent: path.last().map_or("", String::as_str),
                     name: &q,
@@ -328,6 +333,7 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
     let doc = Document::Domain;
 
     loop {
+        let at = reader.buffer_position();
         let ev = reader
             .read_event()
             .map_err(|e| doc.syntax(xml, reader.error_position(), e))?;
@@ -336,7 +342,7 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
             Event::Start(e) | Event::Empty(e) => {
                 let qname = e.name().as_ref().to_owned();
                 let depth = path.len();
-                doc.open(xml, reader.buffer_position(), depth, &mut seen_root, &qname)?;
+                doc.open(xml, at, depth, &mut seen_root, &qname)?;
                 let mut decls = Vec::new();
                 for a in e.attributes().flatten() {
                     let k = a.key.as_ref();
@@ -1158,14 +1164,14 @@ mod tests {
     #[case::domain_two_roots(
         Document::Domain,
         "<domain><name>a</name></domain>\n<domain/>",
-        "(domain_definition):2: Extra content at the end of the document"
+        "at line 2: Extra content at the end of the document\n<domain/>\n^"
     )]
     #[case::volume_unclosed(
         Document::Volume,
         "<volume><name>v",
-        "(storage_volume_definition):1: Premature end of data in tag name"
+        "at line 1: Premature end of data in tag name line 1\n<volume><name>v\n---------------^"
     )]
-    #[case::pool_empty(Document::Pool, "", "(storage_pool_definition):1: Document is empty")]
+    #[case::pool_empty(Document::Pool, "", "at line 1: Document is empty\n\n^")]
     fn structure_errors(#[case] doc: Document, #[case] xml: &str, #[case] message: &str) {
         let err = match doc {
             Document::Domain => parse_domain(xml).map(drop),
@@ -1178,7 +1184,7 @@ mod tests {
             "{xml:?}: {:?} does not contain {message:?}",
             err.message
         );
-        let (expected_code, expected_domain) = if message.starts_with('(') {
+        let (expected_code, expected_domain) = if message.starts_with("at line") {
             (crate::error::code::XML_DETAIL, doc_domain(doc))
         } else {
             (crate::error::code::XML_ERROR, domain::XML)
