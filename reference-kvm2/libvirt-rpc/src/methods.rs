@@ -3,18 +3,18 @@
 //! result struct where it has a single field.
 
 use libvirt_wire::{
-    AuthListRet, AuthType, ConnectListAllDomainsArgs, ConnectListAllStoragePoolsArgs,
-    ConnectOpenArgs, ConnectSupportsFeatureArgs, Domain, DomainArgs, DomainCreateArgs,
-    DomainCreateWithFlagsArgs, DomainDefineXmlArgs, DomainDefineXmlFlagsArgs, DomainDestroyArgs,
-    DomainDestroyFlagsArgs, DomainGetInfoArgs, DomainGetInfoRet, DomainGetMetadataArgs,
-    DomainGetStateArgs, DomainGetXmlDescArgs, DomainInterface, DomainInterfaceAddressesArgs,
-    DomainLookupByNameArgs, DomainLookupByUuidArgs, DomainSetMetadataArgs, DomainShutdownFlagsArgs,
-    DomainState, DomainUndefineFlagsArgs, ErrorCode, ErrorDomain, FEATURE_PROGRAM_KEEPALIVE,
-    RemoteError, StoragePool, StoragePoolArgs, StoragePoolDefineXmlArgs, StoragePoolFlagsArgs,
-    StoragePoolGetInfoArgs, StoragePoolGetInfoRet, StoragePoolListAllVolumesArgs,
-    StoragePoolLookupByNameArgs, StoragePoolRefreshArgs, StorageVol, StorageVolCreateXmlArgs,
-    StorageVolDeleteArgs, StorageVolGetInfoArgs, StorageVolGetInfoRet, StorageVolGetPathArgs,
-    StorageVolLookupByNameArgs, Uuid, calls,
+    AuthListRet, AuthType, ConnectGetDomainCapabilitiesArgs, ConnectListAllDomainsArgs,
+    ConnectListAllStoragePoolsArgs, ConnectOpenArgs, ConnectSupportsFeatureArgs, Domain,
+    DomainArgs, DomainCreateArgs, DomainCreateWithFlagsArgs, DomainDefineXmlArgs,
+    DomainDefineXmlFlagsArgs, DomainDestroyArgs, DomainDestroyFlagsArgs, DomainGetInfoArgs,
+    DomainGetInfoRet, DomainGetMetadataArgs, DomainGetStateArgs, DomainGetXmlDescArgs,
+    DomainInterface, DomainInterfaceAddressesArgs, DomainLookupByNameArgs, DomainLookupByUuidArgs,
+    DomainSetMetadataArgs, DomainShutdownFlagsArgs, DomainState, DomainUndefineFlagsArgs,
+    ErrorCode, ErrorDomain, FEATURE_PROGRAM_KEEPALIVE, RemoteError, StoragePool, StoragePoolArgs,
+    StoragePoolDefineXmlArgs, StoragePoolFlagsArgs, StoragePoolGetInfoArgs, StoragePoolGetInfoRet,
+    StoragePoolListAllVolumesArgs, StoragePoolLookupByNameArgs, StoragePoolRefreshArgs, StorageVol,
+    StorageVolCreateXmlArgs, StorageVolDeleteArgs, StorageVolGetInfoArgs, StorageVolGetInfoRet,
+    StorageVolGetPathArgs, StorageVolLookupByNameArgs, Uuid, calls,
 };
 
 use crate::client::Client;
@@ -94,6 +94,26 @@ impl Client {
     pub async fn connect_get_capabilities(&self) -> Result<String> {
         Ok(self
             .call::<calls::ConnectGetCapabilities>(&())
+            .await?
+            .capabilities)
+    }
+
+    /// `CONNECT_GET_DOMAIN_CAPABILITIES` for a domain type and architecture
+    /// (absent: the host's choice) on the host's default emulator and machine.
+    pub async fn connect_get_domain_capabilities(
+        &self,
+        virttype: Option<&str>,
+        arch: Option<&str>,
+    ) -> Result<String> {
+        let args = ConnectGetDomainCapabilitiesArgs {
+            emulatorbin: None,
+            arch: arch.map(str::to_owned),
+            machine: None,
+            virttype: virttype.map(str::to_owned),
+            flags: 0,
+        };
+        Ok(self
+            .call::<calls::ConnectGetDomainCapabilities>(&args)
             .await?
             .capabilities)
     }

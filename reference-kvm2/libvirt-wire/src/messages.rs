@@ -28,6 +28,24 @@ xdr_struct! {
 }
 
 xdr_struct! {
+    /// Arguments of `CONNECT_GET_DOMAIN_CAPABILITIES`; each absent field lets
+    /// the host choose (its default emulator, architecture, machine, type).
+    /// The result is a [`ConnectGetCapabilitiesRet`], one XML string.
+    pub struct ConnectGetDomainCapabilitiesArgs {
+        /// Path of the emulator binary.
+        pub emulatorbin: Option<String>,
+        /// Architecture (`x86_64`).
+        pub arch: Option<String>,
+        /// Machine type (`q35`).
+        pub machine: Option<String>,
+        /// Domain type (`kvm`, `qemu`).
+        pub virttype: Option<String>,
+        /// No flags are defined; 0.
+        pub flags: u32,
+    }
+}
+
+xdr_struct! {
     /// Result of `CONNECT_GET_HOSTNAME`.
     pub struct ConnectGetHostnameRet {
         /// The host name.

@@ -209,6 +209,9 @@ procedures! {
     ConnectListAllStoragePools = 281 => "CONNECT_LIST_ALL_STORAGE_POOLS" : ConnectListAllStoragePoolsArgs => ConnectListAllStoragePoolsRet,
     /// Lists the volumes of a pool.
     StoragePoolListAllVolumes = 282 => "STORAGE_POOL_LIST_ALL_VOLUMES" : StoragePoolListAllVolumesArgs => StoragePoolListAllVolumesRet,
+    /// What the hypervisor offers a domain of one type and architecture
+    /// (firmware, machine types, devices), as XML.
+    ConnectGetDomainCapabilities = 342 => "CONNECT_GET_DOMAIN_CAPABILITIES" : ConnectGetDomainCapabilitiesArgs => ConnectGetCapabilitiesRet,
     /// Defines a persistent domain from XML, with flags.
     DomainDefineXmlFlags = 350 => "DOMAIN_DEFINE_XML_FLAGS" : DomainDefineXmlFlagsArgs => DomainDefineXmlFlagsRet,
     /// The addresses of a running domain's interfaces.

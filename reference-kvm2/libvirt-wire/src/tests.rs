@@ -234,6 +234,7 @@ fn procedure_numbers() {
         (Procedure::ConnectOpen, 1),
         (Procedure::ConnectClose, 2),
         (Procedure::ConnectGetCapabilities, 7),
+        (Procedure::ConnectGetDomainCapabilities, 342),
         (Procedure::DomainCreate, 9),
         (Procedure::DomainDefineXml, 11),
         (Procedure::DomainDestroy, 12),
