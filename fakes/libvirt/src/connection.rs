@@ -366,6 +366,26 @@ impl FakeConnection {
         .await
     }
 
+    /// `ConnectGetDomainCapabilities` for a domain type and architecture
+    /// (absent: `kvm` and `x86_64`, as libvirt picks on such a host).
+    pub async fn get_domain_capabilities(
+        &self,
+        virttype: Option<&str>,
+        arch: Option<&str>,
+        flags_: u32,
+    ) -> Result<String, CallError> {
+        self.call(Procedure::ConnectGetDomainCapabilities, |st, _| {
+            // 1: VIR_CONNECT_GET_DOMAIN_CAPABILITIES_DISABLE_DEPRECATED_FEATURES.
+            crate::state::check_flags(flags_, 1, "qemuConnectGetDomainCapabilities")?;
+            Ok(crate::state::domain_capabilities(
+                &st.host,
+                virttype.unwrap_or("kvm"),
+                arch.unwrap_or("x86_64"),
+            ))
+        })
+        .await
+    }
+
     /// `ConnectListAllDomains`, sorted by name.
     pub async fn list_all_domains(&self, flags_: u32) -> Result<Vec<DomainRef>, CallError> {
         self.call(Procedure::ConnectListAllDomains, |st, _| {

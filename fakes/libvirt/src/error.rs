@@ -347,8 +347,7 @@ impl VirError {
         } else {
             domain::QEMU
         };
-        Self::new(
-            code::INVALID_ARG,
+        Self::invalid_arg_check(
             from,
             format!("unsupported flags (0x{flags:x}) in function {function}"),
         )
@@ -360,9 +359,10 @@ impl VirError {
     }
 
     /// `VIR_ERR_INVALID_ARG` from one of libvirt's argument-check macros
-    /// (flags that exclude each other, an argument that must or must not be
-    /// NULL): libvirt 11.3 gives the bare text, without the "invalid
-    /// argument: " prefix (measured: the fidelity comparison's metadata steps).
+    /// (unsupported flags, flags that exclude each other, an argument that
+    /// must or must not be NULL): libvirt 11.3 gives the bare text, without
+    /// the "invalid argument: " prefix (measured by the fidelity comparison's
+    /// metadata and domain-capabilities steps).
     pub fn invalid_arg_check(domain: i32, detail: impl Into<String>) -> Self {
         let detail = detail.into();
         VirError {

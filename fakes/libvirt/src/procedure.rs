@@ -134,6 +134,8 @@ procedures! {
     ConnectListAllStoragePools = 281, "ConnectListAllStoragePools";
     /// `REMOTE_PROC_STORAGE_POOL_LIST_ALL_VOLUMES`.
     StoragePoolListAllVolumes = 282, "StoragePoolListAllVolumes";
+    /// `REMOTE_PROC_CONNECT_GET_DOMAIN_CAPABILITIES`.
+    ConnectGetDomainCapabilities = 342, "ConnectGetDomainCapabilities";
     /// `REMOTE_PROC_DOMAIN_DEFINE_XML_FLAGS`.
     DomainDefineXmlFlags = 350, "DomainDefineXMLFlags";
     /// `REMOTE_PROC_DOMAIN_INTERFACE_ADDRESSES`.

@@ -462,6 +462,14 @@ async fn dispatch(
                 capabilities: c.get_capabilities().await?,
             },
         ),
+        CallArgs::ConnectGetDomainCapabilities(a) => reply(
+            h,
+            &ConnectGetCapabilitiesRet {
+                capabilities: c
+                    .get_domain_capabilities(a.virttype.as_deref(), a.arch.as_deref(), a.flags)
+                    .await?,
+            },
+        ),
         CallArgs::ConnectGetHostname(()) => reply(
             h,
             &ConnectGetHostnameRet {

@@ -40,6 +40,10 @@ pub struct HostConfig {
     pub auth_types: Vec<i32>,
     /// What `ConnectGetCapabilities` returns.
     pub capabilities: String,
+    /// The UEFI firmware images the host offers domains, which
+    /// `ConnectGetDomainCapabilities` lists as loaders (and `efi` among the
+    /// firmware kinds); empty when no OVMF is installed.
+    pub uefi_firmware: Vec<String>,
     /// Uploads larger than this keep only their size and SHA-256.
     pub upload_keep_limit: u64,
     /// How long after a start the guest agent answers.
@@ -62,12 +66,41 @@ impl Default for HostConfig {
             default_uri: "qemu:///system".into(),
             auth_types: vec![0],
             capabilities: default_capabilities(),
+            uefi_firmware: vec!["/usr/share/OVMF/OVMF_CODE_4M.fd".into()],
             upload_keep_limit: 1 << 20,
             agent_boot_delay: Duration::ZERO,
             auto_addresses: true,
             latency: Duration::ZERO,
         }
     }
+}
+
+/// The domain capabilities XML for a domain type and architecture: the
+/// parts a provider reads (the firmware kinds and loaders) in libvirt's
+/// layout, the rest left out.
+pub(crate) fn domain_capabilities(host: &HostConfig, virttype: &str, arch: &str) -> String {
+    let efi = !host.uefi_firmware.is_empty();
+    let mut out = format!(
+        "<domainCapabilities>\n  <path>/usr/bin/qemu-system-{arch}</path>\n  \
+         <domain>{virttype}</domain>\n  <machine>pc-q35-10.0</machine>\n  <arch>{arch}</arch>\n  \
+         <os supported='yes'>\n    <enum name='firmware'>\n"
+    );
+    if efi {
+        out.push_str("      <value>efi</value>\n");
+    }
+    out.push_str("    </enum>\n");
+    out.push_str(&format!(
+        "    <loader supported='{}'>\n",
+        if efi { "yes" } else { "no" }
+    ));
+    for f in &host.uefi_firmware {
+        out.push_str(&format!("      <value>{f}</value>\n"));
+    }
+    out.push_str(
+        "      <enum name='type'>\n        <value>rom</value>\n        <value>pflash</value>\n      \
+         </enum>\n    </loader>\n  </os>\n</domainCapabilities>\n",
+    );
+    out
 }
 
 fn default_capabilities() -> String {

@@ -494,7 +494,7 @@ impl State {
         }
         let name = p.name.clone();
         if flags_ & !(BUILD_NO_OVERWRITE | BUILD_OVERWRITE) != 0 {
-            return Err(VirError::invalid_arg(
+            return Err(VirError::invalid_arg_check(
                 domain::STORAGE,
                 format!(
                     "unsupported flags (0x{:x}) in function virStorageBackendFileSystemBuild",
@@ -542,7 +542,7 @@ impl State {
             return Err(VirError::pool_still_active(&p.name));
         }
         if flags_ != 0 {
-            return Err(VirError::invalid_arg(
+            return Err(VirError::invalid_arg_check(
                 domain::STORAGE,
                 format!(
                     "unsupported flags (0x{flags_:x}) in function virStorageBackendDeleteLocal"

@@ -390,3 +390,35 @@ async fn shutdown_of_an_inactive_domain_is_refused_by_the_qemu_driver() {
         (err::OPERATION_INVALID, libvirt_fake::domain::QEMU)
     );
 }
+
+/// The firmware a host offers shows in its domain capabilities: `efi` among
+/// the firmware kinds and the loaders, or neither when no OVMF is installed.
+#[rstest]
+#[case::ovmf_installed(vec!["/usr/share/OVMF/OVMF_CODE_4M.fd".to_owned()], true)]
+#[case::no_ovmf(vec![], false)]
+#[tokio::test]
+async fn domain_capabilities_list_the_uefi_firmware(
+    #[case] firmware: Vec<String>,
+    #[case] efi: bool,
+) {
+    let fake = FakeLibvirt::with_config(libvirt_fake::HostConfig {
+        uefi_firmware: firmware.clone(),
+        ..Default::default()
+    });
+    let c = open(&fake).await;
+    let caps = c
+        .get_domain_capabilities(Some("qemu"), Some("x86_64"), 0)
+        .await
+        .unwrap();
+    assert!(caps.contains("<domain>qemu</domain>"), "{caps}");
+    assert_eq!(caps.contains("<value>efi</value>"), efi, "{caps}");
+    for f in &firmware {
+        assert!(caps.contains(&format!("<value>{f}</value>")), "{caps}");
+    }
+    // 1 leaves deprecated features out; 2 is unknown.
+    assert!(c.get_domain_capabilities(None, None, 1).await.is_ok());
+    assert_eq!(
+        message(c.get_domain_capabilities(None, None, 2).await),
+        "unsupported flags (0x2) in function qemuConnectGetDomainCapabilities"
+    );
+}

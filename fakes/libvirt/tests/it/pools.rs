@@ -426,7 +426,7 @@ async fn duplicates_and_bad_definitions() {
         (
             err::INVALID_ARG,
             from::STORAGE,
-            "invalid argument: unsupported flags (0x2) in function storagePoolGetXMLDesc".into()
+            "unsupported flags (0x2) in function storagePoolGetXMLDesc".into()
         )
     );
     assert_eq!(fake.pools(), ["default", "p2"]);
