@@ -12,9 +12,9 @@
 use bytes::Bytes;
 use libvirt_rpc::Client;
 use libvirt_wire::{
-    CONNECT_LIST_DOMAINS_ACTIVE, CONNECT_LIST_DOMAINS_INACTIVE, ConnectListAllStoragePoolsArgs,
-    DOMAIN_AFFECT_CONFIG, DOMAIN_AFFECT_CURRENT, DOMAIN_AFFECT_LIVE,
-    DOMAIN_INTERFACE_ADDRESSES_SRC_AGENT, DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE,
+    CONNECT_LIST_DOMAINS_ACTIVE, CONNECT_LIST_DOMAINS_INACTIVE, ConnectGetDomainCapabilitiesArgs,
+    ConnectListAllStoragePoolsArgs, DOMAIN_AFFECT_CONFIG, DOMAIN_AFFECT_CURRENT,
+    DOMAIN_AFFECT_LIVE, DOMAIN_INTERFACE_ADDRESSES_SRC_AGENT, DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE,
     DOMAIN_METADATA_DESCRIPTION, DOMAIN_METADATA_ELEMENT, DOMAIN_METADATA_TITLE,
     DOMAIN_UNDEFINE_NVRAM, DOMAIN_XML_INACTIVE, Domain, DomainGetInfoRet, DomainInterface,
     DomainState, ErrorCode, FEATURE_PROGRAM_KEEPALIVE, Procedure, StoragePool,
@@ -481,6 +481,41 @@ async fn connect(b: &Backend, rec: &mut Recorder) {
                 x.contains("<domain type='qemu'")
             )
         },
+    );
+    rec.call(
+        "domain capabilities",
+        Procedure::ConnectGetDomainCapabilities,
+        c.connect_get_domain_capabilities(Some("qemu"), Some("x86_64"))
+            .await,
+        |x| {
+            let loader = x
+                .split_once("<loader supported='yes'>")
+                .and_then(|(_, rest)| rest.split_once("</loader>"))
+                .map_or("", |(inside, _)| inside);
+            format!(
+                "root={} domain-qemu={} efi={} loader-paths={}",
+                x.trim_start().starts_with("<domainCapabilities>"),
+                x.contains("<domain>qemu</domain>"),
+                x.contains("<value>efi</value>"),
+                loader.contains("<value>/")
+            )
+        },
+    );
+    let flagged = c
+        .call::<calls::ConnectGetDomainCapabilities>(&ConnectGetDomainCapabilitiesArgs {
+            emulatorbin: None,
+            arch: None,
+            machine: None,
+            virttype: Some("qemu".to_owned()),
+            // 1 (leave deprecated features out) is known since libvirt 9.8.
+            flags: 2,
+        })
+        .await;
+    rec.call(
+        "domain capabilities with an unknown flag",
+        Procedure::ConnectGetDomainCapabilities,
+        flagged,
+        |r| format!("{} bytes", r.capabilities.len()),
     );
     rec.call(
         "keepalive feature",
