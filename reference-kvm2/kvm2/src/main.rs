@@ -344,6 +344,9 @@ async fn preflight(p: &Kvm2, tag: Option<&str>) -> Result<ExitCode, String> {
                 );
             }
         }
+        if let Some(host) = cfg.hosts.iter().find(|c| c.name == h.location) {
+            ok &= firmware(cfg, host).await;
+        }
     }
     match tag {
         Some(tag) => match p.list_by_tag(&ctx(), tag).await {
@@ -364,8 +367,50 @@ async fn preflight(p: &Kvm2, tag: Option<&str>) -> Result<ExitCode, String> {
         None => println!("skip leftovers: no --tag given"),
     }
     println!(
-        "skip firmware and bridge: the remote protocol calls kvm2 uses do not report OVMF \
-         or bridges; a Create that lacks them fails with libvirt's own error"
+        "skip bridge {}: libvirt's remote calls kvm2 uses do not list host bridges; a Create \
+         without it fails with libvirt's own error",
+        cfg.bridge
     );
     Ok(exit(ok))
+}
+
+/// Whether `host` offers UEFI firmware (OVMF) to domains of the configured
+/// type, when an image boots with it: libvirt's domain capabilities list `efi`
+/// among the firmware kinds only when a firmware descriptor is installed.
+async fn firmware(cfg: &kvm2::Config, host: &kvm2::config::HostConfig) -> bool {
+    let what = format!("UEFI firmware on {}", host.name);
+    let efi: Vec<&str> = cfg
+        .images
+        .iter()
+        .filter(|i| i.firmware == kvm2::config::Firmware::Efi)
+        .map(|i| i.name.as_str())
+        .collect();
+    if efi.is_empty() {
+        println!("skip {what}: no image boots with UEFI");
+        return true;
+    }
+    let virttype = cfg.domain_type.as_str();
+    let caps = match kvm2::real_fixture::dial_side(host).await {
+        Ok(client) => client
+            .connect_get_domain_capabilities(Some(virttype), None)
+            .await
+            .map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    match caps {
+        Ok(xml) if xml.contains("<value>efi</value>") => verdict(
+            true,
+            &what,
+            &format!("offered to {virttype} domains (images {})", efi.join(", ")),
+        ),
+        Ok(_) => verdict(
+            false,
+            &what,
+            &format!(
+                "not offered to {virttype} domains, which images {} need (is OVMF installed?)",
+                efi.join(", ")
+            ),
+        ),
+        Err(e) => verdict(false, &what, &format!("domain capabilities: {e}")),
+    }
 }

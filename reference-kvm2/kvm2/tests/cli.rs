@@ -100,3 +100,79 @@ fn help_lists_every_command() {
         assert!(out.contains(c), "{c} missing from:\n{out}");
     }
 }
+
+/// A fake libvirt host behind the in-process SSH server, with pool `p` and the
+/// given UEFI firmware; the configuration file points at it.
+async fn served_host(
+    dir: &Path,
+    firmware: Vec<String>,
+) -> (libvirt_ssh::server::TestServer, String) {
+    use libvirt_fake::{FakeLibvirt, HostConfig};
+    use libvirt_ssh::server::{ChannelTarget, TestServer};
+    let fake = FakeLibvirt::with_config(HostConfig {
+        uefi_firmware: firmware,
+        ..Default::default()
+    });
+    fake.add_pool("p", "/var/lib/libvirt/images", 50 << 30);
+    let (ssh, files) = TestServer::start_with_client(
+        dir,
+        ChannelTarget::Handler(std::sync::Arc::new(move |stream| {
+            let f = fake.clone();
+            Box::pin(async move {
+                let _ = f.serve(stream).await;
+            })
+        })),
+    )
+    .await;
+    let cfg = config(dir, ssh.port());
+    let yaml = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace(
+            &dir.join("missing_key").display().to_string(),
+            &files.key.display().to_string(),
+        )
+        .replace(
+            &dir.join("missing_known_hosts").display().to_string(),
+            &files.known_hosts.display().to_string(),
+        );
+    std::fs::write(&cfg, yaml).unwrap();
+    (ssh, cfg)
+}
+
+/// Preflight asks the host's domain capabilities whether UEFI firmware is
+/// offered, since the configured image boots with it (the default).
+#[tokio::test(flavor = "multi_thread")]
+async fn preflight_checks_the_uefi_firmware() {
+    for (firmware, expect_ok) in [
+        (vec!["/usr/share/OVMF/OVMF_CODE_4M.fd".to_owned()], true),
+        (vec![], false),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (_ssh, cfg) = served_host(dir.path(), firmware).await;
+        let o = tokio::task::spawn_blocking(move || kvm2(&["preflight", "--config", &cfg]))
+            .await
+            .unwrap();
+        let out = text(&o.stdout);
+        assert!(
+            out.contains("ok   host h1: ready"),
+            "{out}\n{}",
+            text(&o.stderr)
+        );
+        if expect_ok {
+            assert!(
+                out.contains("ok   UEFI firmware on h1: offered to kvm domains"),
+                "{out}"
+            );
+            assert_eq!(o.status.code(), Some(0), "{out}");
+        } else {
+            assert!(
+                out.contains(
+                    "FAIL UEFI firmware on h1: not offered to kvm domains, which images img need"
+                ),
+                "{out}"
+            );
+            assert_eq!(o.status.code(), Some(1), "{out}");
+        }
+        assert!(out.contains("skip bridge br0"), "{out}");
+    }
+}
