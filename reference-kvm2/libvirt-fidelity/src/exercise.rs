@@ -175,6 +175,16 @@ async fn calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<(), Strin
         caps.contains("<domain type='qemu'"),
         "capabilities offer no qemu domains"
     );
+    let domcaps = log.ok(
+        Procedure::ConnectGetDomainCapabilities,
+        "domain capabilities (qemu, x86_64)",
+        c.connect_get_domain_capabilities(Some("qemu"), Some("x86_64"))
+            .await,
+    )?;
+    ensure!(
+        domcaps.contains("<domain>qemu</domain>"),
+        "domain capabilities are not for qemu domains"
+    );
     let pools = log.ok(
         Procedure::ConnectListAllStoragePools,
         "list pools (generic call)",
