@@ -116,6 +116,9 @@ fi
 #     DomainInterfaceAddresses with the lease source fails with VIR_ERR_NO_CONNECT
 #     ("no connection driver available for network:///system") instead of answering an
 #     empty list as 9.0 and a usual 11.x installation do;
+#   - the interface driver (udev backend) is libvirt-daemon-driver-interface: it is how
+#     `kvm2 preflight` looks the bridge up through libvirt (without it libvirt answers
+#     VIR_ERR_NO_SUPPORT);
 #   - libvirt-daemon-driver-qemu 11 needs "systemd-container | sysvinit-core": it is taken
 #     from the release itself, otherwise apt upgrades the whole systemd suite to backports;
 #   - every QEMU package comes from backports, for both libvirt versions: a backports
@@ -125,13 +128,13 @@ LIBVIRT_VERSION=${LIBVIRT_VERSION:-11}
 LIBVIRT_PACKAGES_11=(
   libvirt-daemon libvirt-daemon-driver-qemu libvirt-daemon-driver-storage
   libvirt-daemon-driver-network libvirt-clients libvirt0 libvirt-common libvirt-daemon-common
-  libvirt-daemon-log
+  libvirt-daemon-log libvirt-daemon-driver-interface
 )
 LIBVIRT_PACKAGES_9=(libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients libvirt0)
 # Packages that exist only in the split (10.6+) libvirt and Break a 9.0 libvirt-daemon.
 LIBVIRT_SPLIT_ONLY=(
   libvirt-common libvirt-daemon-common libvirt-daemon-log libvirt-daemon-driver-storage
-  libvirt-daemon-driver-network
+  libvirt-daemon-driver-network libvirt-daemon-driver-interface
 )
 QEMU_PACKAGES=(qemu-system-x86 qemu-system-common qemu-system-data qemu-utils)
 OTHER_PACKAGES=(ovmf openssh-server openssh-client)
