@@ -10,7 +10,8 @@ use libvirt_wire::{
     DomainGetInfoRet, DomainGetMetadataArgs, DomainGetStateArgs, DomainGetXmlDescArgs,
     DomainInterface, DomainInterfaceAddressesArgs, DomainLookupByNameArgs, DomainLookupByUuidArgs,
     DomainSetMetadataArgs, DomainShutdownFlagsArgs, DomainState, DomainUndefineFlagsArgs,
-    ErrorCode, ErrorDomain, FEATURE_PROGRAM_KEEPALIVE, RemoteError, StoragePool, StoragePoolArgs,
+    ErrorCode, ErrorDomain, FEATURE_PROGRAM_KEEPALIVE, Interface, InterfaceGetXmlDescArgs,
+    InterfaceIsActiveArgs, InterfaceLookupByNameArgs, RemoteError, StoragePool, StoragePoolArgs,
     StoragePoolDefineXmlArgs, StoragePoolFlagsArgs, StoragePoolGetInfoArgs, StoragePoolGetInfoRet,
     StoragePoolListAllVolumesArgs, StoragePoolLookupByNameArgs, StoragePoolRefreshArgs, StorageVol,
     StorageVolCreateXmlArgs, StorageVolDeleteArgs, StorageVolGetInfoArgs, StorageVolGetInfoRet,
@@ -116,6 +117,36 @@ impl Client {
             .call::<calls::ConnectGetDomainCapabilities>(&args)
             .await?
             .capabilities)
+    }
+
+    /// `INTERFACE_LOOKUP_BY_NAME`: a host network interface (the host needs
+    /// libvirt's interface driver; without it the call fails with
+    /// `VIR_ERR_NO_SUPPORT`).
+    pub async fn interface_lookup_by_name(&self, name: &str) -> Result<Interface> {
+        let args = InterfaceLookupByNameArgs {
+            name: name.to_owned(),
+        };
+        Ok(self
+            .call::<calls::InterfaceLookupByName>(&args)
+            .await?
+            .iface)
+    }
+
+    /// `INTERFACE_GET_XML_DESC`: the interface's XML as the host sees it now.
+    pub async fn interface_get_xml_desc(&self, iface: &Interface) -> Result<String> {
+        let args = InterfaceGetXmlDescArgs {
+            iface: iface.clone(),
+            flags: 0,
+        };
+        Ok(self.call::<calls::InterfaceGetXmlDesc>(&args).await?.xml)
+    }
+
+    /// `INTERFACE_IS_ACTIVE`.
+    pub async fn interface_is_active(&self, iface: &Interface) -> Result<bool> {
+        let args = InterfaceIsActiveArgs {
+            iface: iface.clone(),
+        };
+        Ok(self.call::<calls::InterfaceIsActive>(&args).await?.active != 0)
     }
 
     /// `CONNECT_GET_URI`.

@@ -5,7 +5,7 @@ use crate::limits::{
     AUTH_TYPE_LIST_MAX, DOMAIN_INTERFACE_MAX, DOMAIN_IP_ADDR_MAX, DOMAIN_LIST_MAX,
     STORAGE_POOL_LIST_MAX, STORAGE_VOL_LIST_MAX,
 };
-use crate::types::{AuthType, Domain, StoragePool, StorageVol, Uuid};
+use crate::types::{AuthType, Domain, Interface, StoragePool, StorageVol, Uuid};
 
 // Connection.
 
@@ -424,6 +424,58 @@ xdr_struct! {
     pub struct DomainInterfaceAddressesRet {
         /// The interfaces.
         pub ifaces: Vec<DomainInterface> [max = DOMAIN_INTERFACE_MAX],
+    }
+}
+
+// Host interfaces.
+
+xdr_struct! {
+    /// Arguments of `INTERFACE_LOOKUP_BY_NAME`.
+    pub struct InterfaceLookupByNameArgs {
+        /// The interface name.
+        pub name: String,
+    }
+}
+
+xdr_struct! {
+    /// Result of `INTERFACE_LOOKUP_BY_NAME`.
+    pub struct InterfaceLookupByNameRet {
+        /// The interface.
+        pub iface: Interface,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `INTERFACE_GET_XML_DESC`.
+    pub struct InterfaceGetXmlDescArgs {
+        /// The interface.
+        pub iface: Interface,
+        /// `VIR_INTERFACE_XML_INACTIVE` (1) or 0.
+        pub flags: u32,
+    }
+}
+
+xdr_struct! {
+    /// Result of `INTERFACE_GET_XML_DESC`.
+    pub struct InterfaceGetXmlDescRet {
+        /// The interface XML.
+        pub xml: String,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `INTERFACE_IS_ACTIVE`.
+    pub struct InterfaceIsActiveArgs {
+        /// The interface.
+        pub iface: Interface,
+    }
+}
+
+xdr_struct! {
+    /// Result of `INTERFACE_IS_ACTIVE` (also of the other `*_IS_*` calls).
+    pub struct IsActiveRet {
+        /// 1 when active, 0 when not.
+        pub active: i32,
     }
 }
 

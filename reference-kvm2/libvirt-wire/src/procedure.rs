@@ -185,6 +185,13 @@ procedures! {
     StorageVolGetPath = 100 => "STORAGE_VOL_GET_PATH" : StorageVolGetPathArgs => StorageVolGetPathRet,
     /// The URI the connection was opened with.
     ConnectGetUri = 110 => "CONNECT_GET_URI" : () => ConnectGetUriRet,
+    /// Finds a host network interface by name (the interface driver).
+    InterfaceLookupByName = 128 => "INTERFACE_LOOKUP_BY_NAME" : InterfaceLookupByNameArgs => InterfaceLookupByNameRet,
+    /// A host network interface's XML (its type, and a bridge's ports).
+    InterfaceGetXmlDesc = 130 => "INTERFACE_GET_XML_DESC" : InterfaceGetXmlDescArgs => InterfaceGetXmlDescRet,
+    /// Whether a host network interface is up (for the udev backend: its
+    /// operational state is `up`, so a bridge without ports is not).
+    InterfaceIsActive = 156 => "INTERFACE_IS_ACTIVE" : InterfaceIsActiveArgs => IsActiveRet,
     /// The libvirt library version on the server.
     ConnectGetLibVersion = 157 => "CONNECT_GET_LIB_VERSION" : () => ConnectGetLibVersionRet,
     /// Starts a defined domain with flags; returns the handle with its new id.

@@ -50,6 +50,8 @@ int_enum! {
         NoStorageVol = 50 => "VIR_ERR_NO_STORAGE_VOL",
         /// The operation is not valid in the object's current state.
         OperationInvalid = 55 => "VIR_ERR_OPERATION_INVALID",
+        /// No such host interface.
+        NoInterface = 57 => "VIR_ERR_NO_INTERFACE",
         /// Unsupported configuration.
         ConfigUnsupported = 67 => "VIR_ERR_CONFIG_UNSUPPORTED",
         /// Timed out (for example waiting for the state change lock).
@@ -114,6 +116,8 @@ int_enum! {
         Network = 19 => "VIR_FROM_NETWORK",
         /// Domain configuration handling.
         Domain = 20 => "VIR_FROM_DOMAIN",
+        /// The interface driver.
+        Interface = 26 => "VIR_FROM_INTERFACE",
         /// Streams.
         Streams = 38 => "VIR_FROM_STREAMS",
         /// Authentication.

@@ -100,6 +100,16 @@ xdr_struct! {
     }
 }
 
+xdr_struct! {
+    /// A host network interface handle (`remote_nonnull_interface`).
+    pub struct Interface {
+        /// The interface's name (`br0`).
+        pub name: String,
+        /// Its MAC address as text.
+        pub mac: String,
+    }
+}
+
 int_enum! {
     /// An authentication scheme offered by the server (`remote_auth_type`).
     pub enum AuthType: i32 {
