@@ -386,6 +386,43 @@ impl FakeConnection {
         .await
     }
 
+    // ----- host interfaces -----------------------------------------------
+
+    /// `InterfaceLookupByName`: the interface's name and MAC address.
+    pub async fn interface_lookup_by_name(
+        &self,
+        name: &str,
+    ) -> Result<(String, String), CallError> {
+        self.call(Procedure::InterfaceLookupByName, |st, _| {
+            let i = st.host_interface(name, "virInterfaceLookupByName")?;
+            Ok((i.name.clone(), i.mac.clone()))
+        })
+        .await
+    }
+
+    /// `InterfaceGetXMLDesc` for the interface of that name.
+    pub async fn interface_get_xml_desc(
+        &self,
+        name: &str,
+        flags_: u32,
+    ) -> Result<String, CallError> {
+        self.call(Procedure::InterfaceGetXmlDesc, |st, _| {
+            let i = st.host_interface(name, "virInterfaceGetXMLDesc")?;
+            // 1: VIR_INTERFACE_XML_INACTIVE.
+            crate::state::check_flags(flags_, 1, "udevInterfaceGetXMLDesc")?;
+            Ok(i.xml())
+        })
+        .await
+    }
+
+    /// `InterfaceIsActive` for the interface of that name.
+    pub async fn interface_is_active(&self, name: &str) -> Result<bool, CallError> {
+        self.call(Procedure::InterfaceIsActive, |st, _| {
+            Ok(st.host_interface(name, "virInterfaceIsActive")?.is_active())
+        })
+        .await
+    }
+
     /// `ConnectListAllDomains`, sorted by name.
     pub async fn list_all_domains(&self, flags_: u32) -> Result<Vec<DomainRef>, CallError> {
         self.call(Procedure::ConnectListAllDomains, |st, _| {

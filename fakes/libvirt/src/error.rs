@@ -55,6 +55,8 @@ pub mod code {
     pub const ACCESS_DENIED: i32 = 88;
     /// `VIR_ERR_STORAGE_VOL_EXIST`.
     pub const STORAGE_VOL_EXIST: i32 = 90;
+    /// `VIR_ERR_NO_INTERFACE`.
+    pub const NO_INTERFACE: i32 = 57;
 }
 
 /// libvirt error domains (`virErrorDomain`): which subsystem raised an error.
@@ -69,6 +71,8 @@ pub mod domain {
     pub const QEMU: i32 = 10;
     /// `VIR_FROM_STORAGE`.
     pub const STORAGE: i32 = 18;
+    /// `VIR_FROM_INTERFACE`.
+    pub const INTERFACE: i32 = 26;
     /// `VIR_FROM_DOMAIN` (the domain configuration code).
     pub const DOMAIN: i32 = 20;
     /// `VIR_FROM_STREAMS`.
@@ -136,6 +140,7 @@ fn prefix_format(code: i32) -> &'static str {
         code::AGENT_UNRESPONSIVE => "Guest agent is not responding: %s",
         code::ACCESS_DENIED => "access denied: %s",
         code::STORAGE_VOL_EXIST => "storage volume %s exists already",
+        code::NO_INTERFACE => "Interface not found: %s",
         _ => "%s",
     }
 }
@@ -175,6 +180,21 @@ impl VirError {
             domain::QEMU,
             format!("no domain with matching uuid '{uuid}' ({name})"),
         )
+    }
+
+    /// `VIR_ERR_NO_INTERFACE` for a lookup by name (the udev backend's words).
+    pub fn no_interface_name(name: &str) -> Self {
+        Self::new(
+            code::NO_INTERFACE,
+            domain::INTERFACE,
+            format!("couldn't find interface named '{name}'"),
+        )
+    }
+
+    /// `VIR_ERR_NO_SUPPORT`: the host has no driver for the call (`function`
+    /// is the public API's name, `virInterfaceLookupByName`).
+    pub fn no_support(function: &str) -> Self {
+        Self::new(code::NO_SUPPORT, domain::NONE, function)
     }
 
     /// `VIR_ERR_NO_STORAGE_POOL` for a lookup by name.

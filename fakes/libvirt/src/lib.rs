@@ -87,7 +87,7 @@ pub use fake::{DialMode, FakeLibvirt};
 pub use fault::{Fault, FaultHandle, FaultRule, Faults, Trigger};
 pub use procedure::Procedure;
 pub use server::{ServerOptions, UnixServer};
-pub use state::HostConfig;
+pub use state::{HostConfig, HostInterface};
 pub use storage::VolumeSnapshot;
 pub use trace::{ConnectionInfo, Trace, TraceEntry};
 pub use types::{

@@ -110,6 +110,12 @@ procedures! {
     StorageVolGetPath = 100, "StorageVolGetPath";
     /// `REMOTE_PROC_CONNECT_GET_URI`.
     ConnectGetUri = 110, "ConnectGetURI";
+    /// `REMOTE_PROC_INTERFACE_LOOKUP_BY_NAME`.
+    InterfaceLookupByName = 128, "InterfaceLookupByName";
+    /// `REMOTE_PROC_INTERFACE_GET_XML_DESC`.
+    InterfaceGetXmlDesc = 130, "InterfaceGetXMLDesc";
+    /// `REMOTE_PROC_INTERFACE_IS_ACTIVE`.
+    InterfaceIsActive = 156, "InterfaceIsActive";
     /// `REMOTE_PROC_CONNECT_GET_LIB_VERSION`.
     ConnectGetLibVersion = 157, "ConnectGetLibVersion";
     /// `REMOTE_PROC_DOMAIN_CREATE_WITH_FLAGS`.

@@ -23,11 +23,12 @@ use libvirt_wire::{
     DomainDefineXmlFlagsRet, DomainDefineXmlRet, DomainGetInfoRet, DomainGetMetadataRet,
     DomainGetStateRet, DomainGetXmlDescRet, DomainInterface, DomainInterfaceAddressesRet,
     DomainIpAddr, DomainLookupByNameRet, DomainLookupByUuidRet, Encode, ErrorCode, ErrorDomain,
-    ErrorLevel, Header, KEEPALIVE_PING, KEEPALIVE_PONG, KEEPALIVE_PROGRAM, MessageType, Packet,
-    REMOTE_PROGRAM, REMOTE_VERSION, RemoteError, Status, StoragePoolDefineXmlRet,
-    StoragePoolGetInfoRet, StoragePoolGetXmlDescRet, StoragePoolListAllVolumesRet,
-    StoragePoolLookupByNameRet, StorageVolCreateXmlRet, StorageVolGetInfoRet, StorageVolGetPathRet,
-    StorageVolLookupByNameRet, WireError, encode_error_reply, encode_packet, encode_reply,
+    ErrorLevel, Header, InterfaceGetXmlDescRet, InterfaceLookupByNameRet, IsActiveRet,
+    KEEPALIVE_PING, KEEPALIVE_PONG, KEEPALIVE_PROGRAM, MessageType, Packet, REMOTE_PROGRAM,
+    REMOTE_VERSION, RemoteError, Status, StoragePoolDefineXmlRet, StoragePoolGetInfoRet,
+    StoragePoolGetXmlDescRet, StoragePoolListAllVolumesRet, StoragePoolLookupByNameRet,
+    StorageVolCreateXmlRet, StorageVolGetInfoRet, StorageVolGetPathRet, StorageVolLookupByNameRet,
+    WireError, encode_error_reply, encode_packet, encode_reply,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::UnixListener;
@@ -468,6 +469,27 @@ async fn dispatch(
                 capabilities: c
                     .get_domain_capabilities(a.virttype.as_deref(), a.arch.as_deref(), a.flags)
                     .await?,
+            },
+        ),
+        CallArgs::InterfaceLookupByName(a) => {
+            let (name, mac) = c.interface_lookup_by_name(&a.name).await?;
+            reply(
+                h,
+                &InterfaceLookupByNameRet {
+                    iface: libvirt_wire::Interface { name, mac },
+                },
+            )
+        }
+        CallArgs::InterfaceGetXmlDesc(a) => reply(
+            h,
+            &InterfaceGetXmlDescRet {
+                xml: c.interface_get_xml_desc(&a.iface.name, a.flags).await?,
+            },
+        ),
+        CallArgs::InterfaceIsActive(a) => reply(
+            h,
+            &IsActiveRet {
+                active: i32::from(c.interface_is_active(&a.iface.name).await?),
             },
         ),
         CallArgs::ConnectGetHostname(()) => reply(

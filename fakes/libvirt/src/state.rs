@@ -44,6 +44,10 @@ pub struct HostConfig {
     /// `ConnectGetDomainCapabilities` lists as loaders (and `efi` among the
     /// firmware kinds); empty when no OVMF is installed.
     pub uefi_firmware: Vec<String>,
+    /// The host's network interfaces as libvirt's interface driver (the
+    /// udev backend) reports them; `None` when the host has no interface
+    /// driver, and every interface call fails with `VIR_ERR_NO_SUPPORT`.
+    pub interfaces: Option<Vec<HostInterface>>,
     /// Uploads larger than this keep only their size and SHA-256.
     pub upload_keep_limit: u64,
     /// How long after a start the guest agent answers.
@@ -67,10 +71,81 @@ impl Default for HostConfig {
             auth_types: vec![0],
             capabilities: default_capabilities(),
             uefi_firmware: vec!["/usr/share/OVMF/OVMF_CODE_4M.fd".into()],
+            interfaces: Some(vec![HostInterface::bridge("br0")]),
             upload_keep_limit: 1 << 20,
             agent_boot_delay: Duration::ZERO,
             auto_addresses: true,
             latency: Duration::ZERO,
+        }
+    }
+}
+
+/// A network interface of the host, as libvirt's udev interface backend
+/// sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostInterface {
+    /// The interface name (`br0`).
+    pub name: String,
+    /// Its MAC address.
+    pub mac: String,
+    /// Its MTU.
+    pub mtu: u32,
+    /// The kernel's operational state (`up`, `down`, `unknown`): libvirt
+    /// calls the interface active only when it is `up`, so a bridge without
+    /// ports is inactive even when it is administratively up.
+    pub operstate: String,
+    /// For a bridge, its spanning tree setting and forward delay (in
+    /// hundredths of a second, as sysfs has it); `None` for an ethernet
+    /// interface.
+    pub bridge: Option<(bool, u32)>,
+}
+
+impl HostInterface {
+    /// A bridge as `ip link add NAME type bridge` makes it: no ports, STP
+    /// off, a 15 s forward delay, MTU 1500, operational state `down`.
+    pub fn bridge(name: &str) -> Self {
+        HostInterface {
+            name: name.to_owned(),
+            mac: "52:54:00:00:00:b0".to_owned(),
+            mtu: 1500,
+            operstate: "down".to_owned(),
+            bridge: Some((false, 1500)),
+        }
+    }
+
+    /// An ethernet interface that is up.
+    pub fn ethernet(name: &str, mac: &str) -> Self {
+        HostInterface {
+            name: name.to_owned(),
+            mac: mac.to_owned(),
+            mtu: 1500,
+            operstate: "up".to_owned(),
+            bridge: None,
+        }
+    }
+
+    /// Whether libvirt calls it active.
+    pub fn is_active(&self) -> bool {
+        self.operstate == "up"
+    }
+
+    /// `InterfaceGetXMLDesc` in the udev backend's layout (measured on libvirt
+    /// 11.3): a bridge lists its MTU and bridge settings, an ethernet
+    /// interface its MTU, link state and MAC address.
+    pub(crate) fn xml(&self) -> String {
+        match self.bridge {
+            Some((stp, delay)) => format!(
+                "<interface type='bridge' name='{}'>\n  <mtu size='{}'/>\n  \
+                 <bridge stp='{}' delay='{delay}'>\n  </bridge>\n</interface>\n",
+                self.name,
+                self.mtu,
+                if stp { "on" } else { "off" },
+            ),
+            None => format!(
+                "<interface type='ethernet' name='{}'>\n  <mtu size='{}'/>\n  \
+                 <link state='{}'/>\n  <mac address='{}'/>\n</interface>\n",
+                self.name, self.mtu, self.operstate, self.mac,
+            ),
         }
     }
 }
@@ -171,6 +246,22 @@ impl State {
             hold_all_boots: false,
             addresses: HashMap::new(),
         }
+    }
+
+    /// The host interface of that name; `function` names the public call
+    /// in the error of a host without an interface driver.
+    pub(crate) fn host_interface(
+        &self,
+        name: &str,
+        function: &str,
+    ) -> Result<&HostInterface, VirError> {
+        self.host
+            .interfaces
+            .as_ref()
+            .ok_or_else(|| VirError::no_support(function))?
+            .iter()
+            .find(|i| i.name == name)
+            .ok_or_else(|| VirError::no_interface_name(name))
     }
 
     /// Checks the model's invariants; used by tests.

@@ -4,6 +4,7 @@
 mod common;
 mod domains;
 mod faults;
+mod interfaces;
 mod metadata;
 mod pools;
 mod props;
