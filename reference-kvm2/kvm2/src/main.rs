@@ -17,6 +17,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use conformance::{CloudInit, CreateRequest, Ctx, Provider, ProviderId};
 use kvm2::{Config, Kvm2, SshDialer};
+use libvirt_wire::ErrorCode;
 
 /// What the manual commands accept; `conformance` is passed on to the suite's
 /// own parser before this one runs.
@@ -345,7 +346,15 @@ async fn preflight(p: &Kvm2, tag: Option<&str>) -> Result<ExitCode, String> {
             }
         }
         if let Some(host) = cfg.hosts.iter().find(|c| c.name == h.location) {
-            ok &= firmware(cfg, host).await;
+            match kvm2::real_fixture::dial_side(host).await {
+                Ok(client) => {
+                    ok &= firmware(cfg, &host.name, &client).await;
+                    ok &= bridge(cfg, &host.name, &client).await;
+                }
+                Err(e) => {
+                    ok &= verdict(false, &format!("libvirt on {}", host.name), &e.to_string())
+                }
+            }
         }
     }
     match tag {
@@ -366,19 +375,14 @@ async fn preflight(p: &Kvm2, tag: Option<&str>) -> Result<ExitCode, String> {
         },
         None => println!("skip leftovers: no --tag given"),
     }
-    println!(
-        "skip bridge {}: libvirt's remote calls kvm2 uses do not list host bridges; a Create \
-         without it fails with libvirt's own error",
-        cfg.bridge
-    );
     Ok(exit(ok))
 }
 
 /// Whether `host` offers UEFI firmware (OVMF) to domains of the configured
 /// type, when an image boots with it: libvirt's domain capabilities list `efi`
 /// among the firmware kinds only when a firmware descriptor is installed.
-async fn firmware(cfg: &kvm2::Config, host: &kvm2::config::HostConfig) -> bool {
-    let what = format!("UEFI firmware on {}", host.name);
+async fn firmware(cfg: &kvm2::Config, host: &str, client: &libvirt_rpc::Client) -> bool {
+    let what = format!("UEFI firmware on {host}");
     let efi: Vec<&str> = cfg
         .images
         .iter()
@@ -390,14 +394,10 @@ async fn firmware(cfg: &kvm2::Config, host: &kvm2::config::HostConfig) -> bool {
         return true;
     }
     let virttype = cfg.domain_type.as_str();
-    let caps = match kvm2::real_fixture::dial_side(host).await {
-        Ok(client) => client
-            .connect_get_domain_capabilities(Some(virttype), None)
-            .await
-            .map_err(|e| e.to_string()),
-        Err(e) => Err(e.to_string()),
-    };
-    match caps {
+    match client
+        .connect_get_domain_capabilities(Some(virttype), None)
+        .await
+    {
         Ok(xml) if xml.contains("<value>efi</value>") => verdict(
             true,
             &what,
@@ -412,5 +412,56 @@ async fn firmware(cfg: &kvm2::Config, host: &kvm2::config::HostConfig) -> bool {
             ),
         ),
         Err(e) => verdict(false, &what, &format!("domain capabilities: {e}")),
+    }
+}
+
+/// Whether `host` has the configured bridge, the one every guest's interface
+/// joins, as a bridge. libvirt's interface driver answers this; on a host
+/// without it the check is skipped (a Create then fails with libvirt's own
+/// error when the bridge is missing).
+async fn bridge(cfg: &kvm2::Config, host: &str, client: &libvirt_rpc::Client) -> bool {
+    let what = format!("bridge {} on {host}", cfg.bridge);
+    let code = |e: &libvirt_rpc::Error| e.as_remote().map(|r| r.code);
+    let iface = match client.interface_lookup_by_name(&cfg.bridge).await {
+        Ok(iface) => iface,
+        Err(e) if code(&e) == Some(ErrorCode::NoSupport) => {
+            println!(
+                "skip {what}: the host's libvirt has no interface driver \
+                 (libvirt-daemon-driver-interface)"
+            );
+            return true;
+        }
+        Err(e) if code(&e) == Some(ErrorCode::NoInterface) => {
+            return verdict(
+                false,
+                &what,
+                "no such interface on the host; every guest joins it",
+            );
+        }
+        Err(e) => return verdict(false, &what, &e.to_string()),
+    };
+    let xml = match client.interface_get_xml_desc(&iface).await {
+        Ok(xml) => xml,
+        Err(e) => return verdict(false, &what, &e.to_string()),
+    };
+    if !xml.trim_start().starts_with("<interface type='bridge'") {
+        let kind = xml
+            .split_once("type='")
+            .and_then(|(_, rest)| rest.split_once('\''))
+            .map_or("unknown", |(kind, _)| kind);
+        return verdict(
+            false,
+            &what,
+            &format!("is an interface of type {kind}, not a bridge"),
+        );
+    }
+    match client.interface_is_active(&iface).await {
+        Ok(true) => verdict(true, &what, "a bridge, up"),
+        Ok(false) => verdict(
+            true,
+            &what,
+            "a bridge, not active yet (libvirt counts a bridge active once a running guest joins it)",
+        ),
+        Err(e) => verdict(false, &what, &e.to_string()),
     }
 }

@@ -4,6 +4,9 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+use libvirt_fake::{HostConfig, HostInterface};
+use rstest::rstest;
+
 fn kvm2(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_kvm2"))
         .args(args)
@@ -101,18 +104,15 @@ fn help_lists_every_command() {
     }
 }
 
-/// A fake libvirt host behind the in-process SSH server, with pool `p` and the
-/// given UEFI firmware; the configuration file points at it.
+/// A fake libvirt host behind the in-process SSH server, with pool `p`; the
+/// configuration file points at it.
 async fn served_host(
     dir: &Path,
-    firmware: Vec<String>,
+    host: libvirt_fake::HostConfig,
 ) -> (libvirt_ssh::server::TestServer, String) {
-    use libvirt_fake::{FakeLibvirt, HostConfig};
+    use libvirt_fake::FakeLibvirt;
     use libvirt_ssh::server::{ChannelTarget, TestServer};
-    let fake = FakeLibvirt::with_config(HostConfig {
-        uefi_firmware: firmware,
-        ..Default::default()
-    });
+    let fake = FakeLibvirt::with_config(host);
     fake.add_pool("p", "/var/lib/libvirt/images", 50 << 30);
     let (ssh, files) = TestServer::start_with_client(
         dir,
@@ -139,40 +139,68 @@ async fn served_host(
     (ssh, cfg)
 }
 
+fn without_ovmf(mut h: HostConfig) -> HostConfig {
+    h.uefi_firmware.clear();
+    h
+}
+
+fn interfaces(mut h: HostConfig, interfaces: Option<Vec<HostInterface>>) -> HostConfig {
+    h.interfaces = interfaces;
+    h
+}
+
 /// Preflight asks the host's domain capabilities whether UEFI firmware is
-/// offered, since the configured image boots with it (the default).
+/// offered, since the configured image boots with it (the default), and
+/// libvirt's interface driver whether the configured bridge is there and is
+/// a bridge. Each case names the line it must print and the exit status.
+#[rstest]
+#[case::ready(
+    HostConfig::default(),
+    "ok   bridge br0 on h1: a bridge, not active yet",
+    0
+)]
+#[case::ready_firmware(
+    HostConfig::default(),
+    "ok   UEFI firmware on h1: offered to kvm domains",
+    0
+)]
+#[case::no_ovmf(
+    without_ovmf(HostConfig::default()),
+    "FAIL UEFI firmware on h1: not offered to kvm domains, which images img need",
+    1
+)]
+#[case::no_bridge(
+    interfaces(HostConfig::default(), Some(vec![HostInterface::ethernet("eth0", "02:00:00:00:00:01")])),
+    "FAIL bridge br0 on h1: no such interface on the host; every guest joins it",
+    1
+)]
+#[case::not_a_bridge(
+    interfaces(HostConfig::default(), Some(vec![HostInterface::ethernet("br0", "02:00:00:00:00:01")])),
+    "FAIL bridge br0 on h1: is an interface of type ethernet, not a bridge",
+    1
+)]
+#[case::no_interface_driver(
+    interfaces(HostConfig::default(), None),
+    "skip bridge br0 on h1: the host's libvirt has no interface driver",
+    0
+)]
 #[tokio::test(flavor = "multi_thread")]
-async fn preflight_checks_the_uefi_firmware() {
-    for (firmware, expect_ok) in [
-        (vec!["/usr/share/OVMF/OVMF_CODE_4M.fd".to_owned()], true),
-        (vec![], false),
-    ] {
-        let dir = tempfile::tempdir().unwrap();
-        let (_ssh, cfg) = served_host(dir.path(), firmware).await;
-        let o = tokio::task::spawn_blocking(move || kvm2(&["preflight", "--config", &cfg]))
-            .await
-            .unwrap();
-        let out = text(&o.stdout);
-        assert!(
-            out.contains("ok   host h1: ready"),
-            "{out}\n{}",
-            text(&o.stderr)
-        );
-        if expect_ok {
-            assert!(
-                out.contains("ok   UEFI firmware on h1: offered to kvm domains"),
-                "{out}"
-            );
-            assert_eq!(o.status.code(), Some(0), "{out}");
-        } else {
-            assert!(
-                out.contains(
-                    "FAIL UEFI firmware on h1: not offered to kvm domains, which images img need"
-                ),
-                "{out}"
-            );
-            assert_eq!(o.status.code(), Some(1), "{out}");
-        }
-        assert!(out.contains("skip bridge br0"), "{out}");
-    }
+async fn preflight_checks_firmware_and_bridge(
+    #[case] host: HostConfig,
+    #[case] line: &str,
+    #[case] status: i32,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let (_ssh, cfg) = served_host(dir.path(), host).await;
+    let o = tokio::task::spawn_blocking(move || kvm2(&["preflight", "--config", &cfg]))
+        .await
+        .unwrap();
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("ok   host h1: ready"),
+        "{out}\n{}",
+        text(&o.stderr)
+    );
+    assert!(out.contains(line), "{out}");
+    assert_eq!(o.status.code(), Some(status), "{out}");
 }
