@@ -362,8 +362,11 @@ impl VirError {
 
     /// `VIR_ERR_INVALID_ARG` for flags a function does not accept.
     pub fn unsupported_flags(flags: u32, function: &str) -> Self {
+        // The driver the function belongs to raises it, named by its prefix.
         let from = if function.starts_with("storage") {
             domain::STORAGE
+        } else if function.starts_with("udevInterface") {
+            domain::INTERFACE
         } else {
             domain::QEMU
         };

@@ -41,10 +41,16 @@ async fn an_ethernet_interface_shows_its_link_and_address() {
     );
     assert!(xml.contains("<link state='up'/>"), "{xml}");
     assert!(xml.contains("<mac address='02:00:00:00:00:01'/>"), "{xml}");
-    assert_eq!(
-        message(c.interface_get_xml_desc("eth0", 2).await),
-        "unsupported flags (0x2) in function udevInterfaceGetXMLDesc"
-    );
+    match c.interface_get_xml_desc("eth0", 2).await {
+        Err(libvirt_fake::CallError::Libvirt(e)) => {
+            assert_eq!((e.code, e.domain), (err::INVALID_ARG, domain::INTERFACE));
+            assert_eq!(
+                e.message,
+                "unsupported flags (0x2) in function udevInterfaceGetXMLDesc"
+            );
+        }
+        other => panic!("expected a libvirt error, got {other:?}"),
+    }
 }
 
 #[tokio::test]
