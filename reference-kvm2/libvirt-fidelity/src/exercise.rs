@@ -185,6 +185,26 @@ async fn calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<(), Strin
         domcaps.contains("<domain>qemu</domain>"),
         "domain capabilities are not for qemu domains"
     );
+    // The bridge the host script makes (and the fake has by default).
+    let bridge = log.ok(
+        Procedure::InterfaceLookupByName,
+        "lookup bridge br0",
+        c.interface_lookup_by_name("br0").await,
+    )?;
+    let bridge_xml = log.ok(
+        Procedure::InterfaceGetXmlDesc,
+        "bridge XML",
+        c.interface_get_xml_desc(&bridge).await,
+    )?;
+    ensure!(
+        bridge_xml.starts_with("<interface type='bridge' name='br0'>"),
+        "br0 is not a bridge: {bridge_xml}"
+    );
+    log.ok(
+        Procedure::InterfaceIsActive,
+        "bridge active",
+        c.interface_is_active(&bridge).await,
+    )?;
     let pools = log.ok(
         Procedure::ConnectListAllStoragePools,
         "list pools (generic call)",

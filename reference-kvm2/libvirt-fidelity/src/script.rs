@@ -17,8 +17,8 @@ use libvirt_wire::{
     DOMAIN_AFFECT_LIVE, DOMAIN_INTERFACE_ADDRESSES_SRC_AGENT, DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE,
     DOMAIN_METADATA_DESCRIPTION, DOMAIN_METADATA_ELEMENT, DOMAIN_METADATA_TITLE,
     DOMAIN_UNDEFINE_NVRAM, DOMAIN_XML_INACTIVE, Domain, DomainGetInfoRet, DomainInterface,
-    DomainState, ErrorCode, FEATURE_PROGRAM_KEEPALIVE, Procedure, StoragePool,
-    StoragePoolDefineXmlArgs, StoragePoolGetInfoRet, StoragePoolState, StorageVol,
+    DomainState, ErrorCode, FEATURE_PROGRAM_KEEPALIVE, InterfaceGetXmlDescArgs, Procedure,
+    StoragePool, StoragePoolDefineXmlArgs, StoragePoolGetInfoRet, StoragePoolState, StorageVol,
     StorageVolGetInfoRet, Uuid, calls,
 };
 
@@ -341,6 +341,7 @@ pub async fn run(b: &Backend, names: &RunNames) -> Recorder {
     names.teach(&mut rec);
     rec.norm.replace(names.prefix.clone(), "<run>");
     connect(b, &mut rec).await;
+    host_interfaces(b, names, &mut rec).await;
     let pool = storage_pool(b, names, &mut rec).await;
     // Before the uploads: libvirtd 11.3 can stop answering after the upload
     // that sends more than it declared.
@@ -357,6 +358,68 @@ pub async fn run(b: &Backend, names: &RunNames) -> Recorder {
     transient(b, names, &mut rec).await;
     second_open(b, names, &mut rec).await;
     rec
+}
+
+/// The bridge every guest joins: `scripts/libvirt-host.sh` makes it on the
+/// real host and the fake has it by default, without ports on either side.
+const BRIDGE: &str = "br0";
+
+/// The host's bridge through libvirt's interface driver: its handle, XML and
+/// state, a name the host does not have, and an unknown flag.
+async fn host_interfaces(b: &Backend, names: &RunNames, rec: &mut Recorder) {
+    let c = &b.client;
+    rec.sequence("host interfaces");
+    let iface = rec.call(
+        "lookup the bridge",
+        Procedure::InterfaceLookupByName,
+        c.interface_lookup_by_name(BRIDGE).await,
+        |i| {
+            let mac_ok = i.mac.len() == 17
+                && i.mac
+                    .split(':')
+                    .all(|o| o.len() == 2 && o.chars().all(|c| c.is_ascii_hexdigit()));
+            format!("name={} mac-well-formed={mac_ok}", i.name)
+        },
+    );
+    rec.call(
+        "lookup a missing interface",
+        Procedure::InterfaceLookupByName,
+        c.interface_lookup_by_name(&format!("{}-if", names.prefix))
+            .await,
+        |i| i.name.clone(),
+    );
+    let Some(iface) = iface else {
+        rec.push(
+            "bridge XML",
+            Procedure::InterfaceGetXmlDesc,
+            Outcome::Skipped(NO_HANDLE.into()),
+        );
+        return;
+    };
+    rec.call(
+        "bridge XML",
+        Procedure::InterfaceGetXmlDesc,
+        c.interface_get_xml_desc(&iface).await,
+        |x| x.clone(),
+    );
+    let flagged = c
+        .call::<calls::InterfaceGetXmlDesc>(&InterfaceGetXmlDescArgs {
+            iface: iface.clone(),
+            flags: 2,
+        })
+        .await;
+    rec.call(
+        "bridge XML with an unknown flag",
+        Procedure::InterfaceGetXmlDesc,
+        flagged,
+        |r| format!("{} bytes", r.xml.len()),
+    );
+    rec.call(
+        "bridge active (no ports)",
+        Procedure::InterfaceIsActive,
+        c.interface_is_active(&iface).await,
+        |a| a.to_string(),
+    );
 }
 
 /// A second `CONNECT_OPEN` on an open connection, on a connection of its own
