@@ -444,11 +444,12 @@ async fn bridge(cfg: &kvm2::Config, host: &str, client: &libvirt_rpc::Client) ->
         Ok(xml) => xml,
         Err(e) => return verdict(false, &what, &e.to_string()),
     };
-    if !xml.trim_start().starts_with("<interface type='bridge'") {
-        let kind = xml
-            .split_once("type='")
-            .and_then(|(_, rest)| rest.split_once('\''))
-            .map_or("unknown", |(kind, _)| kind);
+    let kind = match kvm2::xml::root_attribute(&xml, "type") {
+        Some((root, kind)) if root == "interface" => kind,
+        _ => None,
+    };
+    if kind.as_deref() != Some("bridge") {
+        let kind = kind.as_deref().unwrap_or("unknown");
         return verdict(
             false,
             &what,

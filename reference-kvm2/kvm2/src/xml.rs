@@ -238,6 +238,28 @@ pub fn parse_mark(xml: &str) -> Result<Mark, BadMark> {
     }
 }
 
+/// The root element's name and the value of its attribute `attr`, if any
+/// (`<interface type='bridge' …>` gives `("interface", Some("bridge"))`);
+/// `None` when the text holds no element.
+pub fn root_attribute(xml: &str, attr: &str) -> Option<(String, Option<String>)> {
+    let mut r = Reader::from_str(xml);
+    loop {
+        match r.read_event().ok()? {
+            Event::Start(e) | Event::Empty(e) => {
+                let value = e.attributes().flatten().find_map(|a| {
+                    (a.key.local_name().into_inner() == attr)
+                        .then(|| a.normalized_value(quick_xml::XmlVersion::Implicit1_0).ok())
+                        .flatten()
+                        .map(|v| v.into_owned())
+                });
+                return Some((e.local_name().into_inner().to_owned(), value));
+            }
+            Event::Eof => return None,
+            _ => {}
+        }
+    }
+}
+
 /// A qcow2 overlay of `backing_path`, `capacity_gib` large.
 pub fn overlay_volume_xml(name: &str, capacity_gib: u64, backing_path: &str) -> String {
     let mut d = Doc::new();
@@ -413,6 +435,27 @@ mod tests {
         assert!(parse_mark("<other managed=\"t\"/>").is_err());
         assert!(parse_mark("<instance managed=\"t\" createdAt=\"yesterday\"/>").is_err());
         assert!(parse_mark("").is_err());
+    }
+
+    #[test]
+    fn root_attribute_reads_the_first_element_whatever_the_quoting() {
+        let bridge = "<interface type='bridge' name='br0'>\n  <mtu size='1500'/>\n</interface>\n";
+        assert_eq!(
+            root_attribute(bridge, "type"),
+            Some(("interface".into(), Some("bridge".into())))
+        );
+        assert_eq!(
+            root_attribute(
+                "<?xml version=\"1.0\"?><interface name=\"e\" type=\"ethernet\"/>",
+                "type"
+            ),
+            Some(("interface".into(), Some("ethernet".into())))
+        );
+        assert_eq!(
+            root_attribute("<interface name='x'/>", "type"),
+            Some(("interface".into(), None))
+        );
+        assert_eq!(root_attribute("", "type"), None);
     }
 
     #[test]
