@@ -217,14 +217,14 @@ apt_private_update() {
 
 version_of() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || true; }
 
-# backports_dependencies APT_ARGS... PACKAGES...: adds to `want` (as PKG/backports) each
+# backports_dependencies APT_ARGS...: adds to the caller's `want` (as PKG/backports) each
 # dependency the release's version cannot satisfy but backports' can: a backports QEMU can
 # need a newer firmware package than the release has (10.0.2+ds-2+deb13u1~bpo12+1 needs
 # seabios > 1.16.3-1~, which only backports carries). apt names them in a dry run.
 backports_dependencies() {
   local bpo=$CODENAME-backports out p added _
   for _ in 1 2 3 4 5; do
-    out=$(apt-get "${APT_OPTS[@]}" install -s "$@" 2>&1) && return 0
+    out=$(apt-get "${APT_OPTS[@]}" install -s "$@" "${want[@]}" 2>&1) && return 0
     added=0
     while read -r p; do
       [ -n "$p" ] || continue
@@ -232,7 +232,6 @@ backports_dependencies() {
       apt-cache "${APT_OPTS[@]}" madison "$p" | grep -q " $bpo/" || continue
       log "taking $p from $bpo too: the packages from there need it"
       want+=("$p/$bpo")
-      set -- "$@" "$p/$bpo"
       added=1
     done < <(sed -n 's/^.*Depends: \([^ ]*\) (.*) but .* is to be installed$/\1/p' <<<"$out")
     # Nothing backports can mend: the real install reports apt's own error.
@@ -301,7 +300,7 @@ install_packages() {
   if [ "$LIBVIRT_VERSION" = 11 ]; then
     for p in "${LIBVIRT_PACKAGES_11[@]}"; do want+=("$p/$bpo"); done
     want+=("systemd-container/$CODENAME")
-    backports_dependencies "${args[@]}" "${want[@]}"
+    backports_dependencies "${args[@]}"
     log "installing libvirt 11 and QEMU from $bpo (libvirt-daemon was: ${before:-not installed})"
     apt-get "${APT_OPTS[@]}" install "${args[@]}" "${want[@]}" >>"$LOGS/apt.log" 2>&1
   else
@@ -311,7 +310,7 @@ install_packages() {
     for p in "${LIBVIRT_PACKAGES_9[@]}"; do want+=("$p=$v9"); done
     # The split packages Break libvirt-daemon (<< 10.6): remove them in the same transaction.
     for p in "${LIBVIRT_SPLIT_ONLY[@]}"; do installed "$p" && want+=("$p-"); done
-    backports_dependencies "${args[@]}" "${want[@]}"
+    backports_dependencies "${args[@]}"
     log "installing libvirt $v9 and QEMU from $bpo (libvirt-daemon was: ${before:-not installed})"
     apt-get "${APT_OPTS[@]}" install "${args[@]}" "${want[@]}" >>"$LOGS/apt.log" 2>&1
     if [[ $before == 1[0-9].* ]]; then
