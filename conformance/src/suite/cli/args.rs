@@ -1,0 +1,219 @@
+//! The flags of a run: [`RunArgs`] only parses (flags, then `CONFORMANCE_*`
+//! environment variables, then defaults) and does no I/O; [`Plan::resolve`] checks the
+//! values against the catalogue and the fixture and fills in the defaults that depend
+//! on them (the output directory, a random seed).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::fixture::Fixture;
+use crate::rules::CATALOGUE;
+use crate::suite::report::Format;
+use crate::suite::runner::{RunOptions, selected};
+
+/// The flags of a run (and of `list`), parsed and nothing more.
+#[derive(Clone, Debug, clap::Args)]
+pub struct RunArgs {
+    /// Rules to run, comma separated: IDs, or prefixes ending in `*` (`CRE-*`). Default: all.
+    #[arg(
+        long,
+        env = "CONFORMANCE_RULES",
+        value_delimiter = ',',
+        value_name = "ID,..."
+    )]
+    pub rules: Vec<String>,
+
+    /// Report formats to write, comma separated.
+    #[arg(
+        long,
+        env = "CONFORMANCE_FORMAT",
+        value_delimiter = ',',
+        value_enum,
+        default_value = "json,junit,md,html",
+        value_name = "FORMAT,..."
+    )]
+    pub format: Vec<Format>,
+
+    /// Directory for the reports. Default: `reports/<provider>`.
+    #[arg(long, env = "CONFORMANCE_OUT", value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// Seed of every randomised part of the run. Default: random, and printed.
+    #[arg(long, env = "CONFORMANCE_SEED", value_name = "N")]
+    pub seed: Option<u64>,
+
+    /// Time limit of one rule's check, cleanup included, in seconds (fractions allowed).
+    #[arg(
+        long,
+        env = "CONFORMANCE_RULE_TIMEOUT",
+        value_name = "SECS",
+        value_parser = parse_secs,
+        default_value_t = Secs(RunOptions::default().rule_timeout)
+    )]
+    pub rule_timeout: Secs,
+
+    /// Cases each property runs (capped on a real backend).
+    #[arg(
+        long,
+        env = "CONFORMANCE_CASES",
+        value_name = "N",
+        value_parser = clap::value_parser!(u32).range(1..),
+        default_value_t = RunOptions::default().cases
+    )]
+    pub cases: u32,
+
+    /// Create steps the step-wise checks interrupt at most (every step when
+    /// Create makes no more backend calls; else this many, spread evenly).
+    #[arg(
+        long,
+        env = "CONFORMANCE_STEPS",
+        value_name = "N",
+        value_parser = clap::value_parser!(u32).range(2..),
+        default_value_t = RunOptions::default().steps
+    )]
+    pub steps: u32,
+
+    /// Rules checked at once.
+    #[arg(
+        long,
+        env = "CONFORMANCE_CONCURRENCY",
+        value_name = "N",
+        value_parser = clap::value_parser!(u64).range(1..=256),
+        default_value_t = RunOptions::default().concurrency as u64
+    )]
+    pub concurrency: u64,
+
+    /// Print every rule with whether it would run, and why not, then exit.
+    #[arg(long, env = "CONFORMANCE_LIST")]
+    pub list: bool,
+}
+
+/// A positive duration written as seconds, fractions allowed (`--rule-timeout 1.5`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Secs(pub Duration);
+
+impl std::fmt::Display for Secs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0.as_secs_f64())
+    }
+}
+
+fn parse_secs(s: &str) -> Result<Secs, String> {
+    let secs: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    if !(secs > 0.0 && secs <= 86_400.0) {
+        return Err(format!(
+            "{s} is out of range: more than 0 and at most 86400 seconds"
+        ));
+    }
+    Ok(Secs(Duration::from_secs_f64(secs)))
+}
+
+/// A bad flag value found while resolving the plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UsageError {
+    /// The flag, as typed (`--rules`).
+    pub flag: &'static str,
+    /// What is wrong with its value.
+    pub message: String,
+}
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.flag, self.message)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// A run, resolved: what the runner and the reporters are given.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The runner's options.
+    pub opts: RunOptions,
+    /// The formats to write, without repeats.
+    pub formats: Vec<Format>,
+    /// Where the reports go.
+    pub out: PathBuf,
+    /// Whether the seed was drawn at random rather than given.
+    pub random_seed: bool,
+    /// Only list the rules.
+    pub list: bool,
+}
+
+impl Plan {
+    /// Checks `args` against the catalogue and fills in the defaults that depend on
+    /// the fixture.
+    pub fn resolve(args: RunArgs, fixture: &dyn Fixture) -> Result<Plan, UsageError> {
+        let defaults = RunOptions::default();
+        let rules: Vec<String> = args
+            .rules
+            .iter()
+            .map(|r| r.trim().to_owned())
+            .filter(|r| !r.is_empty())
+            .collect();
+        for r in &rules {
+            let filter = Some(vec![r.clone()]);
+            if !CATALOGUE.iter().any(|rule| selected(rule, &filter)) {
+                return Err(UsageError {
+                    flag: "--rules",
+                    message: format!("no rule matches {r:?} (`--list` shows them)"),
+                });
+            }
+        }
+        let mut formats = Vec::new();
+        for f in args.format {
+            if !formats.contains(&f) {
+                formats.push(f);
+            }
+        }
+        if formats.is_empty() {
+            return Err(UsageError {
+                flag: "--format",
+                message: "names no format".into(),
+            });
+        }
+        let (seed, random_seed) = match args.seed {
+            Some(s) => (s, false),
+            None => (uuid::Uuid::new_v4().as_u64_pair().0, true),
+        };
+        let out = args
+            .out
+            .unwrap_or_else(|| PathBuf::from("reports").join(dir_name(&fixture.provider_name())));
+        Ok(Plan {
+            opts: RunOptions {
+                seed,
+                rules: (!rules.is_empty()).then_some(rules),
+                rule_timeout: args.rule_timeout.0,
+                cases: args.cases,
+                steps: args.steps,
+                concurrency: usize::try_from(args.concurrency).unwrap_or(defaults.concurrency),
+            },
+            formats,
+            out,
+            random_seed,
+            list: args.list,
+        })
+    }
+}
+
+/// A provider name made safe as one path component.
+fn dir_name(provider: &str) -> String {
+    let s: String = provider
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if s.is_empty() || s.chars().all(|c| c == '.') {
+        "provider".into()
+    } else {
+        s
+    }
+}
