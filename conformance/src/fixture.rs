@@ -363,6 +363,9 @@ pub enum FaultKind {
     Delay(Duration),
     /// The connection drops during the call.
     Drop,
+    /// The backend performs the call, then the connection drops before the reply
+    /// reaches the provider (the provider cannot know whether the call took effect).
+    LostReply,
 }
 
 /// One injection.
@@ -410,11 +413,59 @@ pub trait Faults: Send + Sync {
     ) -> BoxFuture<'a, HookResult<()>>;
 }
 
-/// Rotates credentials.
+/// A way to break a location's access, for the health-reason checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum AccessBreak {
+    /// The credentials the provider holds are revoked and nothing replaces them.
+    Revoke,
+    /// The location presents a host key other than the one the provider trusts.
+    ForeignHostKey,
+    /// The credential file the provider reads is removed (as when a secret is not
+    /// mounted yet).
+    RemoveCredentials,
+}
+
+impl AccessBreak {
+    /// Every way, in report order.
+    pub const ALL: [AccessBreak; 3] = [
+        AccessBreak::Revoke,
+        AccessBreak::ForeignHostKey,
+        AccessBreak::RemoveCredentials,
+    ];
+
+    /// The way's name as reports print it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AccessBreak::Revoke => "revoke",
+            AccessBreak::ForeignHostKey => "foreign-host-key",
+            AccessBreak::RemoveCredentials => "remove-credentials",
+        }
+    }
+}
+
+/// Rotates credentials, and breaks access on purpose.
 pub trait Rotation: Send + Sync {
     /// Installs new credentials at `location` and in the files the provider reads,
     /// and revokes the old ones. Connections already open stay open.
     fn rotate<'a>(&'a self, location: &'a str) -> BoxFuture<'a, HookResult<()>>;
+
+    /// Breaks access to `location` as `how` says, installing no replacement, and
+    /// returns whether this fixture can produce that cause (`false`: the checks record
+    /// the cause as not checked). Connections already open stay open.
+    fn break_access<'a>(
+        &'a self,
+        location: &'a str,
+        how: AccessBreak,
+    ) -> BoxFuture<'a, HookResult<bool>> {
+        let _ = (location, how);
+        Box::pin(async { Ok(false) })
+    }
+
+    /// Undoes every [`break_access`](Rotation::break_access) at `location`.
+    fn restore_access<'a>(&'a self, location: &'a str) -> BoxFuture<'a, HookResult<()>> {
+        let _ = location;
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// One backend call, as the backend saw it.

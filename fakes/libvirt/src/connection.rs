@@ -201,6 +201,12 @@ impl FakeConnection {
                 self.close();
                 return Err(CallError::Closed);
             }
+            Some(Fault::LoseReply) => {
+                let _ = self.run(procedure, op);
+                self.dropped.store(true, Ordering::SeqCst);
+                self.close();
+                return Err(CallError::Closed);
+            }
             Some(Fault::Error(e)) => Err(CallError::Libvirt(e)),
         };
         self.travel(latency).await?;

@@ -30,6 +30,9 @@ pub enum Fault {
     Hang,
     /// The connection is closed under the call.
     DropConnection,
+    /// The call runs, then the connection is closed before its reply is sent: the
+    /// caller cannot tell whether it took effect.
+    LoseReply,
 }
 
 impl Fault {
@@ -72,13 +75,14 @@ impl Fault {
         Fault::Error(VirError::no_pool_name(name))
     }
 
-    /// A short name for traces: `error(42)`, `delay`, `hang`, `drop`.
+    /// A short name for traces: `error(42)`, `delay`, `hang`, `drop`, `lose-reply`.
     pub fn kind(&self) -> String {
         match self {
             Fault::Error(e) => format!("error({})", e.code),
             Fault::Delay(_) => "delay".into(),
             Fault::Hang => "hang".into(),
             Fault::DropConnection => "drop".into(),
+            Fault::LoseReply => "lose-reply".into(),
         }
     }
 }

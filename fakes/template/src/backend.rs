@@ -479,7 +479,7 @@ impl SimBackend {
                 tokio::time::sleep(d).await;
                 Ok(())
             }
-            Some(FaultKind::Drop) => {
+            Some(FaultKind::Drop) | Some(FaultKind::LostReply) => {
                 if let Some(s) = self.world().sites.get_mut(site) {
                     s.open.remove(&conn);
                 }
@@ -509,7 +509,11 @@ impl SimBackend {
         self.record(site, proc, conn);
         let released = self.inner.released.subscribe();
         let fault = self.faults().on_call(site, proc);
-        self.suffer(site, conn, fault, released).await?;
+        // A lost reply is suffered after the call took effect, not before.
+        let lose_reply = fault == Some(FaultKind::LostReply);
+        if !lose_reply {
+            self.suffer(site, conn, fault, released).await?;
+        }
         if !self.inner.latency.is_zero() {
             tokio::time::sleep(self.inner.latency).await;
         }
@@ -517,7 +521,14 @@ impl SimBackend {
         if !w.sites.get(site).is_some_and(|s| s.open.contains(&conn)) {
             return Err(BackendError::Closed);
         }
-        op(&mut w)
+        let result = op(&mut w);
+        if lose_reply {
+            if let Some(s) = w.sites.get_mut(site) {
+                s.open.remove(&conn);
+            }
+            return Err(BackendError::Closed);
+        }
+        result
     }
 
     /// Opens a connection to `site` presenting `token`.
@@ -542,7 +553,9 @@ impl SimBackend {
         let released = self.inner.released.subscribe();
         let fault = self.faults().on_call(site, Proc::Dial);
         match fault {
-            Some(FaultKind::Drop) => return Err(BackendError::Closed),
+            Some(FaultKind::Drop) | Some(FaultKind::LostReply) => {
+                return Err(BackendError::Closed);
+            }
             other => self.suffer(site, conn, other, released).await?,
         }
         if !self.inner.latency.is_zero() {
@@ -1249,6 +1262,26 @@ mod tests {
         let c2 = dial(&b).await;
         assert!(b.ping(c2, "s").await.is_ok());
         assert_eq!(b.dials("s"), 2);
+    }
+
+    #[tokio::test]
+    async fn a_lost_reply_acts_then_closes_the_connection() {
+        let b = one_site();
+        let c = dial(&b).await;
+        let f = b.inject(at(Trigger::Nth(1), FaultKind::LostReply)).unwrap();
+        let mark = Mark {
+            tag: "t".into(),
+            uid: String::new(),
+            created_at: None,
+        };
+        assert_eq!(
+            b.define(c, "s", "vm", mark).await,
+            Err(BackendError::Closed)
+        );
+        assert!(b.fired(f));
+        // The define took effect; only its answer was lost, with the connection.
+        assert!(b.world().sites["s"].instances.contains_key("vm"));
+        assert_eq!(b.ping(c, "s").await, Err(BackendError::Closed));
     }
 
     #[tokio::test]

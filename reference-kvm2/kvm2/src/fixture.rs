@@ -864,6 +864,7 @@ fn fault_for(kind: &FaultKind, procedure: Option<Procedure>) -> Fault {
         FaultKind::Hang => Fault::Hang,
         FaultKind::Delay(d) => Fault::Delay(*d),
         FaultKind::Drop => Fault::DropConnection,
+        FaultKind::LostReply => Fault::LoseReply,
         reply => Fault::Error(
             crate::injected::libvirt_error(reply, name).expect("a fault kind that answers"),
         ),

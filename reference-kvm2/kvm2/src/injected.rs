@@ -43,7 +43,9 @@ pub(crate) fn libvirt_error(kind: &FaultKind, procedure: &str) -> Option<VirErro
             domain::STORAGE,
             "Not enough free space in pool",
         ),
-        FaultKind::Hang | FaultKind::Delay(_) | FaultKind::Drop => return None,
+        FaultKind::Hang | FaultKind::Delay(_) | FaultKind::Drop | FaultKind::LostReply => {
+            return None;
+        }
     };
     Some(VirError::new(c, d, detail))
 }

@@ -691,6 +691,7 @@ enum Action {
     Hang,
     Delay(Duration),
     Drop,
+    LoseReply,
 }
 
 #[derive(Default)]
@@ -747,6 +748,7 @@ fn action_for(kind: &FaultKind, procedure: &str) -> Action {
         FaultKind::Hang => Action::Hang,
         FaultKind::Delay(d) => Action::Delay(*d),
         FaultKind::Drop => Action::Drop,
+        FaultKind::LostReply => Action::LoseReply,
         reply => {
             let e = crate::injected::libvirt_error(reply, procedure)
                 .expect("a fault kind that answers");
@@ -919,6 +921,9 @@ enum Watch {
     Addresses(String, u32),
     /// A pool's sizes.
     PoolInfo,
+    /// A call the host performs but whose reply is lost: the connection drops when it
+    /// arrives (a boot call among them gives its boot turn back).
+    LoseReply(Option<String>),
 }
 
 /// The name kvm2's spans give procedure `number` (`DomainDefineXML`), from the
@@ -1039,6 +1044,13 @@ impl ChaosStream {
         let ok = h.status == Status::Ok;
         let location = self.conn.location.clone();
         let rewritten = match w {
+            Watch::LoseReply(guest) => {
+                if let Some(g) = guest {
+                    end_boot_turn(&g);
+                }
+                self.conn.killed.cancel();
+                return;
+            }
             Watch::Boot(guest) => {
                 if !ok {
                     end_boot_turn(&guest);
@@ -1168,6 +1180,14 @@ impl ChaosStream {
                 Action::Drop => {
                     self.conn.killed.cancel();
                     return Err(dropped());
+                }
+                Action::LoseReply => {
+                    let guest = BOOT_CALLS
+                        .contains(&name.as_str())
+                        .then(|| domain_of(body))
+                        .flatten();
+                    self.watch.insert(h.serial, Watch::LoseReply(guest));
+                    self.out.extend_from_slice(&frame);
                 }
             }
         }

@@ -456,3 +456,48 @@ async fn state_control_and_capacity_rewrite_what_the_provider_sees() {
     planting.remove("local", "kvm2-sc").await.unwrap();
     tb.teardown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_reply_lets_the_host_act_then_drops_the_connection() {
+    let h = host().await;
+    let (_f, tb) = bed(&h).await;
+    let faults = tb.faults().unwrap();
+    let obs = tb.observation().unwrap();
+    tb.planting()
+        .unwrap()
+        .plant(
+            "local",
+            "kvm2-lost",
+            Plant::ForeignUid {
+                tag: "t".into(),
+                uid: "someone".into(),
+            },
+        )
+        .await
+        .unwrap();
+    let p = tb.provider();
+    let dials = obs.dials("local");
+    let id = faults
+        .inject(FaultSpec {
+            location: None,
+            trigger: Trigger::Named("DomainUndefineFlags".into()),
+            kind: FaultKind::LostReply,
+        })
+        .unwrap();
+    let ctx = Ctx::with_timeout(Duration::from_secs(10));
+    let result = p.delete(&ctx, &tb.id_for("local", "kvm2-lost")).await;
+    assert!(faults.fired(id));
+    // The host undefined the domain although the provider never saw the reply.
+    assert!(h.fake.domain("kvm2-lost").is_none());
+    if let Err(e) = result {
+        assert_eq!(*e.kind(), ErrorKind::Transient, "{e}");
+    }
+    let ctx = Ctx::with_timeout(Duration::from_secs(10));
+    p.delete(&ctx, &tb.id_for("local", "kvm2-lost"))
+        .await
+        .unwrap();
+    assert!(
+        obs.dials("local") > dials,
+        "the lost reply cost the connection"
+    );
+}

@@ -344,3 +344,19 @@ async fn not_found_helpers_carry_the_real_texts() {
     );
     assert_eq!(code(c.get_hostname().await), err::NO_DOMAIN);
 }
+
+#[tokio::test]
+async fn a_lost_reply_runs_the_call_then_closes_the_connection() {
+    let fake = FakeLibvirt::new();
+    let c = open(&fake).await;
+    let lost = fake.faults().push(Fault::LoseReply);
+    assert_eq!(
+        c.domain_define_xml(&bios_xml("kept")).await.map(|_| ()),
+        Err(CallError::Closed)
+    );
+    assert!(lost.fired() && c.is_closed() && c.was_dropped());
+    // The domain was defined although its caller never heard so.
+    assert!(fake.domain("kept").is_some());
+    let traced = fake.trace().calls().last().and_then(|t| t.fault.clone());
+    assert_eq!(traced.as_deref(), Some("lose-reply"));
+}
