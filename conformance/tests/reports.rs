@@ -20,7 +20,8 @@ use conformance::profile::Axis;
 use conformance::rules::Area;
 use conformance::suite::cli;
 use conformance::suite::outcome::{
-    Event, Outcome, PropertyFailure, REPORT_SCHEMA_VERSION, Report, RuleResult, RunInfo, Violation,
+    Event, InjectedFault, NotChecked, Outcome, PropertyFailure, REPORT_SCHEMA_VERSION, Report,
+    RuleResult, RunInfo, RunSettings, Verdict, Violation,
 };
 use conformance::suite::report::{self, Format};
 use conformance::{BoxFuture, Profile};
@@ -39,6 +40,9 @@ fn result(id: &str, area: &str, title: &str, outcome: Outcome, millis: u64) -> R
         violations: Vec::new(),
         evidence: Vec::new(),
         property: None,
+        seed: 7,
+        not_checked: Vec::new(),
+        faults: Vec::new(),
         duration: Duration::from_micros(millis * 1000 + 250),
     }
 }
@@ -64,6 +68,14 @@ fn sample_events() -> Vec<Event> {
             ("backend".to_owned(), "libvirt-fake 0.1.0".to_owned()),
             ("os".to_owned(), "linux".to_owned()),
         ]),
+        options: RunSettings {
+            rules: None,
+            cases: 16,
+            steps: 40,
+            rule_timeout: Duration::from_secs(120),
+            concurrency: 4,
+            rule_seeds: BTreeMap::from([("CRE-SECRET".to_owned(), 488_782_666)]),
+        },
         started_at: SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_212_800),
     };
 
@@ -74,6 +86,10 @@ fn sample_events() -> Vec<Event> {
         Outcome::Pass,
         12,
     );
+    idempotent.not_checked = vec![NotChecked {
+        what: "backend resources unchanged by the repeat".into(),
+        why: "the fixture has no inventory hook".into(),
+    }];
     idempotent.evidence = vec![
         "case same-request: the same ID came back".into(),
         "inventory before and after: 3 resources".into(),
@@ -116,6 +132,7 @@ fn sample_events() -> Vec<Event> {
     secret.property = Some(PropertyFailure {
         seed: 0x1d2c_3b4a,
         shrunk: "[Create { name: \"a-0\", verbosity: V2 }, Restart, Get { name: \"a-0\" }]".into(),
+        replay: "--rules CRE-SECRET --rule-seed CRE-SECRET=488782666".into(),
     });
     secret.evidence = vec![
         "captured 214 log lines and 61 spans".into(),
@@ -167,6 +184,20 @@ fn sample_events() -> Vec<Event> {
         61_500,
     );
     order.reason = Some(order_violation.to_string());
+    order.faults = vec![
+        InjectedFault {
+            location: Some("host-b".into()),
+            trigger: "nth(2)".into(),
+            kind: "lost-reply".into(),
+            fired: true,
+        },
+        InjectedFault {
+            location: None,
+            trigger: "named(DomainDefineXML)".into(),
+            kind: "delay(200ms)".into(),
+            fired: false,
+        },
+    ];
     order.violations = vec![order_violation];
 
     let mut check = result(
@@ -205,6 +236,115 @@ fn the_sample_covers_every_outcome() {
         assert!(r.results.iter().any(|x| x.outcome == o), "{o:?} missing");
     }
     assert_eq!(r.results[0].id, "CRE-IDEMPOTENT", "catalogue order");
+}
+
+// ---------------------------------------------------------------------------
+// Verdicts.
+
+/// A report of `results`, every other rule of the catalogue left out unless `all`.
+fn verdict_of(mut results: Vec<RuleResult>, all: bool) -> (Verdict, Report) {
+    if all {
+        for rule in conformance::rules::CATALOGUE {
+            if !results.iter().any(|r| r.id == rule.id) {
+                results.push(result(
+                    rule.id,
+                    rule.area.as_str(),
+                    rule.title,
+                    Outcome::Pass,
+                    1,
+                ));
+            }
+        }
+    }
+    let mut events = vec![sample_events().remove(0)];
+    events.extend(results.into_iter().map(Event::CheckFinished));
+    let report = Report::from_events(&events).unwrap();
+    (report.verdict, report)
+}
+
+#[test]
+fn the_verdict_never_claims_more_than_the_run_proved() {
+    let pass = |id: &str| result(id, "create", "t", Outcome::Pass, 1);
+    let with = |id: &str, o: Outcome| {
+        let mut r = result(id, "create", "t", o, 1);
+        r.reason = Some("why".into());
+        r
+    };
+    assert_eq!(verdict_of(vec![], true).0, Verdict::Pass);
+    let (v, report) = verdict_of(vec![pass("CRE-IDEMPOTENT")], false);
+    assert_eq!(v, Verdict::Partial, "a selection of rules is partial");
+    assert!(
+        report
+            .not_checked
+            .iter()
+            .any(|u| u.rule == "CRE-RESUME" && u.why.contains("not selected"))
+    );
+    let (v, report) = verdict_of(vec![with("CRE-QUOTA", Outcome::Skipped)], true);
+    assert_eq!(v, Verdict::Partial, "a skipped rule is partial");
+    assert!(report.not_checked.iter().any(|u| u.rule == "CRE-QUOTA"));
+    assert_eq!(
+        verdict_of(vec![with("CRE-QUOTA", Outcome::NotApplicable)], true).0,
+        Verdict::Pass,
+        "not applicable is as good as pass"
+    );
+    let mut unchecked = pass("CRE-IDEMPOTENT");
+    unchecked.not_checked = vec![NotChecked {
+        what: "resources unchanged".into(),
+        why: "no inventory hook".into(),
+    }];
+    let (v, report) = verdict_of(vec![unchecked], true);
+    assert_eq!(
+        v,
+        Verdict::Partial,
+        "a pass with a sub-assertion not checked"
+    );
+    assert_eq!(report.not_checked.len(), 1);
+    assert_eq!(
+        verdict_of(vec![with("GET-BUSY", Outcome::Error)], true).0,
+        Verdict::Error
+    );
+    let mut fail = with("GET-BUSY", Outcome::Fail);
+    fail.violations = vec![Violation {
+        rule: "GET-BUSY".into(),
+        location: "l".into(),
+        expected: "e".into(),
+        actual: "a".into(),
+    }];
+    assert_eq!(
+        verdict_of(vec![fail, with("GET-STATE", Outcome::Error)], true).0,
+        Verdict::Fail,
+        "a Fail outweighs an Error"
+    );
+    assert_eq!(sample().verdict, Verdict::Fail);
+}
+
+#[test]
+fn every_format_shows_the_verdict_first_and_what_was_not_checked() {
+    let mut r = result("CRE-IDEMPOTENT", "create", "t", Outcome::Pass, 1);
+    r.not_checked = vec![NotChecked {
+        what: "resources unchanged".into(),
+        why: "no inventory hook".into(),
+    }];
+    let (_, report) = verdict_of(vec![r], false);
+    let md = report::markdown::render(&report);
+    let verdict_line = md.lines().find(|l| l.starts_with("**Verdict")).unwrap();
+    assert!(verdict_line.contains("PARTIAL"), "{verdict_line}");
+    assert!(md.find("**Verdict").unwrap() < md.find("## Summary").unwrap());
+    assert!(md.contains("| CRE-IDEMPOTENT | resources unchanged | no inventory hook |"));
+    let html = report::html::render(&report);
+    assert!(html.contains("id=\"verdict\">PARTIAL<"));
+    assert!(html.contains("resources unchanged"));
+    let junit = report::junit::render(&report);
+    assert!(
+        junit.contains("name=\"verdict\" value=\"partial\""),
+        "{junit}"
+    );
+    let json = json_of(&report);
+    assert_eq!(json["verdict"], "partial");
+    validate(&json).unwrap();
+    let text = cli::summary_text(&report);
+    assert!(text.trim_end().ends_with("verdict: partial"), "{text}");
+    assert!(text.contains("CRE-IDEMPOTENT resources unchanged: no inventory hook"));
 }
 
 // ---------------------------------------------------------------------------
@@ -347,6 +487,8 @@ fn the_schema_names_what_the_code_emits() {
     let defs = &s["$defs"];
     let outcomes: Vec<_> = Outcome::ALL.iter().map(|o| o.as_str().to_owned()).collect();
     assert_eq!(enum_of(&defs["outcome"]), outcomes);
+    let verdicts: Vec<_> = Verdict::ALL.iter().map(|v| v.as_str().to_owned()).collect();
+    assert_eq!(enum_of(&defs["verdict"]), verdicts);
     let areas: Vec<_> = Area::ALL.iter().map(|a| a.as_str().to_owned()).collect();
     assert_eq!(enum_of(&defs["area"]), areas);
     let hooks: Vec<_> = Hook::ALL
@@ -663,7 +805,11 @@ fn the_cli_runs_and_writes_every_format() {
             out.as_os_str(),
         ],
     );
-    assert_eq!(code, cli::EXIT_FAILED, "errors make the run fail");
+    assert_eq!(
+        code,
+        cli::EXIT_ERROR,
+        "errors without a failure: the error verdict"
+    );
     for f in Format::ALL {
         assert!(
             out.join(f.file_name()).exists(),
@@ -674,7 +820,9 @@ fn the_cli_runs_and_writes_every_format() {
     let json: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     validate(&json).unwrap();
+    assert_eq!(json["verdict"], "error");
     assert_eq!(json["run"]["seed"], 9);
+    assert_eq!(json["run"]["options"]["rules"][0], "CRE-*");
     let results = json["results"].as_array().unwrap();
     assert!(
         results
@@ -686,6 +834,44 @@ fn the_cli_runs_and_writes_every_format() {
     assert_eq!(chk["outcome"], "NotApplicable");
     let xml = std::fs::read_to_string(out.join("junit.xml")).unwrap();
     quick_junit::Report::deserialize_from_str(&xml).expect("valid junit");
+}
+
+#[test]
+fn a_partial_run_exits_with_its_own_code_unless_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("reports");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "conformance",
+            "--rules",
+            "CHK-ORDER",
+            "--seed",
+            "3",
+            "--out",
+        ];
+        args.push(out.to_str().unwrap());
+        args.extend_from_slice(extra);
+        cli::main_with(Arc::new(Unopenable), args)
+    };
+    assert_eq!(
+        run(&[]),
+        cli::EXIT_PARTIAL,
+        "one rule of the catalogue is partial"
+    );
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["verdict"], "partial");
+    assert_eq!(run(&["--allow-partial"]), 0);
+    let distinct = [
+        0,
+        cli::EXIT_FAILED,
+        cli::EXIT_USAGE,
+        cli::EXIT_ERROR,
+        cli::EXIT_PARTIAL,
+    ];
+    let mut sorted = distinct.to_vec();
+    sorted.dedup();
+    assert_eq!(sorted.len(), distinct.len(), "one code per verdict");
 }
 
 #[test]

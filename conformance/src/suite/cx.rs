@@ -10,8 +10,8 @@ use std::time::Duration;
 use tracing::Span;
 
 use super::capture::Capture;
-use super::outcome::{PropertyFailure, Violation};
-use crate::fixture::{HookError, Location, Testbed};
+use super::outcome::{NotChecked, PropertyFailure, Violation};
+use crate::fixture::{FaultId, FaultSpec, Faults, HookError, Location, Testbed};
 use crate::rules::Rule;
 use crate::{CreateRequest, Ctx, Error, ErrorKind, Instance, Profile, Provider, ProviderId, State};
 
@@ -105,6 +105,8 @@ pub struct Cx {
     pub(crate) property: Mutex<Option<PropertyFailure>>,
     pub(crate) names: Mutex<Vec<String>>,
     pub(crate) tags: Mutex<Vec<String>>,
+    pub(crate) not_checked: Mutex<Vec<NotChecked>>,
+    pub(crate) injected: Mutex<Vec<(FaultSpec, FaultId)>>,
 }
 
 /// What the runner hands a new [`Cx`].
@@ -148,7 +150,34 @@ impl Cx {
             property: Mutex::default(),
             names: Mutex::default(),
             tags: Mutex::default(),
+            not_checked: Mutex::default(),
+            injected: Mutex::default(),
         }
+    }
+
+    /// Records that the sub-assertion `what` could not be checked, and why; a passing
+    /// rule with such a record makes the run's verdict partial. Recorded once per `what`.
+    pub fn not_checked(&self, what: impl Into<String>, why: impl Into<String>) {
+        let (what, why) = (what.into(), why.into());
+        let mut all = self.not_checked.lock().unwrap();
+        if !all.iter().any(|n| n.what == what) {
+            all.push(NotChecked { what, why });
+        }
+    }
+
+    /// The faults hook, which the rule is gated on.
+    pub fn faults(&self) -> CheckResult<&dyn Faults> {
+        self.tb
+            .faults()
+            .ok_or_else(|| CheckError::Skip("the fixture lacks the faults hook".into()))
+    }
+
+    /// Injects a fault through the faults hook and records it for the report, which
+    /// says whether it fired.
+    pub fn inject(&self, spec: FaultSpec) -> CheckResult<FaultId> {
+        let id = self.faults()?.inject(spec.clone())?;
+        self.injected.lock().unwrap().push((spec, id));
+        Ok(id)
     }
 
     /// The rule's tag: every instance the check creates carries it (or [`Cx::tag_variant`]).
@@ -388,6 +417,8 @@ impl Cx {
     }
 
     /// Names of the instance at `location` that the inventory hook reports, if any.
+    /// Without the hook, `None`: the caller records what it could not check with
+    /// [`Cx::inventory_for`].
     pub async fn inventory_of(
         &self,
         location: &str,
@@ -405,6 +436,21 @@ impl Cx {
             .collect();
         out.sort();
         Ok(Some(out))
+    }
+
+    /// [`Cx::inventory_of`] for the sub-assertion `what`: without the inventory hook it
+    /// records `what` as not checked and returns `None`.
+    pub async fn inventory_for(
+        &self,
+        what: &str,
+        location: &str,
+        name: &str,
+    ) -> CheckResult<Option<Vec<String>>> {
+        let got = self.inventory_of(location, name).await?;
+        if got.is_none() {
+            self.not_checked(what, "the fixture has no inventory hook");
+        }
+        Ok(got)
     }
 
     /// The names listed under `tag`.

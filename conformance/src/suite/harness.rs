@@ -4,7 +4,9 @@
 //! in the run output and in `--list` (outside nextest's terse format).
 //!
 //! Set `CONFORMANCE_REPORT_DIR` to write every report format after the trials ran;
-//! `CONFORMANCE_SEED` and `CONFORMANCE_CASES` override the seed and property cases.
+//! `CONFORMANCE_SEED` and `CONFORMANCE_CASES` override the seed and property cases,
+//! and `CONFORMANCE_RULE_SEED` (`ID=N,...`) a single rule's seed, as a failing
+//! property prints it. The closing lines give the run's verdict.
 
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -32,6 +34,16 @@ pub fn main(fixture: Arc<dyn Fixture>) -> ExitCode {
     {
         opts.cases = cases;
     }
+    if let Ok(entries) = std::env::var("CONFORMANCE_RULE_SEED") {
+        let entries: Vec<String> = entries.split(',').map(str::to_owned).collect();
+        match super::runner::parse_rule_seeds(&entries) {
+            Ok(seeds) => opts.rule_seeds = seeds,
+            Err(e) => {
+                eprintln!("conformance: CONFORMANCE_RULE_SEED: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
     if args.list && args.format != Some(FormatSetting::Terse) {
         for rule in CATALOGUE {
             match applicability(fixture.as_ref(), rule) {
@@ -47,7 +59,8 @@ pub fn main(fixture: Arc<dyn Fixture>) -> ExitCode {
             .build()
             .expect("a tokio runtime"),
     );
-    let info = run_info(fixture.as_ref(), opts.seed);
+    let started = std::time::Instant::now();
+    let info = run_info(fixture.as_ref(), &opts);
     let results: Arc<Mutex<Vec<RuleResult>>> = Arc::default();
     let provider = fixture.provider_name();
     let trials = CATALOGUE
@@ -80,14 +93,28 @@ pub fn main(fixture: Arc<dyn Fixture>) -> ExitCode {
         })
         .collect();
     let conclusion = libtest_mimic::run(&args, trials);
-    if let Ok(dir) = std::env::var("CONFORMANCE_REPORT_DIR") {
-        let mut events = vec![Event::RunStarted(info)];
-        events.extend(results.lock().unwrap().drain(..).map(Event::CheckFinished));
-        events.push(Event::RunFinished {
-            duration: std::time::Duration::ZERO,
-            swept: Vec::new(),
-        });
-        if let Some(report) = Report::from_events(&events) {
+    let finished: Vec<RuleResult> = results.lock().unwrap().drain(..).collect();
+    let swept = finished.iter().flat_map(super::runner::swept_by).collect();
+    let mut events = vec![Event::RunStarted(info)];
+    events.extend(finished.into_iter().map(Event::CheckFinished));
+    events.push(Event::RunFinished {
+        duration: started.elapsed(),
+        swept,
+    });
+    if let Some(report) = Report::from_events(&events) {
+        eprint!(
+            "{}",
+            super::cli::not_checked_text(&report)
+                .replace("not checked:", "conformance: not checked:")
+        );
+        eprintln!(
+            "conformance: {} verdict: {} ({} of {} catalogue rules ran)",
+            report.run.provider,
+            report.verdict,
+            report.results.len(),
+            CATALOGUE.len()
+        );
+        if let Ok(dir) = std::env::var("CONFORMANCE_REPORT_DIR") {
             write_reports(&report, std::path::Path::new(&dir));
         }
     }
@@ -127,8 +154,8 @@ pub fn failure_text(r: &RuleResult) -> String {
     }
     if let Some(p) = &r.property {
         out.push_str(&format!(
-            "  property seed {} shrunk input {}\n",
-            p.seed, p.shrunk
+            "  property seed {} shrunk input {}\n  replay: {} (or CONFORMANCE_RULE_SEED={}={})\n",
+            p.seed, p.shrunk, p.replay, r.id, p.seed
         ));
     }
     for e in &r.evidence {

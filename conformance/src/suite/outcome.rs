@@ -10,7 +10,7 @@ use crate::fixture::Hook;
 use crate::profile::Profile;
 
 /// The version of the report format (`report.json` and its schema).
-pub const REPORT_SCHEMA_VERSION: &str = "1.0.0";
+pub const REPORT_SCHEMA_VERSION: &str = "2.0.0";
 
 /// What happened to one rule. Exactly one per rule and run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -80,10 +80,61 @@ impl std::fmt::Display for Violation {
 /// A failing property's reproduction data.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct PropertyFailure {
-    /// The seed the property ran with.
+    /// The seed the property ran with (the rule's seed).
     pub seed: u64,
     /// The shrunk input, as Debug text.
     pub shrunk: String,
+    /// The suite flags that replay the failing property alone
+    /// (`--rules GEN-MODEL --rule-seed GEN-MODEL=N`).
+    pub replay: String,
+}
+
+/// A sub-assertion of a rule that the run could not check, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct NotChecked {
+    /// What was not checked (`resources unchanged after the repeat`).
+    pub what: String,
+    /// Why (`the fixture has no inventory hook`).
+    pub why: String,
+}
+
+/// A fault a check injected through the faults hook, and whether it fired.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct InjectedFault {
+    /// The location it applied to; `None` for every location.
+    pub location: Option<String>,
+    /// When it was to fire: `nth(3)`, `named(DomainDefineXML)`, `always`.
+    pub trigger: String,
+    /// What it did: `transient`, `hang`, `lost-reply`, `delay(200ms)`, …
+    pub kind: String,
+    /// Whether the fixture reported it fired.
+    pub fired: bool,
+}
+
+impl InjectedFault {
+    /// The record of `spec`, fired or not.
+    pub fn of(spec: &crate::fixture::FaultSpec, fired: bool) -> InjectedFault {
+        use crate::fixture::{FaultKind, Trigger};
+        InjectedFault {
+            location: spec.location.clone(),
+            trigger: match &spec.trigger {
+                Trigger::Nth(k) => format!("nth({k})"),
+                Trigger::Named(n) => format!("named({n})"),
+                Trigger::Always => "always".into(),
+            },
+            kind: match &spec.kind {
+                FaultKind::Transient => "transient".into(),
+                FaultKind::Permanent => "permanent".into(),
+                FaultKind::NotFound => "not-found".into(),
+                FaultKind::Quota => "quota".into(),
+                FaultKind::Hang => "hang".into(),
+                FaultKind::Delay(d) => format!("delay({}ms)", d.as_millis()),
+                FaultKind::Drop => "drop".into(),
+                FaultKind::LostReply => "lost-reply".into(),
+            },
+            fired,
+        }
+    }
 }
 
 /// The result of one rule.
@@ -106,6 +157,14 @@ pub struct RuleResult {
     pub evidence: Vec<String>,
     /// A failing property's seed and shrunk input.
     pub property: Option<PropertyFailure>,
+    /// The rule's own seed (derived from the run's seed unless given with
+    /// `--rule-seed`); every randomised part of the check draws from it.
+    pub seed: u64,
+    /// Sub-assertions the check could not make, with the reason. A rule that passed
+    /// with any of these makes the run's verdict partial.
+    pub not_checked: Vec<NotChecked>,
+    /// The faults the check injected, in order, and whether each fired.
+    pub faults: Vec<InjectedFault>,
     /// Wall time of the check, cleanup included.
     #[serde(serialize_with = "ser_millis")]
     pub duration: Duration,
@@ -138,9 +197,29 @@ pub struct RunInfo {
     pub real_backend: bool,
     /// Facts about the environment.
     pub environment: BTreeMap<String, String>,
+    /// The options that shaped the run.
+    pub options: RunSettings,
     /// When the run started.
     #[serde(serialize_with = "ser_time")]
     pub started_at: SystemTime,
+}
+
+/// The options a run was made with, as its report records them.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunSettings {
+    /// The `--rules` selection; `None` when every rule was selected.
+    pub rules: Option<Vec<String>>,
+    /// Cases each property ran (after the real-backend cap).
+    pub cases: u32,
+    /// Create and Delete steps the step-wise checks interrupted at most.
+    pub steps: u32,
+    /// The limit of one rule's check, cleanup included.
+    #[serde(serialize_with = "ser_millis")]
+    pub rule_timeout: Duration,
+    /// Rules checked at once.
+    pub concurrency: usize,
+    /// Rule seeds given explicitly (`--rule-seed ID=N`), by rule ID.
+    pub rule_seeds: BTreeMap<String, u64>,
 }
 
 fn ser_time<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
@@ -210,6 +289,80 @@ impl Summary {
     }
 }
 
+/// A run's verdict: what the run proved of the whole catalogue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Every rule of the catalogue ran and was Pass or NotApplicable, and every
+    /// sub-assertion was checked.
+    Pass,
+    /// No Fail and no Error, but something was not checked: a rule was Skipped or not
+    /// selected, or a rule has a sub-assertion it could not check.
+    Partial,
+    /// A rule failed.
+    Fail,
+    /// No rule failed, but one errored: the harness or the environment broke.
+    Error,
+}
+
+impl Verdict {
+    /// Every verdict, best first.
+    pub const ALL: [Verdict; 4] = [
+        Verdict::Pass,
+        Verdict::Partial,
+        Verdict::Fail,
+        Verdict::Error,
+    ];
+
+    /// The verdict's name as reports print it (`pass`, `partial`, `fail`, `error`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Partial => "partial",
+            Verdict::Fail => "fail",
+            Verdict::Error => "error",
+        }
+    }
+
+    /// The verdict of `results` out of a catalogue of `catalogue` rules.
+    pub fn of(results: &[RuleResult], catalogue: usize) -> Verdict {
+        if results.iter().any(|r| r.outcome == Outcome::Fail) {
+            Verdict::Fail
+        } else if results.iter().any(|r| r.outcome == Outcome::Error) {
+            Verdict::Error
+        } else if results.len() < catalogue
+            || results
+                .iter()
+                .any(|r| r.outcome == Outcome::Skipped || !r.not_checked.is_empty())
+        {
+            Verdict::Partial
+        } else {
+            Verdict::Pass
+        }
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a rule that `--rules` left out is not checked.
+pub const NOT_SELECTED: &str = "not selected for this run";
+
+/// Something a run did not check: a rule not selected or skipped, or one
+/// sub-assertion of a rule that ran.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Unchecked {
+    /// The rule's ID.
+    pub rule: String,
+    /// What was not checked: `the whole rule`, or the sub-assertion.
+    pub what: String,
+    /// Why.
+    pub why: String,
+}
+
 /// One event of a run. Reporters consume these in order.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum Event {
@@ -237,10 +390,15 @@ pub enum Event {
 pub struct Report {
     /// The report format version.
     pub schema_version: String,
+    /// What the run proved: pass, partial, fail or error.
+    pub verdict: Verdict,
     /// Run metadata.
     pub run: RunInfo,
     /// Outcome counts.
     pub summary: Summary,
+    /// Everything the run did not check, and why: rules not selected, skipped rules,
+    /// and sub-assertions of rules that ran (in catalogue order).
+    pub not_checked: Vec<Unchecked>,
     /// One result per rule, catalogue order.
     pub results: Vec<RuleResult>,
     /// Wall time of the run.
@@ -278,9 +436,32 @@ impl Report {
                 .unwrap_or(usize::MAX)
         };
         results.sort_by_key(|r: &RuleResult| order(&r.id));
+        let catalogue = crate::rules::CATALOGUE;
+        let mut not_checked = Vec::new();
+        for rule in catalogue {
+            match results.iter().find(|r| r.id == rule.id) {
+                None => not_checked.push(Unchecked {
+                    rule: rule.id.into(),
+                    what: "the whole rule".into(),
+                    why: NOT_SELECTED.into(),
+                }),
+                Some(r) if r.outcome == Outcome::Skipped => not_checked.push(Unchecked {
+                    rule: rule.id.into(),
+                    what: "the whole rule".into(),
+                    why: r.reason.clone().unwrap_or_else(|| "skipped".into()),
+                }),
+                Some(r) => not_checked.extend(r.not_checked.iter().map(|n| Unchecked {
+                    rule: rule.id.into(),
+                    what: n.what.clone(),
+                    why: n.why.clone(),
+                })),
+            }
+        }
         Some(Report {
             schema_version: REPORT_SCHEMA_VERSION.to_owned(),
+            verdict: Verdict::of(&results, catalogue.len()),
             summary: Summary::of(&results),
+            not_checked,
             run: run?,
             results,
             duration,

@@ -6,6 +6,7 @@ use std::future::Future;
 
 use proptest::strategy::Strategy;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
+use sha2::{Digest, Sha256};
 
 use super::cx::{CheckError, CheckResult, Cx};
 use super::outcome::PropertyFailure;
@@ -45,11 +46,18 @@ where
         TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes),
     );
     let harness = std::sync::Mutex::new(None::<String>);
+    // A digest of every generated input, so two runs can be shown to draw the same
+    // cases (the inputs hold no names: bodies take names from the rule's context).
+    let inputs = std::sync::Mutex::new(Sha256::new());
     let result = tokio::task::block_in_place(|| {
         runner.run(&strategy, |value| {
             if harness.lock().unwrap().is_some() {
                 return Ok(());
             }
+            inputs
+                .lock()
+                .unwrap()
+                .update(format!("{value:?}\n").as_bytes());
             match handle.block_on(body(value)) {
                 Ok(()) => Ok(()),
                 Err(PropError::Fail(msg)) => Err(TestCaseError::fail(msg)),
@@ -60,6 +68,18 @@ where
             }
         })
     });
+    let digest: String = inputs
+        .into_inner()
+        .unwrap()
+        .finalize()
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    cx.note(format!(
+        "property {what}: seed {}, inputs digest {digest}",
+        cx.seed
+    ));
     if let Some(msg) = harness.into_inner().unwrap() {
         return Err(CheckError::Harness(msg));
     }
@@ -74,12 +94,17 @@ where
         }
         Err(TestError::Fail(reason, value)) => {
             let shrunk = format!("{value:?}");
+            let replay = replay_flags(cx.rule.id, cx.seed);
             cx.set_property_failure(PropertyFailure {
                 seed: cx.seed,
                 shrunk: shrunk.clone(),
+                replay: replay.clone(),
             });
             cx.fail(
-                format!("property {what} (seed {}, shrunk input {shrunk})", cx.seed),
+                format!(
+                    "property {what} (seed {}, shrunk input {shrunk}; replay with {replay})",
+                    cx.seed
+                ),
                 "the property to hold for every input",
                 reason.message().to_owned(),
             )
@@ -89,6 +114,11 @@ where
             reason.message()
         ))),
     }
+}
+
+/// The suite flags that run rule `id` alone with `seed` as its own seed.
+pub fn replay_flags(id: &str, seed: u64) -> String {
+    format!("--rules {id} --rule-seed {id}={seed}")
 }
 
 /// Why a property case failed.

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use super::capture::Capture;
 use super::checks;
 use super::cx::{CheckError, Cx, CxParts, Timing};
-use super::outcome::{Event, Outcome, Report, RuleResult, RunInfo};
+use super::outcome::{Event, InjectedFault, Outcome, Report, RuleResult, RunInfo, RunSettings};
 use crate::fixture::Fixture;
 use crate::rules::{CATALOGUE, Need, Rule};
 
@@ -34,6 +34,28 @@ pub struct RunOptions {
     /// GEN-CANCEL) interrupts at most: every step when Create has no more,
     /// else this many spread evenly from the first to the last.
     pub steps: u32,
+    /// Seeds given to single rules (`--rule-seed ID=N`), replacing the seed derived
+    /// from [`RunOptions::seed`]: a failing property prints the one that replays it.
+    pub rule_seeds: BTreeMap<String, u64>,
+}
+
+impl RunOptions {
+    /// The seed rule `id` runs with.
+    pub fn seed_of(&self, id: &str) -> u64 {
+        self.rule_seeds
+            .get(id)
+            .copied()
+            .unwrap_or_else(|| rule_seed(self.seed, id))
+    }
+
+    /// Cases a property runs against `fixture` (capped on a real backend).
+    pub fn cases_for(&self, fixture: &dyn Fixture) -> u32 {
+        if fixture.is_real_backend() {
+            self.cases.min(REAL_BACKEND_MAX_CASES)
+        } else {
+            self.cases
+        }
+    }
 }
 
 impl Default for RunOptions {
@@ -45,8 +67,30 @@ impl Default for RunOptions {
             cases: 16,
             concurrency: 4,
             steps: 40,
+            rule_seeds: BTreeMap::new(),
         }
     }
+}
+
+/// Reads `ID=N` entries (blank ones ignored) into rule seeds; the error names the
+/// entry that is wrong.
+pub fn parse_rule_seeds(entries: &[String]) -> Result<BTreeMap<String, u64>, String> {
+    let mut seeds = BTreeMap::new();
+    for entry in entries.iter().map(|e| e.trim()).filter(|e| !e.is_empty()) {
+        let (id, n) = entry
+            .split_once('=')
+            .ok_or_else(|| format!("{entry:?} is not ID=N"))?;
+        let id = id.trim();
+        if crate::rules::rule(id).is_none() {
+            return Err(format!("{id:?} is no rule of the catalogue"));
+        }
+        let n: u64 = n
+            .trim()
+            .parse()
+            .map_err(|_| format!("{n:?} in {entry:?} is not a seed (an unsigned integer)"))?;
+        seeds.insert(id.to_owned(), n);
+    }
+    Ok(seeds)
 }
 
 /// Cases a property runs on a real backend at most, unless asked for fewer.
@@ -124,7 +168,7 @@ pub fn catalogue_hash() -> String {
 }
 
 /// The metadata of a run about to start.
-pub fn run_info(fixture: &dyn Fixture, seed: u64) -> RunInfo {
+pub fn run_info(fixture: &dyn Fixture, opts: &RunOptions) -> RunInfo {
     let mut environment = fixture.environment();
     environment.insert("os".into(), std::env::consts::OS.into());
     environment.insert("arch".into(), std::env::consts::ARCH.into());
@@ -136,9 +180,17 @@ pub fn run_info(fixture: &dyn Fixture, seed: u64) -> RunInfo {
         hooks: fixture.hooks(),
         suite_version: env!("CARGO_PKG_VERSION").to_owned(),
         catalogue_hash: catalogue_hash(),
-        seed,
+        seed: opts.seed,
         real_backend: fixture.is_real_backend(),
         environment,
+        options: RunSettings {
+            rules: opts.rules.clone(),
+            cases: opts.cases_for(fixture),
+            steps: opts.steps.max(2),
+            rule_timeout: opts.rule_timeout,
+            concurrency: opts.concurrency.max(1),
+            rule_seeds: opts.rule_seeds.clone(),
+        },
         started_at: SystemTime::now(),
     }
 }
@@ -152,7 +204,7 @@ pub async fn run(
     sink: &mut (dyn FnMut(&Event) + Send),
 ) -> Report {
     let started = Instant::now();
-    let info = run_info(fixture.as_ref(), opts.seed);
+    let info = run_info(fixture.as_ref(), &opts);
     let mut events = vec![Event::RunStarted(info.clone())];
     sink(&events[0]);
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
@@ -174,7 +226,11 @@ pub async fn run(
         }));
     }
     drop(tx);
+    let mut swept = Vec::new();
     while let Some(e) = rx.recv().await {
+        if let Event::CheckFinished(r) = &e {
+            swept.extend(swept_by(r));
+        }
         sink(&e);
         events.push(e);
     }
@@ -183,12 +239,24 @@ pub async fn run(
     }
     let finished = Event::RunFinished {
         duration: started.elapsed(),
-        swept: Vec::new(),
+        swept,
     };
     sink(&finished);
     events.push(finished);
     Report::from_events(&events).expect("the stream starts with RunStarted")
 }
+
+/// What the sweep after `r`'s check removed, as `RULE: what` lines for the report.
+pub fn swept_by(r: &RuleResult) -> Vec<String> {
+    r.violations
+        .iter()
+        .filter(|v| v.location == SWEEP_LOCATION)
+        .map(|v| format!("{}: {}", r.id, v.actual))
+        .collect()
+}
+
+/// Where the sweep's violations say they were found.
+const SWEEP_LOCATION: &str = "after the check";
 
 fn rule_seed(seed: u64, id: &str) -> u64 {
     let mut x = seed
@@ -201,7 +269,7 @@ fn rule_seed(seed: u64, id: &str) -> u64 {
     x ^ (x >> 31)
 }
 
-fn skipped(rule: &Rule, outcome: Outcome, reason: String) -> RuleResult {
+fn skipped(rule: &Rule, seed: u64, outcome: Outcome, reason: String) -> RuleResult {
     RuleResult {
         id: rule.id.into(),
         title: rule.title.into(),
@@ -211,6 +279,9 @@ fn skipped(rule: &Rule, outcome: Outcome, reason: String) -> RuleResult {
         violations: Vec::new(),
         evidence: Vec::new(),
         property: None,
+        seed,
+        not_checked: Vec::new(),
+        faults: Vec::new(),
         duration: Duration::ZERO,
     }
 }
@@ -222,12 +293,14 @@ pub async fn run_rule(
     opts: &RunOptions,
     run_id: &str,
 ) -> RuleResult {
+    let seed = opts.seed_of(rule.id);
     if let Some((outcome, reason)) = applicability(fixture.as_ref(), rule) {
-        return skipped(rule, outcome, reason);
+        return skipped(rule, seed, outcome, reason);
     }
     let Some(check) = checks::check_for(rule.id) else {
         return skipped(
             rule,
+            seed,
             Outcome::Error,
             format!("no check is registered for {}", rule.id),
         );
@@ -238,6 +311,7 @@ pub async fn run_rule(
         Err(e) => {
             let mut r = skipped(
                 rule,
+                seed,
                 Outcome::Error,
                 format!("could not open a testbed: {e}"),
             );
@@ -256,12 +330,8 @@ pub async fn run_rule(
         profile: fixture.profile(),
         locations: fixture.locations(),
         run_short,
-        seed: rule_seed(opts.seed, rule.id),
-        cases: if real {
-            opts.cases.min(REAL_BACKEND_MAX_CASES)
-        } else {
-            opts.cases
-        },
+        seed,
+        cases: opts.cases_for(fixture.as_ref()),
         steps: opts.steps.max(2),
         timing: if real { Timing::real() } else { Timing::fake() },
         capture: Capture::global(),
@@ -270,6 +340,7 @@ pub async fn run_rule(
     if cx.locations.is_empty() {
         return skipped(
             rule,
+            seed,
             Outcome::Error,
             "the fixture configures no location".into(),
         );
@@ -288,12 +359,21 @@ pub async fn run_rule(
         ))),
     };
     sweep(&cx).await;
+    let injected = std::mem::take(&mut *cx.injected.lock().unwrap());
+    let faults: Vec<InjectedFault> = match cx.tb.faults() {
+        Some(hook) => injected
+            .iter()
+            .map(|(spec, id)| InjectedFault::of(spec, hook.fired(*id)))
+            .collect(),
+        None => Vec::new(),
+    };
     if let Err(e) = cx.tb.teardown().await {
         cx.note(format!("teardown failed: {e}"));
     }
     let violations = std::mem::take(&mut *cx.violations.lock().unwrap());
     let evidence = std::mem::take(&mut *cx.evidence.lock().unwrap());
     let property = cx.property.lock().unwrap().take();
+    let not_checked = std::mem::take(&mut *cx.not_checked.lock().unwrap());
     let (outcome, reason, violations) = match verdict {
         Ok(()) if violations.is_empty() => (Outcome::Pass, None, violations),
         Ok(()) => (Outcome::Fail, Some(violations[0].to_string()), violations),
@@ -321,6 +401,9 @@ pub async fn run_rule(
         violations,
         evidence,
         property,
+        seed,
+        not_checked,
+        faults,
         duration: started.elapsed(),
     }
 }
@@ -352,13 +435,20 @@ async fn sweep(cx: &Cx) {
     }
     for (name, id) in &leaked {
         cx.violate(
-            "after the check",
+            SWEEP_LOCATION,
             "no instance of the rule left behind",
             format!("{name} ({id}) was still listed; the sweep deleted it"),
         );
         let _ = cx.p.delete(&cx.ctx(), id).await;
     }
-    if let Some(inv) = cx.tb.inventory() {
+    let Some(inv) = cx.tb.inventory() else {
+        cx.not_checked(
+            "no backend resource of the rule left behind",
+            "the fixture has no inventory hook (only the listing was swept)",
+        );
+        return;
+    };
+    {
         for loc in &cx.locations {
             match inv.resources(&loc.name).await {
                 Ok(rs) => {
@@ -367,7 +457,7 @@ async fn sweep(cx: &Cx) {
                             && !leaked.contains_key(r.instance.as_deref().unwrap_or(""))
                     }) {
                         cx.violate(
-                            "after the check",
+                            SWEEP_LOCATION,
                             "no backend resource of the rule left behind",
                             format!(
                                 "{} {} of {} remains at {}",

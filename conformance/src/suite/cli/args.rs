@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::fixture::Fixture;
 use crate::rules::CATALOGUE;
 use crate::suite::report::Format;
-use crate::suite::runner::{RunOptions, selected};
+use crate::suite::runner::{RunOptions, parse_rule_seeds, selected};
 
 /// The flags of a run (and of `list`), parsed and nothing more.
 #[derive(Clone, Debug, clap::Args)]
@@ -83,6 +83,20 @@ pub struct RunArgs {
     )]
     pub concurrency: u64,
 
+    /// A rule's own seed, replacing the one derived from `--seed` (what a failing
+    /// property prints to replay it), comma separated: `GEN-MODEL=123,CRE-SECRET=4`.
+    #[arg(
+        long,
+        env = "CONFORMANCE_RULE_SEED",
+        value_delimiter = ',',
+        value_name = "ID=N,..."
+    )]
+    pub rule_seed: Vec<String>,
+
+    /// Exit 0 on a partial verdict (no Fail, no Error, but not everything checked).
+    #[arg(long, env = "CONFORMANCE_ALLOW_PARTIAL")]
+    pub allow_partial: bool,
+
     /// Print every rule with whether it would run, and why not, then exit.
     #[arg(long, env = "CONFORMANCE_LIST")]
     pub list: bool,
@@ -141,6 +155,8 @@ pub struct Plan {
     pub random_seed: bool,
     /// Only list the rules.
     pub list: bool,
+    /// Whether a partial verdict exits 0.
+    pub allow_partial: bool,
 }
 
 impl Plan {
@@ -179,6 +195,10 @@ impl Plan {
             Some(s) => (s, false),
             None => (uuid::Uuid::new_v4().as_u64_pair().0, true),
         };
+        let rule_seeds = parse_rule_seeds(&args.rule_seed).map_err(|message| UsageError {
+            flag: "--rule-seed",
+            message,
+        })?;
         let out = args
             .out
             .unwrap_or_else(|| PathBuf::from("reports").join(dir_name(&fixture.provider_name())));
@@ -190,11 +210,13 @@ impl Plan {
                 cases: args.cases,
                 steps: args.steps,
                 concurrency: usize::try_from(args.concurrency).unwrap_or(defaults.concurrency),
+                rule_seeds,
             },
             formats,
             out,
             random_seed,
             list: args.list,
+            allow_partial: args.allow_partial,
         })
     }
 }

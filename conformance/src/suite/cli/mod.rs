@@ -17,8 +17,11 @@
 //! subcommand is named, the suite's flags follow it (`kvm2 conformance list --rules
 //! 'CRE-*'`).
 //!
-//! Exit codes: 0 when no rule failed or errored, 1 when one did (or the reports
-//! could not be written), 2 for bad arguments.
+//! Exit codes, one per verdict: 0 pass (every rule of the catalogue ran and passed or
+//! was not applicable), 1 fail (a rule failed), 2 bad arguments, 3 error (no rule
+//! failed but one errored, or the reports could not be written), 4 partial (no Fail
+//! and no Error, but a rule was skipped or not selected, or a sub-assertion was not
+//! checked; `--allow-partial` makes it 0).
 
 mod args;
 mod catalogue;
@@ -27,13 +30,23 @@ mod tree;
 
 pub use args::{Plan, RunArgs, Secs, UsageError};
 pub use catalogue::{CatalogueFormat, catalogue};
-pub use run::{execute, exit_code, listing, progress_line, summary_text};
+pub use run::{execute, exit_code, listing, not_checked_text, progress_line, summary_text};
 pub use tree::{SuiteArgs, SuiteCommand, main, main_with, run_suite};
 
+/// Exit code of a run whose verdict is fail.
+pub const EXIT_FAILED: u8 = 1;
 /// Exit code for bad arguments.
 pub const EXIT_USAGE: u8 = 2;
-/// Exit code when a rule failed or errored, or the reports could not be written.
-pub const EXIT_FAILED: u8 = 1;
+/// Exit code of a run whose verdict is error, or whose reports could not be written.
+pub const EXIT_ERROR: u8 = 3;
+/// Exit code of a run whose verdict is partial (unless `--allow-partial`).
+pub const EXIT_PARTIAL: u8 = 4;
+
+/// What `--help` says of the exit codes.
+pub const EXIT_CODES_HELP: &str = "Exit codes: 0 pass (every rule ran: Pass or NotApplicable), \
+1 fail (a rule failed), 2 bad arguments, 3 error (no Fail, but a rule errored or the reports \
+could not be written), 4 partial (no Fail or Error, but a rule was skipped or not selected, \
+or a sub-assertion was not checked; --allow-partial makes it 0).";
 
 #[cfg(test)]
 mod tests;

@@ -5,11 +5,11 @@ use std::io::Write as _;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::EXIT_FAILED;
 use super::args::Plan;
+use super::{EXIT_ERROR, EXIT_FAILED, EXIT_PARTIAL};
 use crate::fixture::Fixture;
 use crate::rules::CATALOGUE;
-use crate::suite::outcome::{Event, Outcome, Report, RuleResult};
+use crate::suite::outcome::{Event, NOT_SELECTED, Outcome, Report, RuleResult, Verdict};
 use crate::suite::report::{find_sentinel, human_duration, write_all};
 use crate::suite::runner::{applicability, run, selected};
 
@@ -77,17 +77,53 @@ pub fn summary_text(report: &Report) -> String {
         ));
         if let Some(p) = &r.property {
             out.push_str(&format!(
-                "        property seed {}, shrunk input: {}\n",
-                p.seed, p.shrunk
+                "        property seed {}, shrunk input: {}\n        replay: {}\n",
+                p.seed, p.shrunk, p.replay
             ));
         }
+    }
+    out.push_str(&not_checked_text(report));
+    out.push_str(&format!("verdict: {}\n", report.verdict));
+    out
+}
+
+/// What the run did not check, for the summary: rules not selected as one count,
+/// every other entry on a line of its own.
+pub fn not_checked_text(report: &Report) -> String {
+    let not_selected = report
+        .not_checked
+        .iter()
+        .filter(|u| u.why == NOT_SELECTED)
+        .count();
+    let rest: Vec<_> = report
+        .not_checked
+        .iter()
+        .filter(|u| u.why != NOT_SELECTED)
+        .collect();
+    if not_selected == 0 && rest.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("not checked:\n");
+    if not_selected > 0 {
+        out.push_str(&format!(
+            "  {not_selected} rule(s) of the catalogue were not selected\n"
+        ));
+    }
+    for u in rest {
+        out.push_str(&format!("  {} {}: {}\n", u.rule, u.what, u.why));
     }
     out
 }
 
-/// The exit code a finished run earns.
-pub fn exit_code(report: &Report) -> u8 {
-    if report.summary.ok() { 0 } else { EXIT_FAILED }
+/// The exit code a finished run earns: one per verdict (see the module's docs).
+pub fn exit_code(report: &Report, allow_partial: bool) -> u8 {
+    match report.verdict {
+        Verdict::Pass => 0,
+        Verdict::Partial if allow_partial => 0,
+        Verdict::Partial => EXIT_PARTIAL,
+        Verdict::Fail => EXIT_FAILED,
+        Verdict::Error => EXIT_ERROR,
+    }
 }
 
 /// Runs the planned rules against `fixture`, prints progress and the summary, writes
@@ -121,7 +157,7 @@ pub fn execute(fixture: Arc<dyn Fixture>, plan: Plan) -> u8 {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: failed to start the tokio runtime: {e}");
-            return EXIT_FAILED;
+            return EXIT_ERROR;
         }
     };
     let mut finished = 0usize;
@@ -135,7 +171,7 @@ pub fn execute(fixture: Arc<dyn Fixture>, plan: Plan) -> u8 {
     let report = runtime.block_on(run(fixture, plan.opts.clone(), &mut sink));
     drop(runtime);
     eprint!("\n{}", summary_text(&report));
-    let mut code = exit_code(&report);
+    let mut code = exit_code(&report, plan.allow_partial);
     match write_all(&report, &plan.out, &plan.formats) {
         Ok(paths) => {
             for p in &paths {
@@ -148,12 +184,14 @@ pub fn execute(fixture: Arc<dyn Fixture>, plan: Plan) -> u8 {
         }
         Err(e) => {
             eprintln!("error: failed to write the reports: {e}");
-            code = EXIT_FAILED;
+            if code != EXIT_FAILED {
+                code = EXIT_ERROR;
+            }
         }
     }
     eprintln!(
         "{} in {} (seed {})",
-        if report.summary.ok() { "PASS" } else { "FAIL" },
+        report.verdict.as_str().to_uppercase(),
         human_duration(started.elapsed()),
         report.run.seed
     );

@@ -159,6 +159,9 @@ fn progress_lines_pad_the_counter() {
         violations: vec![],
         evidence: vec![],
         property: None,
+        seed: 1,
+        not_checked: vec![],
+        faults: vec![],
         duration: Duration::from_millis(12),
     };
     assert_eq!(

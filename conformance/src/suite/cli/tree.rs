@@ -85,7 +85,8 @@ pub fn run_suite(args: SuiteArgs, fixture: &dyn Fn() -> Result<Arc<dyn Fixture>,
 #[command(
     name = "conformance",
     about = "Runs the provider conformance suite and writes compliance reports",
-    version
+    version,
+    after_help = super::EXIT_CODES_HELP
 )]
 pub(super) struct Cli {
     #[command(flatten)]

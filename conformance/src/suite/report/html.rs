@@ -10,8 +10,9 @@
 use std::fmt::Write as _;
 
 use super::view::{
-    by_area, class_label, clip, counts, distinct_reason, human_duration, judged, outcome_label,
-    outcome_slug, pass_percent, problems, result_time, verdict, violation_line,
+    by_area, class_label, clip, counts, distinct_reason, fault_lines, human_duration, judged,
+    outcome_label, outcome_slug, pass_percent, problems, result_time, settings_rows, verdict,
+    verdict_meaning, violation_line,
 };
 use crate::profile::Axis;
 use crate::suite::outcome::{Report, RuleResult, rfc3339};
@@ -58,6 +59,7 @@ code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, m
 .verdict { font-weight: 700; font-size: 18px; letter-spacing: .08em; padding: 10px 18px;
   border-radius: 10px; color: #fff; }
 .verdict.pass { background: var(--pass); } .verdict.fail { background: var(--fail); }
+.verdict.partial { background: var(--skipped, #b58a00); } .verdict.error { background: var(--error, #8a3ffc); }
 .cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(140px, 1fr)); gap: 12px; margin-top: 24px; }
 .card { background: var(--panel); border: 1px solid var(--line); border-radius: 10px; padding: 14px 16px;
   border-top: 4px solid var(--muted); }
@@ -127,7 +129,7 @@ fn write_page(out: &mut String, report: &Report) -> std::fmt::Result {
     let run = &report.run;
     let s = &report.summary;
     let provider = escape(&run.provider);
-    let verdict = verdict(s);
+    let verdict = verdict(report.verdict);
     writeln!(out, "<!DOCTYPE html>")?;
     writeln!(out, "<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">")?;
     writeln!(
@@ -164,6 +166,38 @@ fn write_page(out: &mut String, report: &Report) -> std::fmt::Result {
         run.seed
     )?;
     writeln!(out, "</header>\n<main>")?;
+    writeln!(
+        out,
+        "<p class=\"sub\" id=\"verdict-meaning\">Verdict {}: {}.</p>",
+        report.verdict,
+        verdict_meaning(report.verdict)
+    )?;
+    writeln!(
+        out,
+        "<section id=\"not-checked\" aria-label=\"not checked\"><h2>Not checked</h2>"
+    )?;
+    if report.not_checked.is_empty() {
+        writeln!(
+            out,
+            "<p>Nothing: every rule ran and checked all it asserts.</p>"
+        )?;
+    } else {
+        writeln!(
+            out,
+            "<table><thead><tr><th>Rule</th><th>What</th><th>Why</th></tr></thead><tbody>"
+        )?;
+        for u in &report.not_checked {
+            writeln!(
+                out,
+                "<tr><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
+                escape(&u.rule),
+                escape(&u.what),
+                escape(&u.why)
+            )?;
+        }
+        writeln!(out, "</tbody></table>")?;
+    }
+    writeln!(out, "</section>")?;
 
     // Summary cards and the outcome bar.
     writeln!(
@@ -309,6 +343,9 @@ fn write_page(out: &mut String, report: &Report) -> std::fmt::Result {
             },
         ),
     ];
+    for (k, v) in settings_rows(run) {
+        meta.push((k, escape(&v)));
+    }
     if !run.environment.is_empty() {
         let env: Vec<String> = run
             .environment
@@ -373,10 +410,22 @@ fn write_details(out: &mut String, r: &RuleResult, open: bool) -> std::fmt::Resu
     if let Some(p) = &r.property {
         writeln!(
             out,
-            "<details{}><summary>property failed with seed <code>{}</code></summary><pre>{}</pre></details>",
+            "<details{}><summary>property failed with seed <code>{}</code>; replay with <code>{}</code></summary><pre>{}</pre></details>",
             if open { " open" } else { "" },
             p.seed,
+            escape(&p.replay),
             escape(&p.shrunk)
+        )?;
+    }
+    let faults = fault_lines(r);
+    if !faults.is_empty() {
+        writeln!(
+            out,
+            "<details><summary>{} fault{} injected (rule seed <code>{}</code>)</summary><pre>{}</pre></details>",
+            faults.len(),
+            if faults.len() == 1 { "" } else { "s" },
+            r.seed,
+            escape(&faults.join("\n"))
         )?;
     }
     if !r.evidence.is_empty() {

@@ -50,6 +50,7 @@ fn timestamp(t: std::time::SystemTime) -> chrono::DateTime<chrono::FixedOffset> 
 fn properties(report: &Report) -> Vec<Property> {
     let run = &report.run;
     let mut props = vec![
+        Property::new("verdict", report.verdict.as_str()),
         Property::new("schema_version", report.schema_version.as_str()),
         Property::new("run_id", run.run_id.as_str()),
         Property::new("provider_version", run.provider_version.as_str()),
@@ -75,6 +76,32 @@ fn properties(report: &Report) -> Vec<Property> {
     }
     if !report.swept.is_empty() {
         props.push(Property::new("swept", report.swept.join(",")));
+    }
+    let o = &run.options;
+    if let Some(rules) = &o.rules {
+        props.push(Property::new("options.rules", rules.join(",")));
+    }
+    props.push(Property::new("options.cases", o.cases.to_string()));
+    props.push(Property::new("options.steps", o.steps.to_string()));
+    props.push(Property::new(
+        "options.rule_timeout_ms",
+        o.rule_timeout.as_millis().to_string(),
+    ));
+    props.push(Property::new(
+        "options.concurrency",
+        o.concurrency.to_string(),
+    ));
+    for (id, n) in &o.rule_seeds {
+        props.push(Property::new(
+            format!("options.rule_seed.{id}"),
+            n.to_string(),
+        ));
+    }
+    for u in &report.not_checked {
+        props.push(Property::new(
+            format!("not_checked.{}", u.rule),
+            format!("{}: {}", u.what, u.why),
+        ));
     }
     props
 }
@@ -120,8 +147,15 @@ fn details(r: &RuleResult) -> String {
     for v in &r.violations {
         let _ = writeln!(out, "violation {}", violation_line(v));
     }
+    for f in super::view::fault_lines(r) {
+        let _ = writeln!(out, "fault {f}");
+    }
     if let Some(p) = &r.property {
-        let _ = writeln!(out, "property seed {}, shrunk input:", p.seed);
+        let _ = writeln!(
+            out,
+            "property seed {}, replay with {}, shrunk input:",
+            p.seed, p.replay
+        );
         for line in p.shrunk.lines() {
             let _ = writeln!(out, "  {line}");
         }

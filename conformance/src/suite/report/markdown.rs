@@ -9,8 +9,9 @@
 use std::fmt::Write as _;
 
 use super::view::{
-    by_area, class_label, counts, distinct_reason, human_duration, judged, outcome_label,
-    pass_percent, problems, result_time, verdict, violation_line,
+    by_area, class_label, counts, distinct_reason, fault_lines, human_duration, judged,
+    outcome_label, pass_percent, problems, result_time, settings_rows, verdict, verdict_meaning,
+    violation_line,
 };
 use crate::profile::Axis;
 use crate::suite::outcome::{Report, RuleResult, rfc3339};
@@ -36,14 +37,20 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
     };
     writeln!(
         out,
-        "**{}**: {} pass, {} fail, {} error, {} skipped, {} not applicable, of {} rules; {ratio}.\n",
-        verdict(s),
+        "**Verdict: {}** ({}).\n",
+        verdict(report.verdict),
+        verdict_meaning(report.verdict)
+    )?;
+    writeln!(
+        out,
+        "{} pass, {} fail, {} error, {} skipped, {} not applicable, of {} rules run ({} in the catalogue); {ratio}.\n",
         s.pass,
         s.fail,
         s.error,
         s.skipped,
         s.not_applicable,
-        s.total()
+        s.total(),
+        crate::rules::CATALOGUE.len()
     )?;
 
     writeln!(out, "| Run | |\n| --- | --- |")?;
@@ -77,6 +84,9 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
     for (k, v) in rows {
         writeln!(out, "| {k} | {v} |")?;
     }
+    for (k, v) in settings_rows(run) {
+        writeln!(out, "| {k} | {} |", text(&v))?;
+    }
 
     writeln!(out)?;
     writeln!(out, "## Profile\n")?;
@@ -97,6 +107,24 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
         writeln!(out, "| {} | {n} |", outcome_label(o))?;
     }
     writeln!(out, "| **Total** | **{}** |", s.total())?;
+
+    writeln!(out)?;
+    writeln!(out, "## Not checked\n")?;
+    if report.not_checked.is_empty() {
+        writeln!(out, "Nothing: every rule ran and checked all it asserts.\n")?;
+    } else {
+        writeln!(out, "| Rule | What | Why |\n| --- | --- | --- |")?;
+        for u in &report.not_checked {
+            writeln!(
+                out,
+                "| {} | {} | {} |",
+                text(&u.rule),
+                text(&u.what),
+                text(&u.why)
+            )?;
+        }
+        writeln!(out)?;
+    }
 
     let problems = problems(&report.results);
     writeln!(out)?;
@@ -168,10 +196,19 @@ fn write_problem(out: &mut String, r: &RuleResult) -> std::fmt::Result {
     if let Some(p) = &r.property {
         writeln!(
             out,
-            "Property failed with seed {}; shrunk input:\n\n{}",
+            "Property failed with seed {}; replay with `{}`; shrunk input:\n\n{}",
             p.seed,
+            text(&p.replay),
             fenced(&p.shrunk)
         )?;
+    }
+    let faults = fault_lines(r);
+    if !faults.is_empty() {
+        writeln!(out, "Faults injected (rule seed {}):\n", r.seed)?;
+        for f in &faults {
+            writeln!(out, "- {}", text(f))?;
+        }
+        writeln!(out)?;
     }
     if !r.evidence.is_empty() {
         writeln!(out, "Evidence:\n\n{}", fenced(&r.evidence.join("\n")))?;

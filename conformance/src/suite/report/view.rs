@@ -6,11 +6,74 @@ use std::time::Duration;
 
 use crate::profile::AxisClass;
 use crate::rules::Area;
-use crate::suite::outcome::{Outcome, RuleResult, Summary};
+use crate::suite::outcome::{Outcome, RuleResult, RunInfo, Summary, Verdict};
 
-/// The run's verdict in one word.
-pub(crate) fn verdict(s: &Summary) -> &'static str {
-    if s.ok() { "PASS" } else { "FAIL" }
+/// The run's verdict in one word, in capitals (`PASS`, `PARTIAL`, `FAIL`, `ERROR`).
+pub(crate) fn verdict(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Pass => "PASS",
+        Verdict::Partial => "PARTIAL",
+        Verdict::Fail => "FAIL",
+        Verdict::Error => "ERROR",
+    }
+}
+
+/// What the verdict means, in one sentence for the report's head.
+pub(crate) fn verdict_meaning(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Pass => "every rule of the catalogue ran and passed or was not applicable",
+        Verdict::Partial => {
+            "no rule failed or errored, but the run did not check everything (see Not checked)"
+        }
+        Verdict::Fail => "a rule failed",
+        Verdict::Error => "no rule failed, but one could not be judged (an error)",
+    }
+}
+
+/// The options that shaped the run, as (label, plain text) rows.
+pub(crate) fn settings_rows(run: &RunInfo) -> Vec<(&'static str, String)> {
+    let o = &run.options;
+    let seeds = if o.rule_seeds.is_empty() {
+        "none given".to_owned()
+    } else {
+        o.rule_seeds
+            .iter()
+            .map(|(id, n)| format!("{id}={n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    vec![
+        (
+            "Rules selected",
+            o.rules
+                .as_ref()
+                .map_or_else(|| "all".to_owned(), |r| r.join(", ")),
+        ),
+        ("Property cases", o.cases.to_string()),
+        ("Interrupted steps", format!("at most {}", o.steps)),
+        ("Rule timeout", human_duration(o.rule_timeout)),
+        ("Concurrency", o.concurrency.to_string()),
+        ("Rule seeds", seeds),
+    ]
+}
+
+/// One line per injected fault of `r`: `transient at nth(3) on l0: fired`.
+pub(crate) fn fault_lines(r: &RuleResult) -> Vec<String> {
+    r.faults
+        .iter()
+        .map(|f| {
+            format!(
+                "{} at {}{}: {}",
+                f.kind,
+                f.trigger,
+                f.location
+                    .as_deref()
+                    .map(|l| format!(" on {l}"))
+                    .unwrap_or_default(),
+                if f.fired { "fired" } else { "did not fire" }
+            )
+        })
+        .collect()
 }
 
 /// Rules that ran to a verdict: passed, failed or errored.
