@@ -223,16 +223,16 @@ rules! {
         "Instances of different locations are listed in configuration order of their locations, and repeated listings return the same sequence.";
     "LST-PARTIAL", List, "Unreachable locations follow list-partial",
         axes: [ListPartial], gate: None, hooks: [Faults], needs: [TwoLocations],
-        "With list-partial=fail-whole, one unreachable location fails the call with Transient. With list-partial=partial, the reachable locations' instances are returned and the unreachable location is named. With every location reachable, nothing is named unreachable.";
+        "With list-partial=fail-whole, one unreachable location fails the call with Transient. With list-partial=partial, the call returns before its deadline with the reachable locations' instances and the unreachable location named, for a refused location and for a black-holed one alike; a whole-call Transient is a violation. With every location reachable, nothing is named unreachable.";
     "LST-UNREADABLE", List, "An unreadable resource is skipped",
         axes: [], gate: None, hooks: [Planting], needs: [],
-        "A marked resource that cannot be read is skipped; the call still succeeds and lists the others.";
+        "A marked resource that cannot be read is skipped; the call still succeeds and lists the others. Likewise a resource that vanishes while the listing reads it (a not-found answer to its per-resource read) is skipped, not fatal.";
     "LST-AGREES", List, "Listing agrees with Get",
         axes: [], gate: None, hooks: [], needs: [],
         "Every listed instance agrees with Get on id, name, uid, tag and created_at. Its state agrees too, except that a listing may show Provisioning where Get shows Running, and it may omit the address.";
     "GEN-CANCEL", General, "Deadlines and cancellation return promptly",
-        axes: [], gate: None, hooks: [Faults, Observation], needs: [],
-        "A call whose deadline passes or whose token fires returns Transient promptly, even when the backend hangs; a call dropped after any backend step leaves nothing behind that the next call cannot converge from.";
+        axes: [ListPartial], gate: None, hooks: [Faults, Observation], needs: [],
+        "A call whose deadline passes or whose token fires returns Transient promptly, even when the backend hangs (with list-partial=partial a listing may instead return in time with the hung location named unreachable); a call dropped after any backend step leaves nothing behind that the next call cannot converge from.";
     "GEN-ERROR-NAME", General, "Errors carry the configured provider name",
         axes: [], gate: None, hooks: [], needs: [],
         "Every error names the configured provider and the operation it came from.";

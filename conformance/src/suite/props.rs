@@ -135,3 +135,12 @@ impl From<crate::fixture::HookError> for PropError {
         PropError::Harness(format!("fixture hook failed: {e}"))
     }
 }
+
+impl From<CheckError> for PropError {
+    fn from(e: CheckError) -> Self {
+        match e {
+            CheckError::Violation(v) => PropError::Fail(v.to_string()),
+            CheckError::Harness(msg) | CheckError::Skip(msg) => PropError::Harness(msg),
+        }
+    }
+}

@@ -66,14 +66,14 @@ pub async fn chk_concurrent(cx: &Cx) -> CheckResult {
     }
     // Every location slow: the whole check takes about as long as one slow location.
     let delay = cx.timing.quiet / 2;
-    let f = faults.inject(FaultSpec {
+    let f = cx.inject(FaultSpec {
         location: Some(l0.clone()),
         trigger: Trigger::Always,
         kind: FaultKind::Delay(delay),
     })?;
     let (_, one) = timed_check(cx, cx.timing.op_timeout).await?;
     faults.clear();
-    faults.inject(FaultSpec {
+    cx.inject(FaultSpec {
         location: None,
         trigger: Trigger::Always,
         kind: FaultKind::Delay(delay),
@@ -212,7 +212,9 @@ pub async fn chk_isolated(cx: &Cx) -> CheckResult {
     let (h, _) = timed_check(cx, cx.timing.op_timeout).await?;
     let check_conns = ops_conn(before);
     if check_conns.is_empty() {
-        cx.note("Check made no call at the first location that the observation hook could see");
+        return Err(CheckError::Harness(
+            "Check made no backend call at the first location that the observation hook could see, so its connections could not be told from the operations'".into(),
+        ));
     }
     if check_conns.contains(&op_conn) {
         cx.violate(

@@ -55,7 +55,14 @@ pub(crate) async fn exists_once(cx: &Cx, req: &CreateRequest, at: &str) -> Check
             format!("listed {n} times"),
         );
     }
-    if let Some(res) = cx.inventory_of(&location_of(cx, req), &req.name).await? {
+    if let Some(res) = cx
+        .inventory_for(
+            "no backend resource made twice (inventory)",
+            &location_of(cx, req),
+            &req.name,
+        )
+        .await?
+    {
         let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
         for r in &res {
             *kinds.entry(r.split(':').next().unwrap_or("")).or_default() += 1;
@@ -99,7 +106,13 @@ pub async fn cre_idempotent(cx: &Cx) -> CheckResult {
         );
     }
     cx.wait_running(p, &id, "waiting for Running").await?;
-    let before = cx.inventory_of(&loc, &req.name).await?;
+    let before = cx
+        .inventory_for(
+            "backend resources unchanged by the repeats",
+            &loc,
+            &req.name,
+        )
+        .await?;
     let mut changed = req.clone();
     changed.cloud_init = CloudInit::new("#cloud-config\n# a different payload\n");
     for (case, r) in [
@@ -139,7 +152,7 @@ pub async fn cre_resume(cx: &Cx) -> CheckResult {
     for k in sample_steps(cx, steps) {
         // An error at step k, then a retry on the same provider.
         let req = cx.request();
-        let f = faults.inject(FaultSpec {
+        let f = cx.inject(FaultSpec {
             location: Some(loc.clone()),
             trigger: Trigger::Nth(k),
             kind: FaultKind::Transient,
@@ -174,7 +187,7 @@ pub async fn cre_resume(cx: &Cx) -> CheckResult {
         // The process dies at step k: the call hangs there and is abandoned; a new
         // provider over the same backend finishes the job.
         let req = cx.request();
-        let f = faults.inject(FaultSpec {
+        let f = cx.inject(FaultSpec {
             location: Some(loc.clone()),
             trigger: Trigger::Nth(k),
             kind: FaultKind::Hang,
@@ -316,7 +329,9 @@ pub async fn cre_placement(cx: &Cx) -> CheckResult {
 /// Checks that nothing named `req.name` exists at any location.
 pub(crate) async fn nothing_made(cx: &Cx, req: &CreateRequest, at: &str) -> CheckResult {
     for loc in &cx.locations {
-        if let Some(res) = cx.inventory_of(&loc.name, &req.name).await?
+        if let Some(res) = cx
+            .inventory_for("nothing made (inventory)", &loc.name, &req.name)
+            .await?
             && !res.is_empty()
         {
             cx.violate(
@@ -432,7 +447,7 @@ pub async fn cre_backend_notfound(cx: &Cx) -> CheckResult {
     let mut fired = 0;
     for k in sample_steps(cx, steps) {
         let req = cx.request();
-        let f = faults.inject(FaultSpec {
+        let f = cx.inject(FaultSpec {
             location: Some(loc.clone()),
             trigger: Trigger::Nth(k),
             kind: FaultKind::NotFound,

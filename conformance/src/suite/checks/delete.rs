@@ -8,7 +8,13 @@ use crate::suite::props::{PropError, property};
 
 /// Checks that the inventory holds nothing of `name` at the first location.
 async fn nothing_left(cx: &Cx, name: &str, at: &str) -> CheckResult {
-    if let Some(left) = cx.inventory_of(&cx.loc0().name, name).await?
+    if let Some(left) = cx
+        .inventory_for(
+            "nothing of the instance left (inventory)",
+            &cx.loc0().name,
+            name,
+        )
+        .await?
         && !left.is_empty()
     {
         cx.violate(at, format!("nothing of {name} left"), format!("{left:?}"));

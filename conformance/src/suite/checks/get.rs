@@ -112,7 +112,7 @@ pub async fn get_busy(cx: &Cx) -> CheckResult {
     for (case, fault, reach) in cases {
         let mut fired = None;
         if let Some(kind) = fault {
-            fired = Some(faults.inject(FaultSpec {
+            fired = Some(cx.inject(FaultSpec {
                 location: Some(loc.clone()),
                 trigger: Trigger::Always,
                 kind,

@@ -1,8 +1,9 @@
 //! Checks of the ListByTag rules (LST-*).
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
-use crate::fixture::{Plant, Reachability};
+use crate::fixture::{FaultKind, FaultSpec, Plant, Reachability, Trigger};
 use crate::profile::ListPartial;
 use crate::suite::cx::{CheckResult, Cx, describe, describe_result};
 use crate::{Listing, ProviderId, State};
@@ -200,9 +201,17 @@ pub async fn lst_partial(cx: &Cx) -> CheckResult {
                     );
                 }
             }
-            (Err(e), false) if reach == Reachability::BlackHole && e.is_transient() => {
-                cx.note(format!("{case}: the whole call timed out (allowed when the deadline is shorter than a location's timeout)"));
-            }
+            (Err(e), false) if e.is_transient() => cx.violate(
+                &case,
+                format!(
+                    "a listing before the deadline with {} named unreachable (list-partial=partial)",
+                    l1.name
+                ),
+                format!(
+                    "the whole call failed: {}; the provider behaves as list-partial=fail-whole",
+                    describe(e)
+                ),
+            ),
             _ => cx.violate(
                 &case,
                 if fail_whole {
@@ -235,7 +244,6 @@ pub async fn lst_unreadable(cx: &Cx) -> CheckResult {
         .await?;
     let l = cx.p.list_by_tag(&cx.ctx(), &tag).await;
     planting.remove(&loc.name, &bad).await?;
-    cx.cleanup(std::slice::from_ref(&id)).await;
     match &l {
         Ok(l)
             if l.instances.iter().any(|i| i.id == id)
@@ -245,6 +253,109 @@ pub async fn lst_unreadable(cx: &Cx) -> CheckResult {
             format!("success listing {} and skipping {bad}", req.name),
             describe_result(&l),
         ),
+    }
+    let vanished = vanishing_reads(cx, &tag, id.clone()).await;
+    cx.cleanup(std::slice::from_ref(&id)).await;
+    vanished
+}
+
+/// The second half of LST-UNREADABLE: a resource that vanishes while the listing
+/// reads it. The per-resource reads are the backend calls a listing makes more of
+/// when the location holds one more instance; each answers "not found" once in turn.
+async fn vanishing_reads(cx: &Cx, tag: &str, first: ProviderId) -> CheckResult {
+    const WHAT: &str = "a resource vanishing during its per-resource read is skipped";
+    let (Some(obs), Some(faults)) = (cx.tb.observation(), cx.tb.faults()) else {
+        cx.not_checked(WHAT, "the fixture lacks the faults or observation hook");
+        return Ok(());
+    };
+    let loc = cx.loc0().clone();
+    let counts = |from: usize| {
+        let mut n: BTreeMap<String, usize> = BTreeMap::new();
+        for c in obs.calls()[from..]
+            .iter()
+            .filter(|c| c.location == loc.name)
+        {
+            *n.entry(c.name.clone()).or_default() += 1;
+        }
+        n
+    };
+    let mut ids = vec![first];
+    ids.push(
+        cx.create_ok(
+            cx.p.as_ref(),
+            &cx.tb.request(&cx.name(), tag, &loc),
+            "Create",
+        )
+        .await?,
+    );
+    let from = obs.calls().len();
+    list(cx, tag, "ListByTag of two instances").await?;
+    let two = counts(from);
+    ids.push(
+        cx.create_ok(
+            cx.p.as_ref(),
+            &cx.tb.request(&cx.name(), tag, &loc),
+            "Create",
+        )
+        .await?,
+    );
+    let from = obs.calls().len();
+    list(cx, tag, "ListByTag of three instances").await?;
+    let three = counts(from);
+    let reads: Vec<&String> = three
+        .iter()
+        .filter(|(name, n)| **n > two.get(*name).copied().unwrap_or(0))
+        .map(|(name, _)| name)
+        .collect();
+    let mut fired = 0;
+    for read in &reads {
+        let f = cx.inject(FaultSpec {
+            location: Some(loc.name.clone()),
+            trigger: Trigger::Named((*read).clone()),
+            kind: FaultKind::NotFound,
+        })?;
+        let l = cx.p.list_by_tag(&cx.ctx(), tag).await;
+        faults.clear();
+        if !faults.fired(f) {
+            cx.note(format!("not-found on {read}: did not fire"));
+            continue;
+        }
+        fired += 1;
+        let case = format!("{read} answering not-found for one instance");
+        match &l {
+            Ok(l) => {
+                let listed = ids
+                    .iter()
+                    .filter(|id| l.instances.iter().any(|i| i.id == **id))
+                    .count();
+                if listed + 1 < ids.len() {
+                    cx.violate(
+                        &case,
+                        format!(
+                            "the other instances listed (at least {} of {})",
+                            ids.len() - 1,
+                            ids.len()
+                        ),
+                        format!("{listed} listed: {l:?}"),
+                    );
+                }
+                cx.note(format!("{case}: listing of {listed}"));
+            }
+            Err(e) => cx.violate(
+                &case,
+                "the listing to succeed, skipping the vanished instance",
+                describe(e),
+            ),
+        }
+    }
+    cx.cleanup(&ids[1..]).await;
+    if reads.is_empty() {
+        cx.not_checked(
+            WHAT,
+            "the observation hook showed no backend call a listing makes per instance",
+        );
+    } else if fired == 0 {
+        cx.not_checked(WHAT, "no injected not-found on a per-instance read fired");
     }
     Ok(())
 }
