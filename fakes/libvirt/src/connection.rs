@@ -757,14 +757,18 @@ impl FakeConnection {
         .await
     }
 
-    /// `StorageVolCreateXML`.
+    /// `StorageVolCreateXML`. Object-bound fault rules see the pool and the name
+    /// of the volume the XML describes.
     pub async fn storage_vol_create_xml(
         &self,
         pool: &PoolRef,
         xml: &str,
         flags_: u32,
     ) -> Result<VolRef, CallError> {
-        self.call_on(Procedure::StorageVolCreateXml, &[&pool.name], |st, _| {
+        let name = crate::xml::parse_volume(xml).map(|v| v.name).ok();
+        let mut objects = vec![pool.name.as_str()];
+        objects.extend(name.as_deref());
+        self.call_on(Procedure::StorageVolCreateXml, &objects, |st, _| {
             st.vol_create(pool, xml, flags_)
         })
         .await

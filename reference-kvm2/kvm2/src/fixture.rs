@@ -9,7 +9,9 @@
 //! pools; faults are the fake's per-call injections; reachability is decided where
 //! the dialer opens connections; observation is the fake's trace; rotation writes
 //! a new client key and known_hosts file and revokes the old key on the server,
-//! and the provider's next dial reads the new files.
+//! and the provider's next dial reads the new files. Access is broken the same
+//! way: the server stops accepting the provider's key, presents a host key other
+//! than its own, or the key file is moved aside.
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -23,16 +25,18 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use conformance::fixture::{
-    BackendCall, Capacity, FaultId, FaultKind, FaultSpec, Faults, Fixture, Hook, HookError,
-    HookResult, Inventory, Location, Observation, Part, Plant, Planting, Power, Reachability,
-    Resource, Rotation, StateControl, Testbed, Trigger, Verbosity as Tier,
+    AccessBreak, BackendCall, Capacity, FaultId, FaultKind, FaultSpec, Faults, Fixture, Hook,
+    HookError, HookResult, Inventory, Location, Observation, Part, Plant, Planting, Power,
+    Reachability, Resource, Rotation, StateControl, Testbed, Trigger, Verbosity as Tier,
 };
 use conformance::{BoxFuture, CloudInit, CreateRequest, Profile, Provider, ProviderId};
 use libvirt_fake::{
     AddressSource, DialMode, DomainState, FakeConnection, FakeLibvirt, Fault, FaultHandle,
     FaultRule, Interface, Procedure, flags, reason,
 };
-use libvirt_ssh::server::{ChannelTarget, KeyKind, TestServer, generate_client_key};
+use libvirt_ssh::server::{
+    ChannelTarget, KeyKind, PublicKey, TestServer, TestServerOptions, generate_client_key,
+};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::sync::CancellationToken;
 
@@ -317,6 +321,9 @@ struct FakeHost {
     dir: PathBuf,
     key_file: PathBuf,
     known_hosts_file: PathBuf,
+    /// The public half of the key in `key_file`: what the server accepts unless
+    /// access is broken.
+    public: Mutex<PublicKey>,
     baseline_calls: usize,
     baseline_dials: u64,
     dial_turn: tokio::sync::Mutex<()>,
@@ -334,17 +341,19 @@ impl FakeHost {
             register: Mutex::default(),
         });
         let handler = serving.clone();
-        let (ssh, files) = TestServer::start_with_client(
-            dir,
-            ChannelTarget::Handler(Arc::new(move |stream| {
+        let (key, public) = generate_client_key(dir, KeyKind::Ed25519);
+        let ssh = TestServer::start(TestServerOptions {
+            authorized: vec![public.clone()],
+            channel: ChannelTarget::Handler(Arc::new(move |stream| {
                 Box::pin(handler.clone().channel(stream))
             })),
-        )
+        })
         .await;
         let key_file = dir.join("id_ed25519");
-        std::fs::rename(&files.key, &key_file).map_err(hook_err)?;
+        std::fs::rename(&key, &key_file).map_err(hook_err)?;
         let known_hosts_file = dir.join("known_hosts");
-        std::fs::rename(&files.known_hosts, &known_hosts_file).map_err(hook_err)?;
+        std::fs::write(&known_hosts_file, format!("{}\n", ssh.known_hosts_line()))
+            .map_err(hook_err)?;
         let trace = serving.fake.trace();
         Ok(FakeHost {
             name: name.to_owned(),
@@ -355,6 +364,7 @@ impl FakeHost {
             dir: dir.to_owned(),
             key_file,
             known_hosts_file,
+            public: Mutex::new(public),
             dial_turn: tokio::sync::Mutex::new(()),
         })
     }
@@ -384,14 +394,54 @@ impl FakeHost {
     fn rotate(&self) -> HookResult<()> {
         let (key, public) = generate_client_key(&self.dir, KeyKind::Ed25519);
         std::fs::rename(&key, &self.key_file).map_err(hook_err)?;
-        // The host key stays (the test server cannot change it), but the file is
-        // rewritten in the hashed form, so a dial that cached it would not match.
+        // The host key stays, but the file is rewritten in the hashed form, so a
+        // dial that cached it would not match.
         replace_file(
             &self.known_hosts_file,
             format!("{}\n", self.ssh.hashed_known_hosts_line()).as_bytes(),
         )
         .map_err(hook_err)?;
+        self.ssh.set_authorized(vec![public.clone()]);
+        *self.public.lock().expect("key lock poisoned") = public;
+        Ok(())
+    }
+
+    /// Where the key file waits while the credentials are "not mounted".
+    fn key_aside(&self) -> PathBuf {
+        self.key_file.with_extension("removed")
+    }
+
+    /// Breaks access as `how` says, installing nothing in its place.
+    fn break_access(&self, how: AccessBreak) -> HookResult<()> {
+        match how {
+            // The server accepts no key: the provider's is refused.
+            AccessBreak::Revoke => self.ssh.set_authorized(Vec::new()),
+            // The server presents a host key the known_hosts file does not record.
+            AccessBreak::ForeignHostKey => self.ssh.present_foreign_host_key(true),
+            AccessBreak::RemoveCredentials => {
+                if self.key_file.exists() {
+                    std::fs::rename(&self.key_file, self.key_aside()).map_err(hook_err)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Undoes every break: the key file back, the provider's key accepted, the
+    /// server's own host key presented.
+    fn restore_access(&self) -> HookResult<()> {
+        let aside = self.key_aside();
+        if aside.exists() {
+            if self.key_file.exists() {
+                // Rotated while removed: the new key file stands.
+                std::fs::remove_file(&aside).map_err(hook_err)?;
+            } else {
+                std::fs::rename(&aside, &self.key_file).map_err(hook_err)?;
+            }
+        }
+        let public = self.public.lock().expect("key lock poisoned").clone();
         self.ssh.set_authorized(vec![public]);
+        self.ssh.present_foreign_host_key(false);
         Ok(())
     }
 }
@@ -628,6 +678,21 @@ impl Testbed for Bed {
 impl Rotation for Bed {
     fn rotate<'a>(&'a self, location: &'a str) -> BoxFuture<'a, HookResult<()>> {
         Box::pin(async move { self.host(location)?.rotate() })
+    }
+
+    fn break_access<'a>(
+        &'a self,
+        location: &'a str,
+        how: AccessBreak,
+    ) -> BoxFuture<'a, HookResult<bool>> {
+        Box::pin(async move {
+            self.host(location)?.break_access(how)?;
+            Ok(true)
+        })
+    }
+
+    fn restore_access<'a>(&'a self, location: &'a str) -> BoxFuture<'a, HookResult<()>> {
+        Box::pin(async move { self.host(location)?.restore_access() })
     }
 }
 

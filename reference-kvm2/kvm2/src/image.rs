@@ -420,31 +420,52 @@ mod tests {
 
     #[tokio::test]
     async fn downloads_once_verifies_and_writes_the_marker_last() {
+        use libvirt_fake::{Fault, FaultRule, Procedure};
         let sum = digest(&[7u8; 1_500_000]);
         let (fake, p, mem, config) = setup(Some(sum.clone()), Some(LEN));
+        let img = &config.images[0];
+        // The call that creates the marker volume itself, found by the volume's
+        // name: a fault bound to that name which changes nothing (no delay) marks
+        // it in the trace.
+        let marker_tag = fake.faults().add(
+            FaultRule::on(
+                Procedure::StorageVolCreateXml,
+                Fault::Delay(std::time::Duration::ZERO),
+            )
+            .on_object(image_marker(img)),
+        );
         let ctx = Ctx::with_timeout(std::time::Duration::from_secs(20));
         let (ra, rb) = (req("vm-a"), req("vm-b"));
         let (a, b) = tokio::join!(p.create(&ctx, &ra), p.create(&ctx, &rb));
         a.unwrap();
         b.unwrap();
         assert_eq!(mem.fetches.load(Ordering::SeqCst), 1);
-        let img = &config.images[0];
         let vol = fake.volume("default", &image_volume(img)).unwrap();
         assert_eq!(vol.content.sha256_hex(), sum);
         assert!(fake.volume("default", &image_marker(img)).is_some());
-        let marker_call = fake
-            .trace()
-            .calls()
-            .iter()
-            .rposition(|c| c.procedure == libvirt_fake::Procedure::StorageVolCreateXml && c.seq > 0)
-            .unwrap();
-        let upload_call = fake
-            .trace()
-            .calls()
-            .iter()
-            .position(|c| c.procedure == libvirt_fake::Procedure::StorageVolUpload)
-            .unwrap();
-        assert!(upload_call < marker_call);
+        assert_eq!(marker_tag.fire_count(), 1, "the marker is created once");
+        let calls = fake.trace().calls();
+        let position = |what: &str, hit: &dyn Fn(&libvirt_fake::TraceEntry) -> bool| {
+            let found: Vec<usize> = (0..calls.len()).filter(|&i| hit(&calls[i])).collect();
+            assert_eq!(found.len(), 1, "one {what}: {calls:?}");
+            found[0]
+        };
+        let marker = position("marker create", &|c| {
+            c.procedure == Procedure::StorageVolCreateXml && c.fault.as_deref() == Some("delay")
+        });
+        // The image's own upload and refresh, on the download's connection (each
+        // Create uploads its seed on the operations' connection).
+        let conn = calls[marker].connection;
+        let upload = position("image upload", &|c| {
+            c.connection == conn && c.procedure == Procedure::StorageVolUpload
+        });
+        let refresh = position("pool refresh", &|c| {
+            c.connection == conn && c.procedure == Procedure::StoragePoolRefresh
+        });
+        assert!(
+            upload < refresh && refresh < marker,
+            "upload {upload}, refresh {refresh}, marker {marker}: {calls:?}"
+        );
         p.create(&ctx, &req("vm-c")).await.unwrap();
         assert_eq!(
             mem.fetches.load(Ordering::SeqCst),

@@ -28,8 +28,13 @@
 //!   (refused at once) or a listener that accepts and never answers;
 //! - rotation, when every host is on loopback with its `authorized_keys` file
 //!   beside the configured key (the layout of `scripts/libvirt-host.sh`): each
-//!   testbed authorises a key of its own, and rotation swaps it for a new one in
-//!   the key file and in `authorized_keys`;
+//!   testbed authorises a key of its own per host, with a key file and a
+//!   known_hosts file per host in its scratch directory, and rotation swaps the
+//!   location's key for a new one in its key file and in `authorized_keys`.
+//!   Access to a location is broken by taking its key out of `authorized_keys`
+//!   (revoked), by rewriting its known_hosts file to name a freshly generated
+//!   host key (foreign host key), or by moving its key file aside (credentials
+//!   removed); restoring puts back the line, the files and the known_hosts file;
 //! - observation: the calls and dials the chaos layer saw, and the provider's
 //!   verbosity.
 //!
@@ -52,9 +57,9 @@ use std::time::{Duration, SystemTime};
 
 use bytes::BytesMut;
 use conformance::fixture::{
-    BackendCall, Capacity, FaultId, FaultKind, FaultSpec, Faults, Fixture, Hook, HookError,
-    HookResult, Inventory, Location, Observation, Part, Plant, Planting, Power, Reachability,
-    Resource, Rotation, StateControl, Testbed, Trigger, Verbosity as Tier,
+    AccessBreak, BackendCall, Capacity, FaultId, FaultKind, FaultSpec, Faults, Fixture, Hook,
+    HookError, HookResult, Inventory, Location, Observation, Part, Plant, Planting, Power,
+    Reachability, Resource, Rotation, StateControl, Testbed, Trigger, Verbosity as Tier,
 };
 use conformance::{BoxFuture, CloudInit, Ctx, Profile, Provider, ProviderId};
 use libvirt_rpc::Client;
@@ -338,25 +343,19 @@ impl Fixture for RealFixture {
             config.timeouts.rpc = config.timeouts.rpc.max(HELD_CALL_RPC_TIMEOUT);
             let mut creds = None;
             if !self.authorized_keys.is_empty() {
-                let key_file = dir.path().join("id_ed25519");
-                let known = dir.path().join("known_hosts");
-                let originals = known_hosts_files(&self.config.hosts);
-                write_known_hosts(&originals, &known)?;
-                let marker = format!("{KEY_MARK}{}", dir.path().display());
-                let line =
-                    install_key(dir.path(), &key_file, &self.authorized_keys, &marker, None)?;
-                for host in &mut config.hosts {
-                    host.key_file = Some(key_file.clone());
-                    host.known_hosts_file = Some(known.clone());
-                }
-                creds = Some(Creds {
+                // Dropped on a failure below, it takes out the keys it installed.
+                let c = creds.insert(Creds {
                     authorized_keys: self.authorized_keys.clone(),
-                    key_file,
-                    known_hosts_file: known,
-                    originals,
-                    marker,
-                    line: Mutex::new(line),
+                    originals: known_hosts_files(&self.config.hosts),
+                    marker: format!("{KEY_MARK}{}", dir.path().display()),
+                    hosts: HashMap::new(),
                 });
+                for (i, host) in config.hosts.iter_mut().enumerate() {
+                    let hc = c.install(&dir.path().join(format!("host-{i}")), host)?;
+                    host.key_file = Some(hc.key_file.clone());
+                    host.known_hosts_file = Some(hc.known_hosts_file.clone());
+                    c.hosts.insert(host.name.clone(), hc);
+                }
             }
             // The testbed's pools, one per host, and its side connections.
             let mut side = HashMap::new();
@@ -414,7 +413,7 @@ impl Fixture for RealFixture {
                 side: tokio::sync::Mutex::new(side),
                 pools,
                 creds,
-                scratch: dir,
+                _scratch: dir,
             }) as Box<dyn Testbed>)
         })
     }
@@ -624,23 +623,69 @@ fn install_key(
     Ok(line)
 }
 
-/// The testbed's own key, authorised on the host under a marker.
+/// The testbed's own keys, one per host, authorised on the hosts under a marker;
+/// every key is taken out again when this is dropped.
 struct Creds {
     authorized_keys: Vec<PathBuf>,
-    key_file: PathBuf,
-    known_hosts_file: PathBuf,
-    /// The hosts' own known_hosts files, concatenated into `known_hosts_file`.
+    /// The hosts' own known_hosts files, concatenated into each host's
+    /// `known_hosts_file`.
     originals: Vec<PathBuf>,
     marker: String,
+    /// By host name.
+    hosts: HashMap<String, HostCreds>,
+}
+
+/// The testbed's credentials for one host, in a directory of their own.
+struct HostCreds {
+    dir: PathBuf,
+    key_file: PathBuf,
+    known_hosts_file: PathBuf,
+    /// How known_hosts names the host: `address`, or `[address]:port` off port 22.
+    pattern: String,
+    /// The `authorized_keys` line of the key in `key_file`.
     line: Mutex<String>,
 }
 
+impl HostCreds {
+    /// Where the key file waits while the credentials are "not mounted".
+    fn key_aside(&self) -> PathBuf {
+        self.key_file.with_extension("removed")
+    }
+}
+
 impl Creds {
-    fn rotate(&self, dir: &Path) -> HookResult<()> {
-        let mut line = self.line.lock().expect("credential lock poisoned");
+    /// Writes `host`'s key file and known_hosts file into `dir` and authorises the key.
+    fn install(&self, dir: &Path, host: &HostConfig) -> HookResult<HostCreds> {
+        std::fs::create_dir_all(dir).map_err(hook_err)?;
+        let key_file = dir.join("id_ed25519");
+        let known_hosts_file = dir.join("known_hosts");
+        write_known_hosts(&self.originals, &known_hosts_file)?;
+        let line = install_key(dir, &key_file, &self.authorized_keys, &self.marker, None)?;
+        Ok(HostCreds {
+            dir: dir.to_owned(),
+            key_file,
+            known_hosts_file,
+            pattern: if host.port == 22 {
+                host.address.clone()
+            } else {
+                format!("[{}]:{}", host.address, host.port)
+            },
+            line: Mutex::new(line),
+        })
+    }
+
+    fn host(&self, location: &str) -> HookResult<&HostCreds> {
+        self.hosts
+            .get(location)
+            .ok_or_else(|| HookError::new(format!("no testbed credentials for {location}")))
+    }
+
+    fn rotate(&self, location: &str) -> HookResult<()> {
+        let h = self.host(location)?;
+        let mut line = h.line.lock().expect("credential lock poisoned");
         let new = install_key(
-            dir,
-            &self.key_file,
+            &h.dir,
+            &h.key_file,
             &self.authorized_keys,
             &self.marker,
             Some(&line),
@@ -648,7 +693,68 @@ impl Creds {
         *line = new;
         // The host keys stay; the known_hosts file is written anew, so a dial
         // that cached it would not notice.
-        write_known_hosts(&self.originals, &self.known_hosts_file)
+        write_known_hosts(&self.originals, &h.known_hosts_file)
+    }
+
+    /// Breaks access to `location` as `how` says, installing nothing in its place.
+    fn break_access(&self, location: &str, how: AccessBreak) -> HookResult<()> {
+        let h = self.host(location)?;
+        match how {
+            AccessBreak::Revoke => {
+                let line = h.line.lock().expect("credential lock poisoned").clone();
+                for ak in &self.authorized_keys {
+                    let line = line.clone();
+                    edit_authorized_keys(ak, move |mut lines| {
+                        lines.retain(|l| *l != line);
+                        lines
+                    })
+                    .map_err(hook_err)?;
+                }
+            }
+            AccessBreak::ForeignHostKey => {
+                let (key, public) = generate_client_key(&h.dir, KeyKind::Ed25519);
+                let _ = std::fs::remove_file(&key);
+                let foreign = public.to_openssh().map_err(hook_err)?;
+                let foreign: Vec<&str> = foreign.split(' ').take(2).collect();
+                replace_file(
+                    &h.known_hosts_file,
+                    format!("{} {}\n", h.pattern, foreign.join(" ")).as_bytes(),
+                )?;
+            }
+            AccessBreak::RemoveCredentials => {
+                if h.key_file.exists() {
+                    std::fs::rename(&h.key_file, h.key_aside()).map_err(hook_err)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Undoes every break at `location`: the key file back, its line back in
+    /// `authorized_keys`, the known_hosts file written from the hosts' own again.
+    fn restore_access(&self, location: &str) -> HookResult<()> {
+        let h = self.host(location)?;
+        let aside = h.key_aside();
+        if aside.exists() {
+            if h.key_file.exists() {
+                // Rotated while removed: the new key file stands.
+                std::fs::remove_file(&aside).map_err(hook_err)?;
+            } else {
+                std::fs::rename(&aside, &h.key_file).map_err(hook_err)?;
+            }
+        }
+        let line = h.line.lock().expect("credential lock poisoned").clone();
+        for ak in &self.authorized_keys {
+            let line = line.clone();
+            edit_authorized_keys(ak, move |mut lines| {
+                if !lines.contains(&line) {
+                    lines.push(line);
+                }
+                lines
+            })
+            .map_err(hook_err)?;
+        }
+        write_known_hosts(&self.originals, &h.known_hosts_file)
     }
 
     fn revoke(&self) {
@@ -660,6 +766,20 @@ impl Creds {
             });
         }
     }
+}
+
+impl Drop for Creds {
+    fn drop(&mut self) {
+        self.revoke();
+    }
+}
+
+/// Writes `contents` to `path` through a file beside it and a rename, so a dial
+/// reading `path` meanwhile sees the old file or the new one, never half of one.
+fn replace_file(path: &Path, contents: &[u8]) -> HookResult<()> {
+    let tmp = path.with_extension("new");
+    std::fs::write(&tmp, contents).map_err(hook_err)?;
+    std::fs::rename(&tmp, path).map_err(hook_err)
 }
 
 // ---------------------------------------------------------------------------
@@ -1373,15 +1493,13 @@ struct RealBed {
     pools: HashMap<String, String>,
     creds: Option<Creds>,
     /// Dropped last: the credential files.
-    scratch: ScratchDir,
+    _scratch: ScratchDir,
 }
 
 impl Drop for RealBed {
     fn drop(&mut self) {
         self.chaos.kill(|_| true);
-        if let Some(c) = &self.creds {
-            c.revoke();
-        }
+        // `creds` takes its keys out of `authorized_keys` when dropped.
     }
 }
 
@@ -1720,7 +1838,32 @@ impl Rotation for RealBed {
                 .creds
                 .as_ref()
                 .ok_or_else(|| HookError::new("no testbed credentials"))?;
-            creds.rotate(self.scratch.path())
+            creds.rotate(location)
+        })
+    }
+
+    fn break_access<'a>(
+        &'a self,
+        location: &'a str,
+        how: AccessBreak,
+    ) -> BoxFuture<'a, HookResult<bool>> {
+        Box::pin(async move {
+            self.host(location)?;
+            let Some(creds) = &self.creds else {
+                return Ok(false);
+            };
+            creds.break_access(location, how)?;
+            Ok(true)
+        })
+    }
+
+    fn restore_access<'a>(&'a self, location: &'a str) -> BoxFuture<'a, HookResult<()>> {
+        Box::pin(async move {
+            self.host(location)?;
+            match &self.creds {
+                Some(creds) => creds.restore_access(location),
+                None => Ok(()),
+            }
         })
     }
 }

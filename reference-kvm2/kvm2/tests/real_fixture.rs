@@ -501,3 +501,148 @@ async fn a_lost_reply_lets_the_host_act_then_drops_the_connection() {
         "the lost reply cost the connection"
     );
 }
+
+/// Two hosts laid out as `scripts/libvirt-host.sh` lays them out: one client key,
+/// one `authorized_keys` file beside it that both SSH servers read on every
+/// attempt (as sshd does), and one known_hosts file naming both.
+struct TwoHosts {
+    dir: tempfile::TempDir,
+    _ssh: Vec<TestServer>,
+    config: Config,
+}
+
+async fn two_hosts() -> TwoHosts {
+    use libvirt_ssh::server::{KeyKind, TestServerOptions, generate_client_key};
+    let dir = tempfile::tempdir().unwrap();
+    let (key, public) = generate_client_key(dir.path(), KeyKind::Ed25519);
+    let key_file = dir.path().join("client_ed25519");
+    std::fs::rename(&key, &key_file).unwrap();
+    let authorized_keys = dir.path().join("authorized_keys");
+    std::fs::write(
+        &authorized_keys,
+        format!("{} operator\n", public.to_openssh().unwrap()),
+    )
+    .unwrap();
+    let mut servers = Vec::new();
+    let mut known = String::new();
+    let mut hosts = String::new();
+    let mut placement = String::new();
+    for name in ["h1", "h2"] {
+        let fake = FakeLibvirt::new();
+        fake.add_pool(POOL, "/var/lib/libvirt/images", 50 << 30);
+        let ssh = TestServer::start(TestServerOptions {
+            authorized: Vec::new(),
+            channel: ChannelTarget::Handler(Arc::new(move |stream| {
+                let f = fake.clone();
+                Box::pin(async move {
+                    let _ = f.serve(stream).await;
+                })
+            })),
+        })
+        .await;
+        ssh.authorize_file(&authorized_keys);
+        known.push_str(&format!("{}\n", ssh.known_hosts_line()));
+        hosts.push_str(&format!(
+            "    - name: {name}
+      address: 127.0.0.1
+      port: {}
+      user: root
+      keyFile: {}
+      knownHostsFile: {}
+",
+            ssh.port(),
+            key_file.display(),
+            dir.path().join("known_hosts").display()
+        ));
+        placement.push_str(&format!("    zone-{name}: {name}\n"));
+        servers.push(ssh);
+    }
+    std::fs::write(dir.path().join("known_hosts"), known).unwrap();
+    let yaml = format!(
+        "kvm2:
+  name: kvm2-local
+  hosts:
+{hosts}  pool: {POOL}
+  bridge: br0
+  domainType: qemu
+  images:
+    - name: tiny
+      url: http://127.0.0.1:9/tiny.qcow2
+      firmware: efi
+  placement:
+{placement}"
+    );
+    TwoHosts {
+        dir,
+        _ssh: servers,
+        config: Config::from_yaml(&yaml).unwrap(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn access_breaks_one_host_for_the_reason_asked_and_restore_needs_no_restart() {
+    use conformance::fixture::AccessBreak;
+    use conformance::{HealthReason, HostHealth};
+    let h = two_hosts().await;
+    let f = RealFixture::new(h.config.clone()).unwrap();
+    assert!(
+        f.hooks().iter().any(|x| x.as_str() == "rotation"),
+        "authorized_keys beside the key: rotation"
+    );
+    let tb = f.open().await.unwrap();
+    let rotation = tb.rotation().expect("rotation");
+    let p = tb.provider();
+    let checker = p.checker().unwrap();
+    let check = || async {
+        let health: Vec<HostHealth> = checker
+            .check(&Ctx::with_timeout(Duration::from_secs(20)))
+            .await;
+        health
+            .into_iter()
+            .map(|x| (x.location, x.ready, x.reason, x.message))
+            .collect::<Vec<_>>()
+    };
+    let ready = |v: &[(String, bool, HealthReason, String)]| {
+        v.iter()
+            .all(|(_, r, reason, _)| *r && *reason == HealthReason::Ready)
+    };
+    let authorized = || std::fs::read_to_string(h.dir.path().join("authorized_keys")).unwrap();
+    let before = check().await;
+    assert!(ready(&before), "{before:?}");
+    // The testbed authorises a key of its own per host, beside the operator's.
+    assert_eq!(authorized().lines().count(), 3, "{}", authorized());
+
+    for (how, want) in [
+        (AccessBreak::Revoke, HealthReason::AuthFailed),
+        (AccessBreak::ForeignHostKey, HealthReason::HostKeyRejected),
+        (
+            AccessBreak::RemoveCredentials,
+            HealthReason::CredentialsUnavailable,
+        ),
+    ] {
+        assert!(rotation.break_access("h1", how).await.unwrap(), "{how:?}");
+        let broken = check().await;
+        let (_, ready1, reason1, message1) = &broken[0];
+        assert!(!ready1, "{how:?}: {broken:?}");
+        assert_eq!(*reason1, want, "{how:?}: {message1}");
+        assert!(broken[1].1, "{how:?}: the other host: {broken:?}");
+        if how == AccessBreak::Revoke {
+            assert_eq!(authorized().lines().count(), 2, "{}", authorized());
+        }
+        rotation.restore_access("h1").await.unwrap();
+        let after = check().await;
+        assert!(ready(&after), "{how:?}: {after:?}");
+    }
+    assert_eq!(authorized().lines().count(), 3, "{}", authorized());
+    // Rotation at one host leaves the other's key alone.
+    rotation.rotate("h1").await.unwrap();
+    assert!(ready(&check().await));
+    assert_eq!(authorized().lines().count(), 3, "{}", authorized());
+
+    tb.teardown().await.unwrap();
+    drop(tb);
+    // The testbed's keys leave with it; the operator's stays.
+    let left = authorized();
+    assert_eq!(left.lines().count(), 1, "{left}");
+    assert!(left.contains(" operator"), "{left}");
+}

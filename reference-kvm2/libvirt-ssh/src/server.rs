@@ -1,7 +1,8 @@
 //! An in-process SSH server for tests, plus key helpers.
 //!
-//! [`TestServer`] listens on `127.0.0.1:0` with a freshly generated ed25519 host key,
-//! accepts public key authentication for a replaceable set of keys, and serves
+//! [`TestServer`] listens on `127.0.0.1:0` with a freshly generated ed25519 host key
+//! (or, on request, a foreign one), accepts public key authentication for a
+//! replaceable set of keys and the keys of an `authorized_keys` file, and serves
 //! `direct-streamlocal@openssh.com` channels, either by handing each channel to a
 //! caller-supplied [`ChannelHandler`] or by forwarding it to a local unix socket.
 //!
@@ -10,7 +11,6 @@
 //! connection. Use a real `sshd` for bulk bidirectional traffic.
 
 use std::fmt;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -20,11 +20,15 @@ use data_encoding::BASE64;
 use futures_util::future::BoxFuture;
 use hmac::{KeyInit, Mac};
 use rand::Rng as _;
-use russh::keys::ssh_key::{self, Algorithm, LineEnding, PrivateKey, PublicKey};
-use russh::server::{self, Msg, Server as _, Session, VerifiedPublicKey};
+use russh::keys::ssh_key::public::KeyData;
+use russh::keys::ssh_key::{self, Algorithm, LineEnding, PrivateKey};
+use russh::server::{self, Msg, Session, VerifiedPublicKey};
 use russh::{Channel, ChannelOpenFailure, ChannelStream};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
+
+/// The public key type the server accepts and [`generate_client_key`] returns.
+pub use russh::keys::ssh_key::PublicKey;
 
 /// Receives each accepted channel as a byte stream.
 pub type ChannelHandler =
@@ -86,14 +90,49 @@ impl TestServerOptions {
 #[derive(Clone)]
 struct Shared {
     authorized: Arc<RwLock<Vec<PublicKey>>>,
+    authorized_file: Arc<RwLock<Option<PathBuf>>>,
     channel: ChannelTarget,
     requested: Arc<Mutex<Vec<String>>>,
 }
 
-impl server::Server for Shared {
-    type Handler = Shared;
-    fn new_client(&mut self, _: Option<SocketAddr>) -> Shared {
-        self.clone()
+/// Whether the `authorized_keys` file at `path` lists `offered` (plain
+/// `type base64 [comment]` lines; lines with options are skipped).
+fn file_authorizes(path: &Path, offered: &KeyData) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .any(|l| PublicKey::from_openssh(l).is_ok_and(|k| k.key_data() == offered))
+}
+
+/// The server configuration for one host key.
+fn server_config(host_key: PrivateKey) -> Arc<server::Config> {
+    Arc::new(server::Config {
+        keys: vec![host_key],
+        auth_rejection_time: Duration::from_millis(10),
+        auth_rejection_time_initial: Some(Duration::ZERO),
+        inactivity_timeout: Some(Duration::from_secs(60)),
+        ..Default::default()
+    })
+}
+
+/// The configuration new connections get; replaced to change the host key.
+type CurrentConfig = Arc<RwLock<Arc<server::Config>>>;
+
+/// Accepts connections until the listener fails, serving each with the
+/// configuration current at its accept.
+async fn accept_loop(listener: TcpListener, config: CurrentConfig, shared: Shared) {
+    while let Ok((socket, _)) = listener.accept().await {
+        let config = config.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let handler = shared.clone();
+        tokio::spawn(async move {
+            let _ = socket.set_nodelay(true);
+            if let Ok(session) = server::run_stream(config, socket, handler).await {
+                let _ = session.await;
+            }
+        });
     }
 }
 
@@ -110,7 +149,13 @@ impl server::Handler for Shared {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
-            .any(|k| k.key_data() == key.public_key.key_data());
+            .any(|k| k.key_data() == key.public_key.key_data())
+            || self
+                .authorized_file
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_deref()
+                .is_some_and(|p| file_authorizes(p, key.public_key.key_data()));
         Ok(if ok {
             server::Auth::Accept
         } else {
@@ -155,7 +200,8 @@ impl server::Handler for Shared {
 /// A running in-process SSH server. Stops when dropped.
 pub struct TestServer {
     port: u16,
-    host_key: PublicKey,
+    host_key: PrivateKey,
+    config: CurrentConfig,
     shared: Shared,
     task: Option<JoinHandle<()>>,
 }
@@ -175,32 +221,23 @@ impl TestServer {
     /// # Panics
     /// When the loopback listener cannot be bound.
     pub async fn start(opts: TestServerOptions) -> TestServer {
-        let host_key = PrivateKey::random(&mut rand::rng(), Algorithm::Ed25519)
-            .expect("generate ed25519 host key");
-        let host_public = host_key.public_key().clone();
-        let config = Arc::new(server::Config {
-            keys: vec![host_key],
-            auth_rejection_time: Duration::from_millis(10),
-            auth_rejection_time_initial: Some(Duration::ZERO),
-            inactivity_timeout: Some(Duration::from_secs(60)),
-            ..Default::default()
-        });
+        let host_key = new_host_key();
+        let config: CurrentConfig = Arc::new(RwLock::new(server_config(host_key.clone())));
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind 127.0.0.1:0");
         let port = listener.local_addr().expect("local address").port();
         let shared = Shared {
             authorized: Arc::new(RwLock::new(opts.authorized)),
+            authorized_file: Arc::default(),
             channel: opts.channel,
             requested: Arc::default(),
         };
-        let mut server = shared.clone();
-        let task = tokio::spawn(async move {
-            let _ = server.run_on_socket(config, &listener).await;
-        });
+        let task = tokio::spawn(accept_loop(listener, config.clone(), shared.clone()));
         TestServer {
             port,
-            host_key: host_public,
+            host_key,
+            config,
             shared,
             task: Some(task),
         }
@@ -233,9 +270,22 @@ impl TestServer {
         self.port
     }
 
-    /// The server's host key.
+    /// The server's own host key (the one [`TestServer::known_hosts_line`] names,
+    /// whichever key the server presents).
     pub fn host_key(&self) -> &PublicKey {
-        &self.host_key
+        self.host_key.public_key()
+    }
+
+    /// With `true`, the server presents a freshly generated host key other than its
+    /// own to every connection from now on, as a host whose key was changed does;
+    /// with `false`, its own key again. Connections already open are not touched.
+    pub fn present_foreign_host_key(&self, foreign: bool) {
+        let key = if foreign {
+            new_host_key()
+        } else {
+            self.host_key.clone()
+        };
+        *self.config.write().unwrap_or_else(|e| e.into_inner()) = server_config(key);
     }
 
     /// A plain known_hosts line for this server: `[127.0.0.1]:port ssh-ed25519 AAAA…`.
@@ -258,7 +308,9 @@ impl TestServer {
     }
 
     fn host_key_openssh(&self) -> String {
-        self.host_key.to_openssh().expect("encode host public key")
+        self.host_key()
+            .to_openssh()
+            .expect("encode host public key")
     }
 
     /// Replaces the set of keys allowed to log in; takes effect for the next
@@ -269,6 +321,17 @@ impl TestServer {
             .authorized
             .write()
             .unwrap_or_else(|e| e.into_inner()) = keys;
+    }
+
+    /// Also accepts, from now on, every key listed in the OpenSSH `authorized_keys`
+    /// file at `path` (plain `type base64 [comment]` lines), read afresh on every
+    /// authentication attempt as `sshd` does; a missing file lists no key.
+    pub fn authorize_file(&self, path: impl Into<PathBuf>) {
+        *self
+            .shared
+            .authorized_file
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = Some(path.into());
     }
 
     /// Socket paths requested by clients so far, in order.
@@ -292,6 +355,10 @@ impl Drop for TestServer {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+fn new_host_key() -> PrivateKey {
+    PrivateKey::random(&mut rand::rng(), Algorithm::Ed25519).expect("generate ed25519 host key")
 }
 
 /// Hashes a known_hosts host pattern the way OpenSSH does:

@@ -343,6 +343,51 @@ async fn key_rotation_takes_effect_on_the_next_dial() {
 }
 
 #[tokio::test]
+async fn a_foreign_host_key_is_rejected_until_the_server_presents_its_own_again() {
+    within(async {
+        let dir = tempfile::tempdir().unwrap();
+        let (key, public) = generate_client_key(dir.path(), KeyKind::Ed25519);
+        let server = TestServer::start(TestServerOptions::echo(vec![public])).await;
+        let kh = known_hosts(&dir, &server);
+        let t = target(server.port(), &key, &kh);
+        // A connection open before the change stays usable.
+        let mut open = dial(&t).await.expect("dial");
+        server.present_foreign_host_key(true);
+        let err = dial_err(&t).await;
+        check(&err, SshErrorKind::HostKeyRejected, true, &key);
+        assert!(err.to_string().contains("differs"), "{err}");
+        open.write_all(b"still").await.unwrap();
+        let mut back = [0u8; 5];
+        open.read_exact(&mut back).await.unwrap();
+        assert_eq!(&back, b"still");
+        server.present_foreign_host_key(false);
+        assert_echo(&t).await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_authorized_keys_file_is_read_on_every_attempt() {
+    within(async {
+        let dir = tempfile::tempdir().unwrap();
+        let (key, public) = generate_client_key(dir.path(), KeyKind::Ed25519);
+        let server = TestServer::start(TestServerOptions::echo(vec![])).await;
+        let kh = known_hosts(&dir, &server);
+        let t = target(server.port(), &key, &kh);
+        let ak = dir.path().join("authorized_keys");
+        server.authorize_file(&ak);
+        // No file yet: no key.
+        check(&dial_err(&t).await, SshErrorKind::AuthFailed, true, &key);
+        let line = public.to_openssh().unwrap();
+        std::fs::write(&ak, format!("# comment\n\n{line} someone@somewhere\n")).unwrap();
+        assert_echo(&t).await;
+        std::fs::write(&ak, "").unwrap();
+        check(&dial_err(&t).await, SshErrorKind::AuthFailed, true, &key);
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn forwards_to_a_unix_socket_and_reports_a_dead_one() {
     within(async {
         let dir = tempfile::tempdir().unwrap();

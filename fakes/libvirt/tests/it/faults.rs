@@ -304,6 +304,35 @@ async fn faults_can_be_bound_to_one_object() {
     assert_eq!(h.fire_count(), 1);
 }
 
+#[tokio::test]
+async fn a_volume_create_is_bound_to_the_volume_it_names() {
+    let fake = pool_fake();
+    let c = open(&fake).await;
+    let pool = c.storage_pool_lookup_by_name("default").await.unwrap();
+    let h = fake
+        .faults()
+        .add(FaultRule::on(Procedure::StorageVolCreateXml, Fault::busy()).on_object("second"));
+    let xml = |n: &str| format!("<volume><name>{n}</name><capacity>100</capacity></volume>");
+    c.storage_vol_create_xml(&pool, &xml("first"), 0)
+        .await
+        .unwrap();
+    assert_eq!(
+        code(c.storage_vol_create_xml(&pool, &xml("second"), 0).await),
+        err::OPERATION_TIMEOUT
+    );
+    assert_eq!(h.fire_count(), 1);
+    assert!(fake.volume("default", "second").is_none());
+    // The pool's name still binds every create in it.
+    let p = fake
+        .faults()
+        .add(FaultRule::on(Procedure::StorageVolCreateXml, Fault::busy()).on_object("default"));
+    assert_eq!(
+        code(c.storage_vol_create_xml(&pool, &xml("third"), 0).await),
+        err::OPERATION_TIMEOUT
+    );
+    assert_eq!(p.fire_count(), 1);
+}
+
 #[tokio::test(start_paused = true)]
 async fn host_latency_is_paid_once_per_call_and_overlaps() {
     let fake = FakeLibvirt::new();
