@@ -139,7 +139,7 @@ rules! {
         "Repeating Create with the same request returns the same ID and creates no further backend resource. An existing instance of that name whose recorded uid equals the request's, or is empty, is the same instance; nothing about it is changed.";
     "CRE-RESUME", Create, "Interrupted Create is completed by the next",
         axes: [], gate: None, hooks: [Faults, Observation], needs: [],
-        "A Create interrupted after any backend step, by an error, a dropped future or the death of the process, is completed by the next Create of the same request. Nothing leaks and nothing is made twice.";
+        "A Create interrupted after any backend step, by an error, a lost reply, a dropped future or the death of the process, fails with Transient if it returns at all, and is completed by the next Create of the same request (by a fresh provider after a death). Nothing leaks and nothing is made twice, and once the interrupted attempt has written the instance's mark, the completed instance keeps its uid, tag and created_at.";
     "CRE-RETURN", Create, "Create returns as create-return declares",
         axes: [CreateReturn, ProvisioningState], gate: None, hooks: [StateControl], needs: [],
         "With create-return=blocking, Create returns only once the instance is Running, and a Get right after it reports Running. With create-return=early, Create returns while the instance still boots; Get reports Provisioning, then Running. A provider whose behaviour contradicts its declaration fails.";
@@ -152,9 +152,9 @@ rules! {
     "CRE-QUOTA", Create, "Short capacity is QuotaExceeded before anything is made",
         axes: [QuotaMode], gate: Some((Axis::QuotaMode, "detected")), hooks: [Capacity], needs: [],
         "With quota=detected, a Create that does not fit in the location's free capacity fails with QuotaExceeded naming what is short, how much is available and how much is needed, before anything is created.";
-    "CRE-BACKEND-NOTFOUND", Create, "A backend not-found inside Create is Transient",
+    "CRE-BACKEND-NOTFOUND", Create, "Backend answers inside Create keep their kind",
         axes: [], gate: None, hooks: [Faults, Observation], needs: [],
-        "When a backend call inside Create reports that something is missing (a base volume vanished, say), Create fails with Transient or recovers; it never returns NotFound.";
+        "When a backend call inside Create reports that something is missing (a base volume vanished, say), or a part of the instance is removed out of band between Create's steps, Create fails with Transient or recovers; it never returns NotFound. A backend's Permanent answer to any of Create's calls surfaces as Permanent unless Create recovers, and an authentication that fails because access was revoked surfaces as Permanent too.";
     "CRE-SECRET", Create, "Cloud-init never leaks",
         axes: [], gate: None, hooks: [], needs: [],
         "The cloud-init payload never appears in log lines at any verbosity, in span names or fields, in error messages or their sources, or in reports.";
@@ -209,6 +209,9 @@ rules! {
     "DEL-CONCURRENT", Delete, "Concurrent Deletes all succeed",
         axes: [], gate: None, hooks: [], needs: [],
         "Several Deletes of one instance running at once all succeed, and nothing of the instance is left.";
+    "DEL-RESUME", Delete, "Interrupted Delete is completed by the next",
+        axes: [DeleteReturn], gate: None, hooks: [Faults, Observation], needs: [],
+        "A Delete interrupted after any backend step, by an error, a lost reply, a dropped future or the death of the process, fails with Transient if it returns at all, and the next Delete (by a fresh provider after a death) succeeds: the instance is gone and nothing of it is left.";
     "DEL-OWNERSHIP", Delete, "Delete never destroys what is not ours",
         axes: [], gate: None, hooks: [Planting], needs: [],
         "Delete never destroys or changes a resource that does not carry our mark; it either refuses with Permanent or leaves it alone and succeeds.";
@@ -253,7 +256,7 @@ rules! {
         "An operation on one name does not wait for a stalled operation on another name: there is no global lock.";
     "GEN-MODEL", General, "Random operation sequences agree with a model",
         axes: [], gate: None, hooks: [Faults], needs: [],
-        "Random sequences of Create, Get, Delete, ListByTag and restart over a small pool of names, with seeded transient faults, agree with a reference model: repeats are idempotent, NotFound only follows a Delete or a Create that never completed, listings hold exactly the live instances, only the allowed error kinds occur, and nothing is left after the final Deletes.";
+        "Random sequences of Create, Get, Delete, ListByTag and restart over a small pool of names, with seeded transient faults and lost replies (the backend acts, the reply is lost with the connection), agree with a reference model: repeats are idempotent, NotFound only follows a Delete or a Create that never completed, listings hold exactly the live instances, only the allowed error kinds occur, and nothing is left after the final Deletes.";
     "CHK-ORDER", Check, "One entry per location, in order",
         axes: [], gate: None, hooks: [], needs: [Checker],
         "Check returns exactly one entry per configured location, in configuration order.";
@@ -263,9 +266,9 @@ rules! {
     "CHK-DEADLINE", Check, "An expired deadline returns promptly with timeouts",
         axes: [], gate: None, hooks: [Faults], needs: [Checker],
         "When locations do not answer, Check returns promptly once its deadline passes, with one not-ready entry per location and reason Timeout.";
-    "CHK-REASONS", Check, "Reasons come from a closed vocabulary",
+    "CHK-REASONS", Check, "Each cause gives its reason, from a closed vocabulary",
         axes: [], gate: None, hooks: [], needs: [Checker],
-        "Every reason is one of Ready, Unreachable, AuthFailed, HostKeyRejected, Timeout, CredentialsUnavailable or a reason the provider declares; ready entries say Ready and others do not.";
+        "Every reason is one of Ready, Unreachable, AuthFailed, HostKeyRejected, Timeout, CredentialsUnavailable or a reason the provider declares; ready entries say Ready and others do not. Each cause gives its own reason at the location it breaks, and the other locations stay Ready: a refused location Unreachable, a black-holed one Timeout, credentials revoked with nothing in their place AuthFailed, a host key other than the trusted one HostKeyRejected, a credential file that is not there CredentialsUnavailable. Once the cause is undone, the location is Ready again without a restart. A cause the fixture cannot produce is recorded as not checked.";
     "CHK-ISOLATED", Check, "Check uses its own connections",
         axes: [], gate: None, hooks: [Observation], needs: [Checker],
         "Check never uses or breaks the connections that operations use: it makes its backend calls on connections of its own, and the operations' connection is still in use afterwards.";

@@ -85,7 +85,7 @@ pub struct PropertyFailure {
     /// The shrunk input, as Debug text.
     pub shrunk: String,
     /// The suite flags that replay the failing property alone
-    /// (`--rules GEN-MODEL --rule-seed GEN-MODEL=N`).
+    /// (`--rules GEN-MODEL --rule-seed GEN-MODEL=N --cases C`).
     pub replay: String,
 }
 

@@ -15,7 +15,9 @@ use super::outcome::PropertyFailure;
 ///
 /// A body returns `Ok(())`, `Err(Fail(msg))` for a broken contract, or
 /// `Err(Harness(msg))` when the environment broke (the property stops with Error).
-/// On failure the shrunk input and the seed go to the report.
+/// On failure the shrunk input, the seed and the way to replay the rule alone go to
+/// the report: [`replay_flags`] for the suite's command line, [`replay_env`] for the
+/// cargo-test harness.
 pub fn property<S, F, Fut>(cx: &Cx, what: &str, strategy: S, body: F) -> CheckResult
 where
     S: Strategy,
@@ -94,7 +96,8 @@ where
         }
         Err(TestError::Fail(reason, value)) => {
             let shrunk = format!("{value:?}");
-            let replay = replay_flags(cx.rule.id, cx.seed);
+            let cases = cx.cases.max(1);
+            let replay = replay_flags(cx.rule.id, cx.seed, cases);
             cx.set_property_failure(PropertyFailure {
                 seed: cx.seed,
                 shrunk: shrunk.clone(),
@@ -102,8 +105,11 @@ where
             });
             cx.fail(
                 format!(
-                    "property {what} (seed {}, shrunk input {shrunk}; replay with {replay})",
-                    cx.seed
+                    "property {what} (seed {}, shrunk input {shrunk}; replay with `{replay}`, \
+                     or under cargo test with `{}` and the trial filter `--exact {}`)",
+                    cx.seed,
+                    replay_env(cx.rule.id, cx.seed, cases),
+                    cx.rule.trial_name()
                 ),
                 "the property to hold for every input",
                 reason.message().to_owned(),
@@ -116,9 +122,17 @@ where
     }
 }
 
-/// The suite flags that run rule `id` alone with `seed` as its own seed.
-pub fn replay_flags(id: &str, seed: u64) -> String {
-    format!("--rules {id} --rule-seed {id}={seed}")
+/// The suite flags that run rule `id` alone with `seed` as its own seed and the
+/// property's `cases`: the same cases in the same order, up to the failing one.
+pub fn replay_flags(id: &str, seed: u64, cases: u32) -> String {
+    format!("--rules {id} --rule-seed {id}={seed} --cases {cases}")
+}
+
+/// The environment that gives rule `id` the same seed and cases under the cargo-test
+/// harness (which reads both variables; so does the command line). The harness
+/// selects the rule by its trial name instead of `--rules`.
+pub fn replay_env(id: &str, seed: u64, cases: u32) -> String {
+    format!("CONFORMANCE_RULE_SEED={id}={seed} CONFORMANCE_CASES={cases}")
 }
 
 /// Why a property case failed.

@@ -113,6 +113,8 @@ pub enum BackendError {
     Refused,
     /// The site rejected the credential token.
     AuthFailed,
+    /// The site's identity is not the one the caller trusts (its host key changed).
+    HostKeyRejected,
     /// The credential file is not there (yet).
     CredentialsMissing(String),
 }
@@ -134,6 +136,9 @@ impl fmt::Display for BackendError {
             BackendError::Closed => f.write_str("connection closed"),
             BackendError::Refused => f.write_str("connection refused"),
             BackendError::AuthFailed => f.write_str("credential token rejected"),
+            BackendError::HostKeyRejected => {
+                f.write_str("site identity differs from the trusted one")
+            }
             BackendError::CredentialsMissing(path) => {
                 write!(f, "credential file {path} is missing")
             }
@@ -238,12 +243,14 @@ struct Site {
     free_override: Option<u64>,
     reach: Reachability,
     token: String,
+    /// What the site presents as its identity (its host key).
+    identity: String,
     dials: u64,
     open: HashSet<ConnId>,
 }
 
 impl Site {
-    fn new(capacity: u64, token: String) -> Site {
+    fn new(capacity: u64, token: String, identity: String) -> Site {
         let mut s = Site {
             instances: BTreeMap::new(),
             volumes: BTreeMap::new(),
@@ -252,6 +259,7 @@ impl Site {
             free_override: None,
             reach: Reachability::Up,
             token,
+            identity,
             dials: 0,
             open: HashSet::new(),
         };
@@ -400,12 +408,16 @@ impl fmt::Debug for SimBackend {
 }
 
 impl SimBackend {
-    /// A backend with the sites of `config`, each accepting the token `token-<site>-0`.
+    /// A backend with the sites of `config`, each accepting the token `token-<site>-0`
+    /// and presenting the identity `identity-<site>-0`.
     pub fn new(config: &BackendConfig) -> SimBackend {
         let sites = config
             .sites
             .iter()
-            .map(|s| (s.clone(), Site::new(config.capacity, initial_token(s))))
+            .map(|s| {
+                let site = Site::new(config.capacity, initial_token(s), initial_identity(s));
+                (s.clone(), site)
+            })
             .collect();
         SimBackend {
             inner: Arc::new(Inner {
@@ -531,11 +543,18 @@ impl SimBackend {
         result
     }
 
-    /// Opens a connection to `site` presenting `token`.
+    /// Opens a connection to `site` presenting `token`, when the site's identity is
+    /// `trusted` (checked first, as an SSH client checks the host key before it
+    /// authenticates).
     ///
     /// A refusing site fails at once; a black-holed one never answers (the caller's
     /// deadline ends the wait).
-    pub async fn dial(&self, site: &str, token: &str) -> Result<ConnId, BackendError> {
+    pub async fn dial(
+        &self,
+        site: &str,
+        token: &str,
+        trusted: &str,
+    ) -> Result<ConnId, BackendError> {
         let reach = {
             let w = self.world();
             w.sites
@@ -568,6 +587,9 @@ impl SimBackend {
             .ok_or_else(|| BackendError::Denied(format!("no site {site}")))?;
         if s.reach != Reachability::Up {
             return Err(BackendError::Refused);
+        }
+        if s.identity != trusted {
+            return Err(BackendError::HostKeyRejected);
         }
         if s.token != token {
             return Err(BackendError::AuthFailed);
@@ -868,6 +890,20 @@ impl SimBackend {
         Ok(())
     }
 
+    /// The identity `site` presents.
+    pub fn identity(&self, site: &str) -> Option<String> {
+        self.world().sites.get(site).map(|s| s.identity.clone())
+    }
+
+    /// Replaces the identity `site` presents (as when its host key changes; open
+    /// connections stay).
+    pub fn set_identity(&self, site: &str, identity: String) -> Result<(), String> {
+        let mut w = self.world();
+        let s = site_mut(&mut w, site)?;
+        s.identity = identity;
+        Ok(())
+    }
+
     /// Every call so far, in order.
     pub fn calls(&self) -> Vec<BackendCall> {
         self.inner
@@ -1126,6 +1162,11 @@ pub fn initial_token(site: &str) -> String {
     format!("token-{site}-0")
 }
 
+/// The identity a site presents unless told otherwise.
+pub fn initial_identity(site: &str) -> String {
+    format!("identity-{site}-0")
+}
+
 fn site_mut<'a>(w: &'a mut World, site: &str) -> Result<&'a mut Site, String> {
     w.sites
         .get_mut(site)
@@ -1201,7 +1242,9 @@ mod tests {
     }
 
     async fn dial(b: &SimBackend) -> ConnId {
-        b.dial("s", &initial_token("s")).await.unwrap()
+        b.dial("s", &initial_token("s"), &initial_identity("s"))
+            .await
+            .unwrap()
     }
 
     fn at(trigger: Trigger, kind: FaultKind) -> FaultSpec {
@@ -1290,16 +1333,30 @@ mod tests {
         let c = dial(&b).await;
         b.set_reachability("s", Reachability::Refused).unwrap();
         assert_eq!(b.ping(c, "s").await, Err(BackendError::Closed));
+        let (token, identity) = (initial_token("s"), initial_identity("s"));
         assert_eq!(
-            b.dial("s", &initial_token("s")).await,
+            b.dial("s", &token, &identity).await,
             Err(BackendError::Refused)
         );
         b.set_reachability("s", Reachability::BlackHole).unwrap();
         let silent =
-            tokio::time::timeout(Duration::from_millis(30), b.dial("s", &initial_token("s"))).await;
+            tokio::time::timeout(Duration::from_millis(30), b.dial("s", &token, &identity)).await;
         assert!(silent.is_err());
         b.set_reachability("s", Reachability::Up).unwrap();
-        assert_eq!(b.dial("s", "wrong").await, Err(BackendError::AuthFailed));
+        assert_eq!(
+            b.dial("s", "wrong", &identity).await,
+            Err(BackendError::AuthFailed)
+        );
+        // The identity is checked first, as a host key is before authentication.
+        b.set_identity("s", "someone-else".into()).unwrap();
+        for t in [token.as_str(), "wrong"] {
+            assert_eq!(
+                b.dial("s", t, &identity).await,
+                Err(BackendError::HostKeyRejected)
+            );
+        }
+        b.set_identity("s", identity.clone()).unwrap();
+        assert!(b.dial("s", &token, &identity).await.is_ok());
     }
 
     #[tokio::test]

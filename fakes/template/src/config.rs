@@ -68,8 +68,9 @@ pub struct TemplateConfig {
     pub name: String,
     /// The sites, in configuration order.
     pub sites: Vec<SiteConfig>,
-    /// The directory holding one credential file per site, `<site>.token`, read on
-    /// every dial.
+    /// The directory holding the credential files of each site, read on every
+    /// dial: `<site>.token`, the token, and `<site>.known_host`, the identity the
+    /// provider trusts the site to present (its host key).
     pub credentials_dir: PathBuf,
     /// The size of each instance's disk, in bytes.
     pub disk_bytes: u64,
@@ -111,6 +112,11 @@ impl TemplateConfig {
     /// The credential file of `site`.
     pub fn token_file(&self, site: &str) -> PathBuf {
         self.credentials_dir.join(format!("{site}.token"))
+    }
+
+    /// The file holding the identity `site` is trusted to present (beside its token).
+    pub fn known_host_file(&self, site: &str) -> PathBuf {
+        self.credentials_dir.join(format!("{site}.known_host"))
     }
 
     /// The site a placement maps to.
@@ -209,6 +215,20 @@ pub(crate) struct Quirks {
     pub list_unreadable_fatal: bool,
     /// Transient backend errors inside Create surface as Permanent.
     pub create_transient_as_permanent: bool,
+    /// A resumed Create that finds its instance not yet started writes a new mark,
+    /// with a new creation time, before starting it.
+    pub restamp_on_resume: bool,
+    /// A Start whose connection dropped is sent again on a new connection, though the
+    /// backend may have acted on the first one.
+    pub retry_start_blindly: bool,
+    /// Delete treats a missing primary record as nothing left to do.
+    pub delete_done_without_primary: bool,
+    /// Create reports a part of its instance that vanished mid-way as NotFound.
+    pub vanished_part_is_not_found: bool,
+    /// A failed authentication inside Create surfaces as Transient.
+    pub create_auth_failure_transient: bool,
+    /// A backend's Permanent answer inside Create surfaces as Transient.
+    pub create_permanent_as_transient: bool,
     /// Log an info line per backend call even at V0.
     pub log_calls_at_v0: bool,
     /// Backend calls get no span.

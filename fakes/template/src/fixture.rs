@@ -8,13 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use conformance::fixture::{
-    BackendCall, Capacity, FaultId, FaultSpec, Faults, Fixture, Hook, HookError, HookResult,
-    Inventory, Location, Observation, Part, Plant, Planting, Power, Reachability, Resource,
-    Rotation, StateControl, Testbed, Verbosity,
+    AccessBreak, BackendCall, Capacity, FaultId, FaultSpec, Faults, Fixture, Hook, HookError,
+    HookResult, Inventory, Location, Observation, Part, Plant, Planting, Power, Reachability,
+    Resource, Rotation, StateControl, Testbed, Verbosity,
 };
 use conformance::{BoxFuture, CloudInit, CreateRequest, Profile, Provider, ProviderId};
 
-use crate::backend::{BackendConfig, SimBackend, initial_token};
+use crate::backend::{BackendConfig, SimBackend, initial_identity, initial_token};
 use crate::config::{LogTier, Quirks, TemplateConfig};
 use crate::id::{instance_id, parse_id};
 use crate::provider::TemplateProvider;
@@ -172,9 +172,11 @@ impl Fixture for TemplateFixture {
             let config = self.config(dir.path(), LogTier::new(Verbosity::V1));
             let sites: Vec<String> = config.sites.iter().map(|s| s.name.clone()).collect();
             for s in &sites {
-                std::fs::write(config.token_file(s), initial_token(s)).map_err(|e| {
-                    HookError::new(format!("writing the credential file of {s}: {e}"))
-                })?;
+                std::fs::write(config.token_file(s), initial_token(s))
+                    .and_then(|()| std::fs::write(config.known_host_file(s), initial_identity(s)))
+                    .map_err(|e| {
+                        HookError::new(format!("writing the credential files of {s}: {e}"))
+                    })?;
             }
             let backend = SimBackend::new(&self.backend_config(sites));
             let provider = (self.build)(TemplateProvider::new(config.clone(), backend.clone()));
@@ -420,6 +422,76 @@ impl Rotation for TemplateTestbed {
             hook(self.backend.set_token(location, token))
         })
     }
+
+    fn break_access<'a>(
+        &'a self,
+        location: &'a str,
+        how: AccessBreak,
+    ) -> BoxFuture<'a, HookResult<bool>> {
+        Box::pin(async move {
+            if !self.config.has_site(location) {
+                return Err(HookError::new(format!("no site {location}")));
+            }
+            match how {
+                // The site accepts a token nobody holds.
+                AccessBreak::Revoke => {
+                    let n = self
+                        .rotations
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                        + 1;
+                    hook(
+                        self.backend
+                            .set_token(location, format!("revoked-{location}-{n}")),
+                    )?;
+                }
+                // The site presents an identity other than the one the provider trusts.
+                AccessBreak::ForeignHostKey => hook(
+                    self.backend
+                        .set_identity(location, format!("foreign-identity-{location}")),
+                )?,
+                // The token file goes aside, as a secret not mounted yet.
+                AccessBreak::RemoveCredentials => {
+                    let file = self.config.token_file(location);
+                    if file.exists() {
+                        std::fs::rename(&file, aside(&file)).map_err(|e| {
+                            HookError::new(format!("moving the credential file aside: {e}"))
+                        })?;
+                    }
+                }
+            }
+            Ok(true)
+        })
+    }
+
+    fn restore_access<'a>(&'a self, location: &'a str) -> BoxFuture<'a, HookResult<()>> {
+        Box::pin(async move {
+            let file = self.config.token_file(location);
+            let moved = aside(&file);
+            if moved.exists() {
+                let r = if file.exists() {
+                    // Rotated while removed: the new file stands.
+                    std::fs::remove_file(&moved)
+                } else {
+                    std::fs::rename(&moved, &file)
+                };
+                r.map_err(|e| HookError::new(format!("putting the credential file back: {e}")))?;
+            }
+            // The site accepts what the provider holds and presents what it trusts.
+            let read = |path: std::path::PathBuf| {
+                std::fs::read_to_string(&path)
+                    .map(|t| t.trim().to_owned())
+                    .map_err(|e| HookError::new(format!("reading {}: {e}", path.display())))
+            };
+            hook(self.backend.set_token(location, read(file)?))?;
+            let trusted = read(self.config.known_host_file(location))?;
+            hook(self.backend.set_identity(location, trusted))
+        })
+    }
+}
+
+/// Where a credential file waits while it is "not mounted".
+fn aside(file: &std::path::Path) -> std::path::PathBuf {
+    file.with_extension("token.removed")
 }
 
 impl Observation for TemplateTestbed {
@@ -433,5 +505,121 @@ impl Observation for TemplateTestbed {
 
     fn set_verbosity(&self, v: Verbosity) {
         self.config.verbosity.set(v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use conformance::{Ctx, HealthReason};
+
+    use super::*;
+
+    async fn health(tb: &dyn Testbed) -> Vec<(String, HealthReason)> {
+        let ctx = Ctx::with_timeout(Duration::from_secs(5));
+        let p = tb.provider();
+        p.checker()
+            .expect("the template has a checker")
+            .check(&ctx)
+            .await
+            .into_iter()
+            .map(|h| {
+                assert_eq!(h.ready, h.reason == HealthReason::Ready, "{h:?}");
+                (h.location, h.reason)
+            })
+            .collect()
+    }
+
+    fn all_ready() -> Vec<(String, HealthReason)> {
+        vec![
+            ("site-a".into(), HealthReason::Ready),
+            ("site-b".into(), HealthReason::Ready),
+        ]
+    }
+
+    #[tokio::test]
+    async fn each_access_break_names_its_reason_at_one_site_until_restored() {
+        for (how, want) in [
+            (AccessBreak::Revoke, HealthReason::AuthFailed),
+            (AccessBreak::ForeignHostKey, HealthReason::HostKeyRejected),
+            (
+                AccessBreak::RemoveCredentials,
+                HealthReason::CredentialsUnavailable,
+            ),
+        ] {
+            let tb = TemplateFixture::default().open().await.unwrap();
+            let rotation = tb.rotation().unwrap();
+            let p = tb.provider();
+            let ctx = Ctx::with_timeout(Duration::from_secs(5));
+            assert_eq!(health(tb.as_ref()).await, all_ready(), "{how:?}");
+            // The operations' connection, open before the break, stays usable.
+            p.list_by_tag(&ctx, "t").await.unwrap();
+
+            assert!(rotation.break_access("site-a", how).await.unwrap());
+            assert_eq!(
+                health(tb.as_ref()).await,
+                [
+                    ("site-a".into(), want),
+                    ("site-b".into(), HealthReason::Ready)
+                ],
+                "{how:?}"
+            );
+            let listing = p.list_by_tag(&ctx, "t").await.unwrap();
+            assert!(listing.unreachable.is_empty(), "{how:?}: {listing:?}");
+
+            rotation.restore_access("site-a").await.unwrap();
+            assert_eq!(health(tb.as_ref()).await, all_ready(), "{how:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_foreign_identity_is_permanent_for_operations_that_dial() {
+        let tb = TemplateFixture::default().open().await.unwrap();
+        let rotation = tb.rotation().unwrap();
+        let p = tb.provider();
+        let ctx = Ctx::with_timeout(Duration::from_secs(5));
+        assert!(
+            rotation
+                .break_access("site-a", AccessBreak::ForeignHostKey)
+                .await
+                .unwrap()
+        );
+        // No connection is cached yet: Get dials and is refused for good.
+        let e = p
+            .get(&ctx, &tb.id_for("site-a", "nobody"))
+            .await
+            .unwrap_err();
+        assert!(e.is_permanent(), "{e}");
+        rotation.restore_access("site-a").await.unwrap();
+        let e = p
+            .get(&ctx, &tb.id_for("site-a", "nobody"))
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind().name(), "NotFound", "{e}");
+    }
+
+    #[tokio::test]
+    async fn one_restore_undoes_every_break_and_keeps_a_rotation_made_meanwhile() {
+        let tb = TemplateFixture::default().open().await.unwrap();
+        let rotation = tb.rotation().unwrap();
+        for how in AccessBreak::ALL {
+            assert!(rotation.break_access("site-b", how).await.unwrap());
+        }
+        // The token file is read first: its absence is what the check names.
+        assert_eq!(
+            health(tb.as_ref()).await[1].1,
+            HealthReason::CredentialsUnavailable
+        );
+        rotation.rotate("site-b").await.unwrap();
+        rotation.restore_access("site-b").await.unwrap();
+        assert_eq!(health(tb.as_ref()).await, all_ready());
+        // Restoring with nothing broken changes nothing.
+        rotation.restore_access("site-b").await.unwrap();
+        assert_eq!(health(tb.as_ref()).await, all_ready());
+        assert!(
+            rotation
+                .break_access("site-z", AccessBreak::Revoke)
+                .await
+                .is_err()
+        );
     }
 }

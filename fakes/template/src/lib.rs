@@ -15,10 +15,13 @@
 //!
 //! # #[tokio::main(flavor = "multi_thread")]
 //! # async fn main() {
-//! // One credential file per site, read on every dial.
+//! // Per site a credential file and the identity the site is trusted to present,
+//! // both read on every dial.
 //! let dir = tempfile::tempdir().unwrap();
 //! for site in ["site-a", "site-b"] {
 //!     std::fs::write(dir.path().join(format!("{site}.token")), format!("token-{site}-0")).unwrap();
+//!     std::fs::write(dir.path().join(format!("{site}.known_host")), format!("identity-{site}-0"))
+//!         .unwrap();
 //! }
 //! let backend = SimBackend::new(&BackendConfig::default());
 //! let provider = TemplateProvider::new(TemplateConfig::new(dir.path()), backend);

@@ -63,6 +63,10 @@ enum Twist {
     CheckAddsAggregate,
     CheckTimeoutIsUnreachable,
     CheckInventsReason,
+    CheckAuthIsUnreachable,
+    CheckHostKeyIsAuthFailed,
+    CheckNoCredentialsIsAuthFailed,
+    CheckEverythingUnreachable,
 }
 
 /// The correct provider with one API-visible behaviour twisted.
@@ -295,6 +299,24 @@ impl Checker for Twisted {
                         }
                     }
                 }
+                Twist::CheckAuthIsUnreachable => {
+                    rename(&mut h, HealthReason::AuthFailed, HealthReason::Unreachable)
+                }
+                Twist::CheckHostKeyIsAuthFailed => rename(
+                    &mut h,
+                    HealthReason::HostKeyRejected,
+                    HealthReason::AuthFailed,
+                ),
+                Twist::CheckNoCredentialsIsAuthFailed => rename(
+                    &mut h,
+                    HealthReason::CredentialsUnavailable,
+                    HealthReason::AuthFailed,
+                ),
+                Twist::CheckEverythingUnreachable => {
+                    for x in h.iter_mut().filter(|x| !x.ready) {
+                        x.reason = HealthReason::Unreachable;
+                    }
+                }
                 _ => {}
             }
             h
@@ -303,6 +325,13 @@ impl Checker for Twisted {
 
     fn extra_reasons(&self) -> &'static [&'static str] {
         self.inner.extra_reasons()
+    }
+}
+
+/// A Checker whose mapping gives `to` where the cause called for `from`.
+fn rename(h: &mut [HostHealth], from: HealthReason, to: HealthReason) {
+    for x in h.iter_mut().filter(|x| x.reason == from) {
+        x.reason = to.clone();
     }
 }
 
@@ -334,6 +363,10 @@ twisted! {
     check_adds_aggregate => CheckAddsAggregate,
     check_timeout_is_unreachable => CheckTimeoutIsUnreachable,
     check_invents_reason => CheckInventsReason,
+    check_auth_is_unreachable => CheckAuthIsUnreachable,
+    check_host_key_is_auth_failed => CheckHostKeyIsAuthFailed,
+    check_no_credentials_is_auth_failed => CheckNoCredentialsIsAuthFailed,
+    check_everything_unreachable => CheckEverythingUnreachable,
 }
 
 /// Opens a connection to every site while the provider is being built.
@@ -374,6 +407,7 @@ const LEAKS: &[&str] = &[
     "DEL-COMPLETE",
     "DEL-RUNNING",
     "DEL-CONCURRENT",
+    "DEL-RESUME",
     "LST-MARKED-ONLY",
     "LST-ORDER",
     "LST-PARTIAL",
@@ -409,6 +443,7 @@ const STUCK: &[&str] = &[
     "DEL-RUNNING",
     "DEL-PARTIAL",
     "DEL-CONCURRENT",
+    "DEL-RESUME",
     "LST-MARKED-ONLY",
     "LST-ORDER",
     "LST-PARTIAL",
@@ -433,6 +468,8 @@ macro_rules! mutants {
 mutants! {
     "create-reapplies-cloud-init" &["CRE-IDEMPOTENT"] => || quirk(|q| q.reapply_cloud_init = true);
     "create-does-not-resume" &["CRE-RESUME"] => || quirk(|q| q.no_resume = true);
+    "resume-restamps-created-at" &["CRE-RESUME"] => || quirk(|q| q.restamp_on_resume = true);
+    "retries-start-blindly" &["CRE-RESUME"] => || quirk(|q| q.retry_start_blindly = true);
     "early-declares-blocking" &["CRE-RETURN"] => || TemplateFixture::default().with_build(declares_blocking);
     "blocking-declares-early" &["CRE-RETURN"] => || TemplateFixture::default().blocking().with_build(declares_early);
     "unknown-placement-is-transient" &["CRE-PLACEMENT"] => || TemplateFixture::default().with_build(placement_transient);
@@ -440,14 +477,17 @@ mutants! {
     "adopts-foreign-uid" &["CRE-ADOPT-GUARD"] => || quirk(|q| q.adopt_foreign = true);
     "no-quota-precheck" &["CRE-QUOTA"] => || quirk(|q| q.no_quota_precheck = true);
     "create-surfaces-backend-not-found" &["CRE-BACKEND-NOTFOUND"] => || quirk(|q| q.create_not_found = true);
+    "vanished-part-is-not-found" &["CRE-BACKEND-NOTFOUND"] => || quirk(|q| q.vanished_part_is_not_found = true);
+    "create-auth-failure-is-transient" &["CRE-BACKEND-NOTFOUND"] => || quirk(|q| q.create_auth_failure_transient = true);
+    "create-permanent-is-transient" &["CRE-BACKEND-NOTFOUND"] => || quirk(|q| q.create_permanent_as_transient = true);
     "logs-cloud-init-at-debug" &["CRE-SECRET"] => || quirk(|q| q.log_cloud_init = true);
     "error-carries-cloud-init" &["CRE-SECRET"] => || TemplateFixture::default().with_build(error_carries_cloud_init);
     "skips-uid-validation" &["CRE-INVALID"] => || quirk(|q| q.skip_uid_validation = true);
     "no-created-at" &["CRE-MARK"] => || quirk(|q| q.no_created_at = true);
     "create-without-lock" &["CRE-CONCURRENT"] => || quirk(|q| q.create_unlocked = true);
-    "get-not-found-is-transient" &["GET-AFTER-DELETE", "GET-DURING-DELETE", "DEL-IDEMPOTENT", "DEL-COMPLETE", "DEL-RUNNING", "DEL-PARTIAL", "DEL-CONCURRENT", "GEN-MODEL"] => || quirk(|q| q.get_not_found_as_transient = true);
+    "get-not-found-is-transient" &["GET-AFTER-DELETE", "GET-DURING-DELETE", "DEL-IDEMPOTENT", "DEL-COMPLETE", "DEL-RUNNING", "DEL-PARTIAL", "DEL-CONCURRENT", "GEN-MODEL", "DEL-RESUME"] => || quirk(|q| q.get_not_found_as_transient = true);
     "get-busy-while-locked" &["GET-DURING-DELETE"] => || quirk(|q| q.get_busy_while_locked = true);
-    "get-dropped-connection-is-not-found" &["GET-BUSY"] => || quirk(|q| q.get_closed_as_not_found = true);
+    "get-dropped-connection-is-not-found" &["GET-BUSY", "GEN-MODEL"] => || quirk(|q| q.get_closed_as_not_found = true);
     "paused-is-provisioning" &["GET-STATE"] => || quirk(|q| q.paused_is_provisioning = true);
     "link-local-is-usable" &["GET-STATE"] => || quirk(|q| q.any_address_is_usable = true);
     "malformed-get-is-not-found" &["GET-MALFORMED"] => || TemplateFixture::default().with_build(malformed_get_not_found);
@@ -457,15 +497,16 @@ mutants! {
     "repeat-delete-is-not-found" &["DEL-IDEMPOTENT", "GEN-MODEL"] => || TemplateFixture::default().with_build(repeat_delete_not_found);
     "delete-keeps-seed" LEAKS => || quirk(|q| q.delete_keeps_seed = true);
     "delete-without-stop" STUCK => || quirk(|q| q.delete_without_stop = true);
-    "delete-requires-every-part" &["DEL-PARTIAL"] => || quirk(|q| q.delete_requires_parts = true);
+    "delete-requires-every-part" &["DEL-PARTIAL", "GEN-MODEL"] => || quirk(|q| q.delete_requires_parts = true);
     "unconfigured-delete-is-permanent" &["DEL-UNCONFIGURED"] => || TemplateFixture::default().with_build(unconfigured_delete_permanent);
+    "delete-done-without-primary" &["DEL-RESUME"] => || quirk(|q| q.delete_done_without_primary = true);
     "delete-without-lock" &["DEL-CONCURRENT"] => || quirk(|q| q.delete_unlocked = true);
     "delete-ignores-ownership" &["DEL-OWNERSHIP"] => || quirk(|q| q.delete_ignores_mark = true);
     "list-leaks-unmarked" &["LST-MARKED-ONLY"] => || quirk(|q| q.list_unmarked = true);
     "list-skips-empty-uid" &["LST-EMPTY-UID"] => || TemplateFixture::default().with_build(list_skips_empty_uid);
     "list-reversed" &["LST-ORDER"] => || TemplateFixture::default().with_build(list_reversed);
     "fail-whole-declares-partial" &["LST-PARTIAL"] => || TemplateFixture::default().fail_whole().with_build(declares_partial);
-    "partial-declares-fail-whole" &["LST-PARTIAL"] => || TemplateFixture::default().with_build(declares_fail_whole);
+    "partial-declares-fail-whole" &["LST-PARTIAL", "GEN-CANCEL"] => || TemplateFixture::default().with_build(declares_fail_whole);
     "list-unreadable-is-fatal" &["LST-UNREADABLE"] => || quirk(|q| q.list_unreadable_fatal = true);
     "list-truncates-created-at" &["LST-AGREES"] => || TemplateFixture::default().with_build(list_truncates_created_at);
     "cancel-is-permanent" &["GEN-CANCEL"] => || TemplateFixture::default().with_build(cancel_is_permanent);
@@ -474,12 +515,16 @@ mutants! {
     "no-call-spans" &["GEN-SPANS"] => || quirk(|q| q.no_call_spans = true);
     "call-spans-detached" &["GEN-SPANS"] => || quirk(|q| q.detached_call_spans = true);
     "dials-at-new" &["GEN-NO-IO-AT-NEW"] => || TemplateFixture::default().with_build(dials_at_new);
-    "credentials-read-once" &["GEN-ROTATION"] => || quirk(|q| q.credentials_read_once = true);
+    "credentials-read-once" &["GEN-ROTATION", "CHK-REASONS"] => || quirk(|q| q.credentials_read_once = true);
     "global-lock" &["GEN-PARALLEL"] => || quirk(|q| q.global_lock = true);
-    "create-transient-is-permanent" &["GEN-MODEL"] => || quirk(|q| q.create_transient_as_permanent = true);
-    "check-adds-an-aggregate-entry" &["CHK-ORDER", "CHK-DEADLINE"] => || TemplateFixture::default().with_build(check_adds_aggregate);
-    "check-sequential" &["CHK-CONCURRENT"] => || quirk(|q| q.check_sequential = true);
-    "check-timeout-is-unreachable" &["CHK-DEADLINE"] => || TemplateFixture::default().with_build(check_timeout_is_unreachable);
+    "create-transient-is-permanent" &["GEN-MODEL", "CRE-RESUME"] => || quirk(|q| q.create_transient_as_permanent = true);
+    "check-adds-an-aggregate-entry" &["CHK-ORDER", "CHK-DEADLINE", "CHK-REASONS"] => || TemplateFixture::default().with_build(check_adds_aggregate);
+    "check-sequential" &["CHK-CONCURRENT", "CHK-REASONS"] => || quirk(|q| q.check_sequential = true);
+    "check-timeout-is-unreachable" &["CHK-DEADLINE", "CHK-REASONS"] => || TemplateFixture::default().with_build(check_timeout_is_unreachable);
     "check-invents-a-reason" &["CHK-REASONS"] => || TemplateFixture::default().with_build(check_invents_reason);
+    "check-auth-is-unreachable" &["CHK-REASONS"] => || TemplateFixture::default().with_build(check_auth_is_unreachable);
+    "check-host-key-is-auth-failed" &["CHK-REASONS"] => || TemplateFixture::default().with_build(check_host_key_is_auth_failed);
+    "check-no-credentials-is-auth-failed" &["CHK-REASONS"] => || TemplateFixture::default().with_build(check_no_credentials_is_auth_failed);
+    "check-says-unreachable-for-everything" &["CHK-REASONS", "CHK-DEADLINE"] => || TemplateFixture::default().with_build(check_everything_unreachable);
     "check-on-the-operations-connection" &["CHK-ISOLATED"] => || quirk(|q| q.check_on_cached_connection = true);
 }

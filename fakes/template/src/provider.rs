@@ -81,7 +81,8 @@ impl Failure {
 ///
 /// This is the provider's only classification: a missing object is NotFound, except
 /// inside Create where it means a dependency vanished mid-way (Transient); bad
-/// credentials, refusals and unreadable marks are Permanent; a full volume store is
+/// credentials, a site identity other than the trusted one (a changed host key),
+/// refusals and unreadable marks are Permanent; a full volume store is
 /// QuotaExceeded; everything else (busy, closed, refused connections, missing
 /// credential files, deadlines, cancellation) is Transient.
 pub fn classify(provider: &str, op: Op, message: String, failure: Failure) -> Error {
@@ -97,6 +98,7 @@ pub fn classify(provider: &str, op: Op, message: String, failure: Failure) -> Er
             | BackendError::CredentialsMissing(_) => ErrorKind::Transient,
             BackendError::Denied(_)
             | BackendError::AuthFailed
+            | BackendError::HostKeyRejected
             | BackendError::Unreadable(_)
             | BackendError::NoContainer(_) => ErrorKind::Permanent,
             BackendError::NoSpace {
@@ -333,11 +335,20 @@ impl TemplateProvider {
         Ok(token)
     }
 
+    /// Reads the identity `site` is trusted to present from its file (on every dial).
+    fn read_known_host(&self, site: &str) -> Result<String, BackendError> {
+        let path = self.config.known_host_file(site);
+        std::fs::read_to_string(&path)
+            .map(|t| t.trim().to_owned())
+            .map_err(|_| BackendError::CredentialsMissing(path.display().to_string()))
+    }
+
     /// Opens a fresh connection to `site`.
     async fn dial(&self, ctx: &Ctx, span: &Span, site: &str) -> Result<ConnId, Failure> {
         let token = self.read_token(site)?;
-        self.instrumented(ctx, span, site, Proc::Dial, self.backend.dial(site, &token))
-            .await
+        let trusted = self.read_known_host(site)?;
+        let dial = self.backend.dial(site, &token, &trusted);
+        self.instrumented(ctx, span, site, Proc::Dial, dial).await
     }
 
     /// The cached connection to `site`, dialled if there is none.
@@ -454,6 +465,22 @@ impl TemplateProvider {
                     .error(Op::Create, ErrorKind::Permanent, what.to_owned())
                     .with_source(f);
             }
+            if (q.create_auth_failure_transient
+                && matches!(f, Failure::Backend(BackendError::AuthFailed)))
+                || (q.create_permanent_as_transient
+                    && matches!(f, Failure::Backend(BackendError::Denied(_))))
+            {
+                return self
+                    .error(Op::Create, ErrorKind::Transient, what.to_owned())
+                    .with_source(f);
+            }
+            if q.vanished_part_is_not_found
+                && matches!(&f, Failure::Backend(BackendError::NoObject(m)) if m.starts_with("a volume of"))
+            {
+                return self
+                    .error(Op::Create, ErrorKind::NotFound, what.to_owned())
+                    .with_source(f);
+            }
             self.fail(Op::Create, what, f)
         };
         let s = self
@@ -492,6 +519,18 @@ impl TemplateProvider {
                 // the steps below finish what is missing and change nothing that
                 // exists (a different image, tag or cloud-init is not applied).
                 Some(m) if m.uid == req.uid && !q.no_resume => {
+                    if q.restamp_on_resume && info.power == Power::Stopped {
+                        let fresh = Mark {
+                            created_at: Some(SystemTime::now()),
+                            ..m.clone()
+                        };
+                        s.call(Proc::Undefine, self.backend.undefine(s.conn, site, name))
+                            .await
+                            .map_err(|f| fail(&format!("restamping {name}"), f))?;
+                        s.call(Proc::Define, self.backend.define(s.conn, site, name, fresh))
+                            .await
+                            .map_err(|f| fail(&format!("restamping {name}"), f))?;
+                    }
                     if q.reapply_cloud_init
                         && info
                             .seed
@@ -610,9 +649,22 @@ impl TemplateProvider {
             }
         }
         if existing.is_none_or(|i| i.power == Power::Stopped) {
-            s.call(Proc::Start, self.backend.start(s.conn, site, name))
-                .await
-                .map_err(|f| fail(&format!("starting {name}"), f))?;
+            let started = s
+                .call(Proc::Start, self.backend.start(s.conn, site, name))
+                .await;
+            let started = match started {
+                Err(Failure::Backend(BackendError::Closed)) if q.retry_start_blindly => {
+                    let again = self
+                        .session(s.ctx, s.span, site)
+                        .await
+                        .map_err(|f| fail(&format!("reconnecting to {site}"), f))?;
+                    again
+                        .call(Proc::Start, self.backend.start(again.conn, site, name))
+                        .await
+                }
+                r => r,
+            };
+            started.map_err(|f| fail(&format!("starting {name}"), f))?;
         }
         Ok(())
     }
@@ -754,6 +806,7 @@ impl TemplateProvider {
             .await
         {
             Ok(info) => info,
+            Err(f) if f.is_no_object() && q.delete_done_without_primary => return Ok(()),
             Err(f) if f.is_no_object() => return self.remove_parts(&s, name, true).await,
             Err(f) => return Err(fail(format!("looking up {name}"), f)),
         };
@@ -991,6 +1044,9 @@ impl TemplateProvider {
                 let reason = match &f {
                     Failure::Interrupted(_) => HealthReason::Timeout,
                     Failure::Backend(BackendError::AuthFailed) => HealthReason::AuthFailed,
+                    Failure::Backend(BackendError::HostKeyRejected) => {
+                        HealthReason::HostKeyRejected
+                    }
                     Failure::Backend(BackendError::CredentialsMissing(_)) => {
                         HealthReason::CredentialsUnavailable
                     }
@@ -1133,6 +1189,11 @@ mod tests {
     #[case(Op::Get, Failure::Backend(BackendError::Refused), "Transient")]
     #[case(Op::Get, Failure::Backend(BackendError::CredentialsMissing("f".into())), "Transient")]
     #[case(Op::Get, Failure::Backend(BackendError::AuthFailed), "Permanent")]
+    #[case(
+        Op::Create,
+        Failure::Backend(BackendError::HostKeyRejected),
+        "Permanent"
+    )]
     #[case(Op::Delete, Failure::Backend(BackendError::Denied("x".into())), "Permanent")]
     #[case(Op::Create, Failure::Backend(BackendError::NoContainer("s".into())), "Permanent")]
     #[case(Op::Create, Failure::Backend(BackendError::NoSpace { what: "s".into(), available: 1, needed: 2 }), "QuotaExceeded")]
@@ -1154,7 +1215,7 @@ mod tests {
         assert!(std::error::Error::source(&e).is_some());
     }
 
-    /// A provider over a fresh backend with both credential files written.
+    /// A provider over a fresh backend with every site's credential files written.
     fn provider(dir: &std::path::Path) -> (TemplateProvider, SimBackend) {
         let backend = SimBackend::new(&crate::backend::BackendConfig::default());
         let config = TemplateConfig::new(dir);
@@ -1162,6 +1223,11 @@ mod tests {
             std::fs::write(
                 config.token_file(&s.name),
                 crate::backend::initial_token(&s.name),
+            )
+            .unwrap();
+            std::fs::write(
+                config.known_host_file(&s.name),
+                crate::backend::initial_identity(&s.name),
             )
             .unwrap();
         }

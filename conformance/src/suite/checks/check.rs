@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::fixture::{FaultKind, FaultSpec, Reachability, Trigger};
+use crate::fixture::{AccessBreak, FaultKind, FaultSpec, Reachability, Trigger};
 use crate::suite::cx::{CheckError, CheckResult, Cx};
 use crate::{Checker, HealthReason, HostHealth};
 
@@ -136,53 +136,130 @@ pub async fn chk_deadline(cx: &Cx) -> CheckResult {
     Ok(())
 }
 
+/// The reason each cause a fixture can produce must give at the first location.
+const CAUSES: [(AccessBreak, HealthReason); 3] = [
+    (AccessBreak::Revoke, HealthReason::AuthFailed),
+    (AccessBreak::ForeignHostKey, HealthReason::HostKeyRejected),
+    (
+        AccessBreak::RemoveCredentials,
+        HealthReason::CredentialsUnavailable,
+    ),
+];
+
+/// How the first location is broken for one CHK-REASONS case.
+#[derive(Clone, Copy)]
+enum Cause {
+    None,
+    Reach(Reachability),
+    Access(AccessBreak),
+}
+
 /// CHK-REASONS
 pub async fn chk_reasons(cx: &Cx) -> CheckResult {
-    let extra = checker(cx)?.extra_reasons();
-    let known = |r: &HealthReason| {
-        HealthReason::SHARED.contains(&r.as_str()) || extra.contains(&r.as_str())
-    };
-    let mut scenarios = vec![("every location up", None)];
+    let loc = cx.loc0().name.clone();
+    let mut cases = vec![("every location up", Cause::None, HealthReason::Ready)];
     if cx.tb.faults().is_some() {
-        scenarios.push(("first location refusing", Some(Reachability::Refused)));
-        scenarios.push(("first location black-holed", Some(Reachability::BlackHole)));
+        cases.push((
+            "first location refusing",
+            Cause::Reach(Reachability::Refused),
+            HealthReason::Unreachable,
+        ));
+        cases.push((
+            "first location black-holed",
+            Cause::Reach(Reachability::BlackHole),
+            HealthReason::Timeout,
+        ));
+    } else {
+        for what in [
+            "a refused location gives Unreachable",
+            "a black-holed location gives Timeout",
+        ] {
+            cx.not_checked(what, "the fixture has no faults hook");
+        }
     }
-    for (case, reach) in scenarios {
-        if let (Some(f), Some(r)) = (cx.tb.faults(), reach) {
-            f.set_reachability(&cx.loc0().name, r).await?;
-        }
-        let (h, _) = timed_check(cx, cx.timing.quiet * 4).await?;
-        if let Some(f) = cx.tb.faults() {
-            f.set_reachability(&cx.loc0().name, Reachability::Up)
-                .await?;
-        }
-        for x in &h {
-            if !known(&x.reason) {
-                cx.violate(
-                    case,
-                    format!("a reason from {:?} or {extra:?}", HealthReason::SHARED),
-                    format!("{}: {}", x.location, x.reason),
-                );
-            }
-            if x.ready != (x.reason == HealthReason::Ready) {
-                cx.violate(
-                    case,
-                    "ready exactly when the reason is Ready",
-                    format!("{}: ready={} reason={}", x.location, x.ready, x.reason),
-                );
+    for (how, want) in CAUSES {
+        cases.push((how.as_str(), Cause::Access(how), want));
+    }
+    for (case, cause, want) in cases {
+        let what = format!("{case} gives {want}");
+        match cause {
+            Cause::None => {}
+            Cause::Reach(r) => cx.faults()?.set_reachability(&loc, r).await?,
+            Cause::Access(how) => {
+                let Some(rot) = cx.tb.rotation() else {
+                    cx.not_checked(what, "the fixture has no rotation hook");
+                    continue;
+                };
+                if !rot.break_access(&loc, how).await? {
+                    cx.not_checked(what, "the fixture cannot produce this cause");
+                    continue;
+                }
             }
         }
-        let first = h
-            .iter()
-            .find(|x| x.location == cx.loc0().name)
-            .map(|x| x.ready);
-        if reach.is_none() && h.iter().any(|x| !x.ready) {
-            cx.violate(case, "every location Ready", summary(&h));
+        let r = timed_check(cx, cx.timing.quiet * 4).await;
+        match cause {
+            Cause::None => {}
+            Cause::Reach(_) => {
+                cx.faults()?
+                    .set_reachability(&loc, Reachability::Up)
+                    .await?
+            }
+            Cause::Access(_) => {
+                if let Some(rot) = cx.tb.rotation() {
+                    rot.restore_access(&loc).await?;
+                }
+            }
         }
-        if reach.is_some() && first != Some(false) {
-            cx.violate(case, "the first location not ready", summary(&h));
+        let (h, _) = r?;
+        judge_reasons(cx, case, &h)?;
+        let first = h.iter().find(|x| x.location == loc);
+        if first.map(|x| &x.reason) != Some(&want) {
+            cx.violate(
+                case,
+                format!("{loc}: {want}"),
+                first.map_or_else(|| format!("no entry for {loc}"), |x| x.reason.to_string()),
+            );
+        }
+        for x in h.iter().filter(|x| x.location != loc) {
+            if !x.ready {
+                cx.violate(case, format!("{} Ready", x.location), x.reason.to_string());
+            }
         }
         cx.note(format!("{case}: {}", summary(&h)));
+    }
+    // Every break is undone: the provider works again without a restart.
+    let (h, _) = timed_check(cx, cx.timing.op_timeout).await?;
+    if h.iter().any(|x| !x.ready) {
+        cx.violate(
+            "after access was restored",
+            "every location Ready",
+            summary(&h),
+        );
+    }
+    Ok(())
+}
+
+/// The vocabulary part of CHK-REASONS: every reason is shared or declared, and an
+/// entry is ready exactly when its reason is Ready.
+fn judge_reasons(cx: &Cx, case: &str, h: &[HostHealth]) -> CheckResult {
+    let extra = checker(cx)?.extra_reasons();
+    for x in h {
+        let known =
+            HealthReason::SHARED.contains(&x.reason.as_str()) || extra.contains(&x.reason.as_str());
+        if !known {
+            cx.violate(
+                case,
+                format!("a reason from {:?} or {extra:?}", HealthReason::SHARED),
+                format!("{}: {}", x.location, x.reason),
+            );
+        }
+        if x.ready != (x.reason == HealthReason::Ready) {
+            cx.violate(
+                case,
+                "ready exactly when the reason is Ready",
+                format!("{}: ready={} reason={}", x.location, x.ready, x.reason),
+            );
+        }
     }
     Ok(())
 }

@@ -4,44 +4,25 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-use crate::fixture::{FaultKind, FaultSpec, Plant, Trigger, Verbosity};
+use crate::fixture::{AccessBreak, FaultKind, FaultSpec, Part, Plant, Trigger, Verbosity};
 use crate::profile::CreatedAt as CreatedAtMode;
+use crate::suite::checks::steps::{Interruption, count_calls, interrupt, plan, sample_steps};
 use crate::suite::cx::{CheckError, CheckResult, Cx, describe, describe_result, kind_of};
 use crate::suite::props::{PropError, property};
 use crate::{CloudInit, CreateRequest, ErrorKind, State};
 
 /// How many backend calls a clean Create makes, measured on a throwaway instance.
 pub(crate) async fn create_steps(cx: &Cx) -> CheckResult<u64> {
-    let obs = cx
-        .tb
-        .observation()
-        .ok_or_else(|| CheckError::Skip("no observation hook".into()))?;
     let req = cx.request();
-    let before = obs.calls().len();
-    let id = cx
-        .create_ok(cx.p.as_ref(), &req, "measuring Create")
-        .await?;
-    let steps = (obs.calls().len() - before) as u64;
+    let (id, steps) = count_calls(
+        cx,
+        "Create",
+        cx.create_ok(cx.p.as_ref(), &req, "measuring Create"),
+    )
+    .await?;
     cx.delete_ok(cx.p.as_ref(), &id, "measuring Create: cleanup")
         .await?;
-    cx.note(format!("a clean Create made {steps} backend calls"));
-    if steps == 0 {
-        return Err(CheckError::Harness(
-            "the observation hook saw no backend call during Create".into(),
-        ));
-    }
     Ok(steps)
-}
-
-/// The steps to interrupt: all of them, or an even sample on a real backend.
-pub(crate) fn sample_steps(cx: &Cx, steps: u64) -> Vec<u64> {
-    let limit = u64::from(cx.steps.max(2));
-    if steps <= limit {
-        return (1..=steps).collect();
-    }
-    (0..limit)
-        .map(|i| 1 + i * (steps - 1) / (limit - 1))
-        .collect()
 }
 
 /// Checks that the instance `req` names exists once: listed once, no doubled resource.
@@ -146,79 +127,70 @@ pub async fn cre_idempotent(cx: &Cx) -> CheckResult {
 
 /// CRE-RESUME
 pub async fn cre_resume(cx: &Cx) -> CheckResult {
-    let faults = cx.tb.faults().expect("gated on the faults hook");
     let loc = cx.loc0().name.clone();
     let steps = create_steps(cx).await?;
-    for k in sample_steps(cx, steps) {
-        // An error at step k, then a retry on the same provider.
+    let mut counted = 0;
+    for (k, how) in plan(cx, steps) {
+        let case = format!("{} at step {k}", how.as_str());
         let req = cx.request();
-        let f = cx.inject(FaultSpec {
-            location: Some(loc.clone()),
-            trigger: Trigger::Nth(k),
-            kind: FaultKind::Transient,
-        })?;
-        let first = cx.p.create(&cx.ctx(), &req).await;
-        faults.clear();
-        let fired = faults.fired(f);
+        let cut = interrupt(cx, &loc, k, how, cx.p.create(&cx.ctx(), &req)).await?;
+        if let Some(why) = cut.why_not_counted() {
+            cx.note(format!("{case}: not counted, {why} ({})", cut.outcome()));
+        } else {
+            counted += 1;
+        }
+        // An interrupted call that returned must say so as Transient: the backend
+        // failed or the reply was lost, so nothing is known to be wrong for good.
+        if let Some(Err(e)) = &cut.result
+            && !e.is_transient()
+        {
+            cx.violate(&case, "Transient from the interrupted Create", describe(e));
+        }
+        let p = match how {
+            Interruption::Death => cx.tb.restart()?,
+            Interruption::Error | Interruption::LostReply => cx.p.clone(),
+        };
+        // What the interrupted attempt left: once its mark is written, the instance
+        // is someone's, and resuming must keep who and when.
+        let left = p.get(&cx.ctx(), &cx.tb.id_for(&loc, &req.name)).await;
         let id = cx
-            .create_ok(
-                cx.p.as_ref(),
-                &req,
-                &format!("retry after an error at step {k}"),
-            )
+            .create_ok(p.as_ref(), &req, &format!("{case}: the next Create"))
             .await?;
         if id != cx.tb.id_for(&loc, &req.name) {
             cx.violate(
-                format!("error at step {k}"),
+                &case,
                 cx.tb.id_for(&loc, &req.name).to_string(),
                 id.to_string(),
             );
         }
-        cx.wait_running(cx.p.as_ref(), &id, &format!("error at step {k}: boot"))
+        let now = cx
+            .wait_running(p.as_ref(), &id, &format!("{case}: boot"))
             .await?;
-        exists_once(cx, &req, &format!("error at step {k}")).await?;
-        cx.delete_ok(cx.p.as_ref(), &id, "cleanup").await?;
-        cx.note(format!(
-            "step {k}: error {} → first Create {}, retry converged",
-            if fired { "fired" } else { "did not fire" },
-            kind_of(&first)
-        ));
-
-        // The process dies at step k: the call hangs there and is abandoned; a new
-        // provider over the same backend finishes the job.
-        let req = cx.request();
-        let f = cx.inject(FaultSpec {
-            location: Some(loc.clone()),
-            trigger: Trigger::Nth(k),
-            kind: FaultKind::Hang,
-        })?;
-        {
-            let ctx = cx.ctx();
-            let fut = cx.p.create(&ctx, &req);
-            tokio::pin!(fut);
-            let end = tokio::time::Instant::now() + cx.timing.settle;
-            loop {
-                tokio::select! {
-                    _ = &mut fut => break,
-                    _ = tokio::time::sleep(Duration::from_millis(2)) => {
-                        if faults.fired(f) || tokio::time::Instant::now() > end { break; }
-                    }
-                }
+        if let Ok(before) = &left {
+            let keep = |x: &crate::Instance| (x.uid.clone(), x.tag.clone(), x.created_at);
+            if keep(before) != keep(&now) {
+                cx.violate(
+                    format!("{case}: the resumed instance"),
+                    format!(
+                        "the mark the interrupted attempt wrote kept (uid, tag, created_at): {:?}",
+                        keep(before)
+                    ),
+                    format!("{:?}", keep(&now)),
+                );
             }
         }
-        faults.clear();
-        let p2 = cx.tb.restart()?;
-        let id = cx
-            .create_ok(
-                p2.as_ref(),
-                &req,
-                &format!("new provider after death at step {k}"),
-            )
-            .await?;
-        cx.wait_running(p2.as_ref(), &id, &format!("death at step {k}: boot"))
-            .await?;
-        exists_once(cx, &req, &format!("death at step {k}")).await?;
-        cx.delete_ok(p2.as_ref(), &id, "cleanup").await?;
+        exists_once(cx, &req, &case).await?;
+        cx.delete_ok(p.as_ref(), &id, "cleanup").await?;
+        cx.note(format!(
+            "{case}: interrupted Create {}; Get before resuming {}; resumed",
+            cut.outcome(),
+            kind_of(&left)
+        ));
+    }
+    if counted == 0 {
+        return Err(CheckError::Harness(
+            "no interruption counted: no fault fired inside a Create that then failed or was dropped".into(),
+        ));
     }
     Ok(())
 }
@@ -439,11 +411,18 @@ pub async fn cre_quota(cx: &Cx) -> CheckResult {
     cx.delete_ok(cx.p.as_ref(), &id, "cleanup").await
 }
 
-/// CRE-BACKEND-NOTFOUND
+/// CRE-BACKEND-NOTFOUND (also: Permanent answers and failed authentication inside
+/// Create surface as Permanent)
 pub async fn cre_backend_notfound(cx: &Cx) -> CheckResult {
-    let faults = cx.tb.faults().expect("gated on the faults hook");
+    let faults = cx.faults()?;
+    let obs = cx
+        .tb
+        .observation()
+        .ok_or_else(|| CheckError::Skip("no observation hook".into()))?;
     let loc = cx.loc0().name.clone();
+    let before = obs.calls().len();
     let steps = create_steps(cx).await?;
+    let every = sample_steps(cx, steps).len() as u64 == steps;
     let mut fired = 0;
     for k in sample_steps(cx, steps) {
         let req = cx.request();
@@ -453,8 +432,8 @@ pub async fn cre_backend_notfound(cx: &Cx) -> CheckResult {
             kind: FaultKind::NotFound,
         })?;
         let r = cx.p.create(&cx.ctx(), &req).await;
-        faults.clear();
         fired += u32::from(faults.fired(f));
+        faults.clear();
         if matches!(&r, Err(e) if e.is_not_found()) {
             cx.violate(
                 format!("not-found at step {k}"),
@@ -474,6 +453,152 @@ pub async fn cre_backend_notfound(cx: &Cx) -> CheckResult {
     }
     if fired == 0 {
         return Err(CheckError::Harness("no injected not-found fired".into()));
+    }
+    vanished_parts(cx, steps, every).await?;
+    // The procedures a clean Create calls, each answered once with a Permanent error.
+    let mut procs: Vec<String> = Vec::new();
+    for c in &obs.calls()[before..] {
+        if c.location == loc && !procs.contains(&c.name) {
+            procs.push(c.name.clone());
+        }
+    }
+    let picked: Vec<String> = sample_steps(cx, procs.len() as u64)
+        .into_iter()
+        .map(|i| procs[(i - 1) as usize].clone())
+        .collect();
+    for proc in picked {
+        let case = format!("Permanent answer to {proc}");
+        let req = cx.request();
+        let f = cx.inject(FaultSpec {
+            location: Some(loc.clone()),
+            trigger: Trigger::Named(proc.clone()),
+            kind: FaultKind::Permanent,
+        })?;
+        let r = cx.p.create(&cx.ctx(), &req).await;
+        let hit = faults.fired(f);
+        faults.clear();
+        if !hit {
+            cx.note(format!("{case}: the fault did not fire; not counted"));
+        } else if r.is_err() && !matches!(&r, Err(e) if e.is_permanent()) {
+            cx.violate(&case, "Permanent (or recovery)", describe_result(&r));
+        }
+        cx.note(format!("{case}: Create → {}", kind_of(&r)));
+        let id = cx
+            .create_ok(cx.p.as_ref(), &req, &format!("{case}: retry"))
+            .await?;
+        cx.delete_ok(cx.p.as_ref(), &id, "cleanup").await?;
+    }
+    auth_failure(cx, &loc).await
+}
+
+/// A part of the instance removed out of band while Create is held at step k: the
+/// Create that goes on and finds it gone fails with Transient or recovers, never
+/// NotFound.
+async fn vanished_parts(cx: &Cx, steps: u64, every: bool) -> CheckResult {
+    const WHAT: &str = "a part removed out of band between Create's steps";
+    let Some(planting) = cx.tb.planting() else {
+        cx.not_checked(WHAT, "the fixture has no planting hook");
+        return Ok(());
+    };
+    let faults = cx.faults()?;
+    let loc = cx.loc0().name.clone();
+    let parts = [Part::Secondary, Part::Primary];
+    let mut plan = Vec::new();
+    for (n, k) in sample_steps(cx, steps).into_iter().enumerate() {
+        if every {
+            plan.extend(parts.map(|p| (k, p)));
+        } else {
+            plan.push((k, parts[n % parts.len()]));
+        }
+    }
+    let mut removed = 0;
+    for (k, part) in plan {
+        let case = format!("{part:?} removed at step {k}");
+        let req = cx.request();
+        let f = cx.inject(FaultSpec {
+            location: Some(loc.clone()),
+            trigger: Trigger::Nth(k),
+            kind: FaultKind::Hang,
+        })?;
+        let r = {
+            let ctx = cx.ctx();
+            let create = cx.p.create(&ctx, &req);
+            tokio::pin!(create);
+            let end = tokio::time::Instant::now() + cx.timing.settle;
+            let mut held = false;
+            loop {
+                tokio::select! {
+                    r = &mut create => break r,
+                    _ = tokio::time::sleep(Duration::from_millis(2)), if !held => {
+                        if faults.fired(f) {
+                            held = true;
+                            planting.remove_part(&loc, &req.name, part).await?;
+                            removed += 1;
+                            faults.clear();
+                        } else if tokio::time::Instant::now() > end {
+                            held = true;
+                            faults.clear();
+                        }
+                    }
+                }
+            }
+        };
+        faults.clear();
+        if matches!(&r, Err(e) if e.is_not_found()) {
+            cx.violate(
+                &case,
+                "Transient (or recovery), never NotFound",
+                describe_result(&r),
+            );
+        }
+        cx.note(format!("{case}: Create → {}", kind_of(&r)));
+        // What is left is half an instance: removed out of band, so that this rule
+        // judges Create alone (DEL-PARTIAL judges Delete with parts missing).
+        let _ = cx.p.delete(&cx.ctx(), &cx.tb.id_for(&loc, &req.name)).await;
+        planting.remove(&loc, &req.name).await?;
+    }
+    if removed == 0 {
+        cx.not_checked(
+            WHAT,
+            "no held step fired, so nothing was removed mid-Create",
+        );
+    }
+    Ok(())
+}
+
+/// Access revoked with nothing to replace it: a fresh provider's Create fails with
+/// Permanent (waiting does not bring credentials back).
+async fn auth_failure(cx: &Cx, loc: &str) -> CheckResult {
+    const WHAT: &str = "a failed authentication inside Create is Permanent";
+    let Some(rot) = cx.tb.rotation() else {
+        cx.not_checked(WHAT, "the fixture has no rotation hook");
+        return Ok(());
+    };
+    if !rot.break_access(loc, AccessBreak::Revoke).await? {
+        cx.not_checked(
+            WHAT,
+            "the fixture cannot revoke access without replacing it",
+        );
+        return Ok(());
+    }
+    let req = cx.request();
+    let r = match cx.tb.restart() {
+        Ok(p) => Ok(p.create(&cx.ctx(), &req).await),
+        Err(e) => Err(e),
+    };
+    rot.restore_access(loc).await?;
+    let r = r?;
+    if !matches!(&r, Err(e) if e.is_permanent()) {
+        cx.violate(
+            "Create with revoked credentials",
+            "Permanent",
+            describe_result(&r),
+        );
+    }
+    cx.note(format!("Create with revoked credentials → {}", kind_of(&r)));
+    if r.is_ok() {
+        let id = cx.tb.id_for(loc, &req.name);
+        cx.delete_ok(cx.p.as_ref(), &id, "cleanup").await?;
     }
     Ok(())
 }

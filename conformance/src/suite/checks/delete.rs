@@ -3,6 +3,7 @@
 use crate::ProviderId;
 use crate::fixture::{Part, Plant};
 use crate::suite::checks::get::{arbitrary_ids, gone_after_delete};
+use crate::suite::checks::steps::{Interruption, count_calls, interrupt, plan};
 use crate::suite::cx::{CheckError, CheckResult, Cx, describe, describe_result, kind_of};
 use crate::suite::props::{PropError, property};
 
@@ -158,6 +159,74 @@ pub async fn del_concurrent(cx: &Cx) -> CheckResult {
     }
     gone_after_delete(cx, &id, "after concurrent Deletes").await?;
     nothing_left(cx, &req.name, "after concurrent Deletes").await
+}
+
+/// DEL-RESUME
+pub async fn del_resume(cx: &Cx) -> CheckResult {
+    let loc = cx.loc0().name.clone();
+    // A clean Delete of a Running instance, as every interrupted one below.
+    let req = cx.request();
+    let id = cx
+        .create_ok(cx.p.as_ref(), &req, "measuring Delete")
+        .await?;
+    cx.wait_running(cx.p.as_ref(), &id, "measuring Delete: boot")
+        .await?;
+    let ((), steps) = count_calls(
+        cx,
+        "Delete",
+        cx.delete_ok(cx.p.as_ref(), &id, "measuring Delete"),
+    )
+    .await?;
+    let mut counted = 0;
+    for (k, how) in plan(cx, steps) {
+        let case = format!("{} at step {k}", how.as_str());
+        let req = cx.request();
+        let id = cx.create_ok(cx.p.as_ref(), &req, &case).await?;
+        cx.wait_running(cx.p.as_ref(), &id, &format!("{case}: boot"))
+            .await?;
+        let cut = interrupt(cx, &loc, k, how, cx.p.delete(&cx.ctx(), &id)).await?;
+        if let Some(why) = cut.why_not_counted() {
+            cx.note(format!("{case}: not counted, {why} ({})", cut.outcome()));
+        } else {
+            counted += 1;
+        }
+        if let Some(Err(e)) = &cut.result
+            && !e.is_transient()
+        {
+            cx.violate(&case, "Transient from the interrupted Delete", describe(e));
+        }
+        let p = match how {
+            Interruption::Death => cx.tb.restart()?,
+            Interruption::Error | Interruption::LostReply => cx.p.clone(),
+        };
+        let r = p.delete(&cx.ctx(), &id).await;
+        if let Err(e) = &r {
+            cx.violate(format!("{case}: the next Delete"), "Ok", describe(e));
+        }
+        gone_after_delete(cx, &id, &format!("{case}: after the next Delete")).await?;
+        let listed = cx
+            .listed_names(&req.tag, &format!("{case}: listing"))
+            .await?;
+        if listed.contains(&req.name) {
+            cx.violate(
+                format!("{case}: listing after the next Delete"),
+                format!("{} not listed", req.name),
+                format!("{listed:?}"),
+            );
+        }
+        nothing_left(cx, &req.name, &format!("{case}: after the next Delete")).await?;
+        cx.note(format!(
+            "{case}: interrupted Delete {}; next Delete {}",
+            cut.outcome(),
+            kind_of(&r)
+        ));
+    }
+    if counted == 0 {
+        return Err(CheckError::Harness(
+            "no interruption counted: no fault fired inside a Delete that then failed or was dropped".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// DEL-OWNERSHIP

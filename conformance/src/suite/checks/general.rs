@@ -8,7 +8,8 @@ use tracing::Level;
 
 use crate::fixture::{FaultKind, FaultSpec, Trigger, Verbosity};
 use crate::profile::ListPartial;
-use crate::suite::checks::create::{create_steps, exists_once, sample_steps};
+use crate::suite::checks::create::{create_steps, exists_once};
+use crate::suite::checks::steps::sample_steps;
 use crate::suite::cx::{CheckError, CheckResult, Cx, describe, describe_result, kind_of};
 use crate::suite::props::{PropError, property};
 use crate::{Ctx, Error, Op, ProviderId};
@@ -560,6 +561,9 @@ enum Step {
     Restart,
     /// The next step's first backend call fails transiently.
     Fault(Box<Step>),
+    /// The next step's k-th backend call takes effect, but its reply is lost with the
+    /// connection.
+    Lost(u64, Box<Step>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -577,7 +581,11 @@ fn step() -> impl Strategy<Value = Step> {
         2 => Just(Step::List),
         1 => Just(Step::Restart),
     ];
-    prop_oneof![4 => plain.clone(), 1 => plain.prop_map(|s| Step::Fault(Box::new(s)))]
+    prop_oneof![
+        4 => plain.clone(),
+        1 => plain.clone().prop_map(|s| Step::Fault(Box::new(s))),
+        1 => (1..4u64, plain).prop_map(|(k, s)| Step::Lost(k, Box::new(s))),
+    ]
 }
 
 /// GEN-MODEL
@@ -606,6 +614,14 @@ pub async fn gen_model(cx: &Cx) -> CheckResult {
                                     location: Some(loc.name.clone()),
                                     trigger: Trigger::Nth(1),
                                     kind: FaultKind::Transient,
+                                })?;
+                                (inner.as_ref(), true)
+                            }
+                            Step::Lost(k, inner) => {
+                                cx.inject(FaultSpec {
+                                    location: Some(loc.name.clone()),
+                                    trigger: Trigger::Nth(*k),
+                                    kind: FaultKind::LostReply,
                                 })?;
                                 (inner.as_ref(), true)
                             }
@@ -706,7 +722,9 @@ pub async fn gen_model(cx: &Cx) -> CheckResult {
                                 Err(e) => return bad(describe(&e)),
                             },
                             Step::Restart => p = cx.tb.restart()?,
-                            Step::Fault(_) => unreachable!("faults are unwrapped above"),
+                            Step::Fault(_) | Step::Lost(..) => {
+                                unreachable!("faults are unwrapped above")
+                            }
                         }
                         faults.clear();
                         log.push(format!("{s:?}{}", if faulty { "!" } else { "" }));

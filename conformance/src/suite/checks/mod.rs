@@ -6,6 +6,7 @@ pub mod delete;
 pub mod general;
 pub mod get;
 pub mod list;
+mod steps;
 
 use super::cx::{CheckResult, Cx};
 use crate::BoxFuture;
@@ -54,6 +55,7 @@ registry! {
     "DEL-PARTIAL" => delete::del_partial,
     "DEL-UNCONFIGURED" => delete::del_unconfigured,
     "DEL-CONCURRENT" => delete::del_concurrent,
+    "DEL-RESUME" => delete::del_resume,
     "DEL-OWNERSHIP" => delete::del_ownership,
     "LST-MARKED-ONLY" => list::lst_marked_only,
     "LST-EMPTY-UID" => list::lst_empty_uid,
