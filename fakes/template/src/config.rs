@@ -229,6 +229,11 @@ pub(crate) struct Quirks {
     pub create_auth_failure_transient: bool,
     /// A backend's Permanent answer inside Create surfaces as Transient.
     pub create_permanent_as_transient: bool,
+    /// A partial listing waits for every site until the caller's deadline, so a silent
+    /// site fails the whole call.
+    pub list_waits_for_every_site: bool,
+    /// An instance that vanishes while the listing reads its mark fails the listing.
+    pub list_vanished_fatal: bool,
     /// Log an info line per backend call even at V0.
     pub log_calls_at_v0: bool,
     /// Backend calls get no span.

@@ -67,6 +67,7 @@ enum Twist {
     CheckHostKeyIsAuthFailed,
     CheckNoCredentialsIsAuthFailed,
     CheckEverythingUnreachable,
+    WrongName,
 }
 
 /// The correct provider with one API-visible behaviour twisted.
@@ -107,6 +108,9 @@ impl Twisted {
 #[deny(clippy::missing_trait_methods)]
 impl Provider for Twisted {
     fn name(&self) -> &str {
+        if self.twist == Twist::WrongName {
+            return "not-the-configured-name";
+        }
         self.inner.name()
     }
 
@@ -367,6 +371,7 @@ twisted! {
     check_host_key_is_auth_failed => CheckHostKeyIsAuthFailed,
     check_no_credentials_is_auth_failed => CheckNoCredentialsIsAuthFailed,
     check_everything_unreachable => CheckEverythingUnreachable,
+    wrong_name => WrongName,
 }
 
 /// Opens a connection to every site while the provider is being built.
@@ -508,9 +513,12 @@ mutants! {
     "fail-whole-declares-partial" &["LST-PARTIAL"] => || TemplateFixture::default().fail_whole().with_build(declares_partial);
     "partial-declares-fail-whole" &["LST-PARTIAL", "GEN-CANCEL"] => || TemplateFixture::default().with_build(declares_fail_whole);
     "list-unreadable-is-fatal" &["LST-UNREADABLE"] => || quirk(|q| q.list_unreadable_fatal = true);
+    "list-vanished-is-fatal" &["LST-UNREADABLE"] => || quirk(|q| q.list_vanished_fatal = true);
+    "partial-waits-for-every-site" &["LST-PARTIAL"] => || quirk(|q| q.list_waits_for_every_site = true);
     "list-truncates-created-at" &["LST-AGREES"] => || TemplateFixture::default().with_build(list_truncates_created_at);
     "cancel-is-permanent" &["GEN-CANCEL"] => || TemplateFixture::default().with_build(cancel_is_permanent);
     "error-without-provider-name" &["GEN-ERROR-NAME"] => || TemplateFixture::default().with_build(no_provider_name);
+    "name-is-not-the-configured-one" &["GEN-ERROR-NAME"] => || TemplateFixture::default().with_build(wrong_name);
     "logs-every-call-at-v0" &["GEN-LOGGING"] => || quirk(|q| q.log_calls_at_v0 = true);
     "no-call-spans" &["GEN-SPANS"] => || quirk(|q| q.no_call_spans = true);
     "call-spans-detached" &["GEN-SPANS"] => || quirk(|q| q.detached_call_spans = true);

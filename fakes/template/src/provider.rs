@@ -894,7 +894,12 @@ impl TemplateProvider {
         // A partial listing must come back before the caller's deadline with a silent
         // site named, so each site gets three quarters of the time left.
         let site_ctx = match ctx.remaining() {
-            Some(left) if !self.config.list_fail_whole => ctx.narrowed(left * 3 / 4),
+            Some(left)
+                if !self.config.list_fail_whole
+                    && !self.config.quirks.list_waits_for_every_site =>
+            {
+                ctx.narrowed(left * 3 / 4)
+            }
             _ => ctx.clone(),
         };
         let per_site = join_all(
@@ -961,7 +966,7 @@ impl TemplateProvider {
                     created_at: None,
                 },
                 Ok(_) => continue,
-                Err(f) if f.is_no_object() => continue,
+                Err(f) if f.is_no_object() && !q.list_vanished_fatal => continue,
                 Err(Failure::Backend(BackendError::Unreadable(what)))
                     if !q.list_unreadable_fatal =>
                 {

@@ -281,6 +281,7 @@ pub async fn chk_isolated(cx: &Cx) -> CheckResult {
     cx.get_ok(cx.p.as_ref(), &id, "Get before Check").await?;
     let conns = ops_conn(before);
     let Some(&op_conn) = conns.last() else {
+        cx.cleanup(std::slice::from_ref(&id)).await;
         return Err(CheckError::Harness(
             "Get made no backend call at the first location".into(),
         ));
@@ -289,6 +290,7 @@ pub async fn chk_isolated(cx: &Cx) -> CheckResult {
     let (h, _) = timed_check(cx, cx.timing.op_timeout).await?;
     let check_conns = ops_conn(before);
     if check_conns.is_empty() {
+        cx.cleanup(std::slice::from_ref(&id)).await;
         return Err(CheckError::Harness(
             "Check made no backend call at the first location that the observation hook could see, so its connections could not be told from the operations'".into(),
         ));
