@@ -1,0 +1,93 @@
+//! Check: every site at once, each on a connection of its own.
+
+use conformance::{Ctx, HealthReason, HostHealth};
+use futures_util::future::join_all;
+use tracing::Span;
+
+use crate::backend::{BackendError, Proc};
+
+use super::{CONTAINER_MISSING, Failure, Session, TemplateProvider};
+
+impl TemplateProvider {
+    pub(super) async fn check_op(&self, ctx: &Ctx, span: &Span) -> Vec<HostHealth> {
+        if self.config.quirks.check_sequential {
+            let mut out = Vec::new();
+            for site in &self.config.sites {
+                out.push(self.check_site(ctx, span, &site.name).await);
+            }
+            return out;
+        }
+        join_all(
+            self.config
+                .sites
+                .iter()
+                .map(|site| self.check_site(ctx, span, &site.name)),
+        )
+        .await
+    }
+
+    /// Checks one site on a connection of its own, closed afterwards.
+    pub(super) async fn check_site(&self, ctx: &Ctx, span: &Span, site: &str) -> HostHealth {
+        let mut details =
+            std::collections::BTreeMap::from([("location".to_owned(), site.to_owned())]);
+        let r: Result<(usize, u64), Failure> = async {
+            let s = if self.config.quirks.check_on_cached_connection {
+                self.session(ctx, span, site).await?
+            } else {
+                let conn = self.dial(ctx, span, site).await?;
+                Session {
+                    p: self,
+                    ctx,
+                    span,
+                    site,
+                    conn,
+                }
+            };
+            let own = !self.config.quirks.check_on_cached_connection;
+            let r = async {
+                let n = s.call(Proc::Ping, self.backend.ping(s.conn, site)).await?;
+                let free = s
+                    .call(Proc::Capacity, self.backend.capacity(s.conn, site))
+                    .await?;
+                Ok((n, free))
+            }
+            .await;
+            if own {
+                self.backend.close(site, s.conn);
+            }
+            r
+        }
+        .await;
+        let (ready, reason, message) = match r {
+            Ok((n, free)) => {
+                details.insert("instances".into(), n.to_string());
+                details.insert("freeBytes".into(), free.to_string());
+                (true, HealthReason::Ready, format!("{site} is ready"))
+            }
+            Err(f) => {
+                let reason = match &f {
+                    Failure::Interrupted(_) => HealthReason::Timeout,
+                    Failure::Backend(BackendError::AuthFailed) => HealthReason::AuthFailed,
+                    Failure::Backend(BackendError::HostKeyRejected) => {
+                        HealthReason::HostKeyRejected
+                    }
+                    Failure::Backend(BackendError::CredentialsMissing(_)) => {
+                        HealthReason::CredentialsUnavailable
+                    }
+                    Failure::Backend(BackendError::NoContainer(_)) => {
+                        HealthReason::Other(CONTAINER_MISSING.into())
+                    }
+                    Failure::Backend(_) => HealthReason::Unreachable,
+                };
+                (false, reason, format!("{site}: {f}"))
+            }
+        };
+        HostHealth {
+            location: site.to_owned(),
+            ready,
+            reason,
+            message,
+            details,
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! The template provider: Create, Get, Delete, ListByTag and Check over a
+//! [`SimBackend`], written the way a provider for a real backend should be.
+//!
+//! Everything the provider says to the backend goes through [`Session::call`], its one
+//! seam, which opens the `template.<procedure>` span, writes the V2 log line and runs
+//! the call under the context's deadline and token.
+//! Connections are cached per site and dialled lazily; operations on one name are
+//! serialised by a per-name lock and nothing else.
+
+mod check;
+mod create;
+mod delete;
+mod errors;
+mod get;
+mod list;
+mod session;
+mod state;
+
+pub use errors::{Failure, classify};
+use session::Session;
+use state::first_usable;
+pub use state::state_of;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use conformance::fixture::Verbosity;
+use conformance::{
+    BoxFuture, Checker, CreateRequest, Ctx, Error, ErrorKind, HostHealth, Instance, Listing, Op,
+    Profile, Provider, ProviderId,
+};
+use tracing::{Span, info, warn};
+
+use crate::backend::{ConnId, SimBackend};
+use crate::config::TemplateConfig;
+use crate::id::parse_id;
+use crate::locks::NameLocks;
+
+/// The cached connection of one site.
+#[derive(Default)]
+struct Slot {
+    conn: Mutex<Option<ConnId>>,
+    dialing: tokio::sync::Mutex<()>,
+}
+
+/// An in-memory provider over a [`SimBackend`].
+///
+/// Construction does no I/O: connections are dialled on first use, and the credential
+/// file of a site is read on every dial.
+pub struct TemplateProvider {
+    config: TemplateConfig,
+    backend: SimBackend,
+    /// One cached connection per configured site.
+    slots: HashMap<String, Slot>,
+    /// Per-name locks for Create and Delete.
+    locks: NameLocks,
+    /// Tokens kept after the first read; only the `credentials_read_once` mutant uses it.
+    tokens: Mutex<HashMap<String, String>>,
+    /// Creation times this process wrote; only the `created_at_in_memory` mutant uses it.
+    written: Mutex<HashMap<String, SystemTime>>,
+}
+
+impl fmt::Debug for TemplateProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TemplateProvider")
+            .field("name", &self.config.name)
+            .field("sites", &self.config.sites)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TemplateProvider {
+    /// A provider with `config` over `backend`. Does no I/O.
+    pub fn new(config: TemplateConfig, backend: SimBackend) -> TemplateProvider {
+        let slots = config
+            .sites
+            .iter()
+            .map(|s| (s.name.clone(), Slot::default()))
+            .collect();
+        TemplateProvider {
+            locks: NameLocks::default(),
+            config,
+            backend,
+            slots,
+            tokens: Mutex::default(),
+            written: Mutex::default(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &TemplateConfig {
+        &self.config
+    }
+
+    pub(super) fn verbosity(&self) -> Verbosity {
+        self.config.verbosity.get()
+    }
+
+    pub(super) fn error(&self, op: Op, kind: ErrorKind, message: impl Into<String>) -> Error {
+        Error::new(self.config.name.as_str(), op, kind, message)
+    }
+
+    pub(super) fn fail(&self, op: Op, what: impl Into<String>, f: Failure) -> Error {
+        classify(&self.config.name, op, what.into(), f)
+    }
+
+    /// Logs an operation's outcome: one info line at V1 and above on success, one
+    /// warning on failure at every tier.
+    pub(super) fn outcome<T>(&self, span: &Span, op: Op, r: &Result<T, Error>) {
+        match r {
+            Ok(_) if self.verbosity() >= Verbosity::V1 => {
+                info!(parent: span, op = op.as_str(), "succeeded")
+            }
+            Ok(_) => {}
+            Err(e) => {
+                warn!(parent: span, op = op.as_str(), kind = e.kind().name(), error = %e, "failed")
+            }
+        }
+    }
+
+    pub(super) fn lock_key(&self, site: &str, name: &str) -> String {
+        if self.config.quirks.global_lock {
+            String::from("*")
+        } else {
+            format!("{site}/{name}")
+        }
+    }
+
+    /// Parses an ID: malformed → Permanent.
+    pub(super) fn locate<'i>(
+        &self,
+        op: Op,
+        id: &'i ProviderId,
+    ) -> Result<(&'i str, &'i str), Error> {
+        parse_id(id).ok_or_else(|| self.error(op, ErrorKind::Permanent, "malformed instance id"))
+    }
+}
+
+/// The health reason the template provider adds: the site's volume store is gone.
+pub const CONTAINER_MISSING: &str = "ContainerMissing";
+
+impl Provider for TemplateProvider {
+    fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    fn profile(&self) -> Profile {
+        self.config.profile()
+    }
+
+    fn create<'a>(
+        &'a self,
+        ctx: &'a Ctx,
+        req: &'a CreateRequest,
+    ) -> BoxFuture<'a, conformance::Result<ProviderId>> {
+        let span = tracing::info_span!(parent: ctx.span(), "template.create", name = %req.name, placement = %req.placement);
+        Box::pin(async move {
+            let r = self.create_op(ctx, &span, req).await;
+            self.outcome(&span, Op::Create, &r);
+            r
+        })
+    }
+
+    fn get<'a>(
+        &'a self,
+        ctx: &'a Ctx,
+        id: &'a ProviderId,
+    ) -> BoxFuture<'a, conformance::Result<Instance>> {
+        let span = tracing::info_span!(parent: ctx.span(), "template.get", id = %id);
+        Box::pin(async move {
+            let r = self.get_op(ctx, &span, id).await;
+            self.outcome(&span, Op::Get, &r);
+            r
+        })
+    }
+
+    fn delete<'a>(
+        &'a self,
+        ctx: &'a Ctx,
+        id: &'a ProviderId,
+    ) -> BoxFuture<'a, conformance::Result<()>> {
+        let span = tracing::info_span!(parent: ctx.span(), "template.delete", id = %id);
+        Box::pin(async move {
+            let r = self.delete_op(ctx, &span, id).await;
+            self.outcome(&span, Op::Delete, &r);
+            r
+        })
+    }
+
+    fn list_by_tag<'a>(
+        &'a self,
+        ctx: &'a Ctx,
+        tag: &'a str,
+    ) -> BoxFuture<'a, conformance::Result<Listing>> {
+        let span = tracing::info_span!(parent: ctx.span(), "template.list_by_tag", tag = %tag);
+        Box::pin(async move {
+            let r = self.list_op(ctx, &span, tag).await;
+            self.outcome(&span, Op::ListByTag, &r);
+            r
+        })
+    }
+
+    fn checker(&self) -> Option<&dyn Checker> {
+        Some(self)
+    }
+}
+
+impl Checker for TemplateProvider {
+    fn check<'a>(&'a self, ctx: &'a Ctx) -> BoxFuture<'a, Vec<HostHealth>> {
+        let span = tracing::info_span!(parent: ctx.span(), "template.check");
+        Box::pin(async move {
+            let out = self.check_op(ctx, &span).await;
+            let ok: Result<(), Error> = Ok(());
+            self.outcome(&span, Op::Check, &ok);
+            out
+        })
+    }
+
+    fn extra_reasons(&self) -> &'static [&'static str] {
+        &[CONTAINER_MISSING]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// A provider over a fresh backend with every site's credential files written.
+    fn provider(dir: &std::path::Path) -> (TemplateProvider, SimBackend) {
+        let backend = SimBackend::new(&crate::backend::BackendConfig::default());
+        let config = TemplateConfig::new(dir);
+        for s in &config.sites {
+            std::fs::write(
+                config.token_file(&s.name),
+                crate::backend::initial_token(&s.name),
+            )
+            .unwrap();
+            std::fs::write(
+                config.known_host_file(&s.name),
+                crate::backend::initial_identity(&s.name),
+            )
+            .unwrap();
+        }
+        (TemplateProvider::new(config, backend.clone()), backend)
+    }
+
+    #[tokio::test]
+    async fn check_names_why_a_site_is_not_ready() {
+        let dir = tempfile::tempdir().unwrap();
+        let (p, backend) = provider(dir.path());
+        let ctx = Ctx::with_timeout(Duration::from_secs(5));
+        let reasons = |h: Vec<HostHealth>| {
+            h.into_iter()
+                .map(|x| x.reason.to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(reasons(p.check(&ctx).await), ["Ready", "Ready"]);
+        std::fs::remove_file(p.config().token_file("site-a")).unwrap();
+        backend.set_token("site-b", "rotated".into()).unwrap();
+        assert_eq!(
+            reasons(p.check(&ctx).await),
+            ["CredentialsUnavailable", "AuthFailed"]
+        );
+        backend
+            .set_token("site-b", crate::backend::initial_token("site-b"))
+            .unwrap();
+        backend.remove_container("site-b").unwrap();
+        let h = p.check(&ctx).await;
+        assert_eq!(h[1].reason.as_str(), CONTAINER_MISSING);
+        assert!(p.extra_reasons().contains(&CONTAINER_MISSING));
+    }
+
+    #[tokio::test]
+    async fn construction_does_no_io_and_the_first_call_dials_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (p, backend) = provider(dir.path());
+        assert!(backend.calls().is_empty());
+        let ctx = Ctx::with_timeout(Duration::from_secs(5));
+        p.list_by_tag(&ctx, "t").await.unwrap();
+        p.list_by_tag(&ctx, "t").await.unwrap();
+        assert_eq!((backend.dials("site-a"), backend.dials("site-b")), (1, 1));
+    }
+}

@@ -1,0 +1,201 @@
+//! The seam: one operation's view of one site, its connection, and the decorator
+//! every backend call runs through (span, V2 line, deadline and token).
+
+use std::future::Future;
+
+use conformance::Ctx;
+use conformance::fixture::Verbosity;
+use tracing::{Instrument, Span, debug, info};
+
+use crate::backend::{BackendError, ConnId, Proc};
+
+use super::{Failure, Slot, TemplateProvider};
+
+/// One operation's view of one site: the context, the operation span and the
+/// connection every call of the operation at that site uses.
+pub(super) struct Session<'a> {
+    pub(super) p: &'a TemplateProvider,
+    pub(super) ctx: &'a Ctx,
+    pub(super) span: &'a Span,
+    pub(super) site: &'a str,
+    pub(super) conn: ConnId,
+}
+
+impl Session<'_> {
+    /// The seam: runs one backend call with its span, its log line and the deadline.
+    pub(super) async fn call<T>(
+        &self,
+        proc: Proc,
+        fut: impl Future<Output = Result<T, BackendError>>,
+    ) -> Result<T, Failure> {
+        let r = self
+            .p
+            .instrumented(self.ctx, self.span, self.site, proc, fut)
+            .await;
+        if matches!(r, Err(Failure::Backend(BackendError::Closed))) {
+            self.p.forget(self.site, self.conn);
+        }
+        r
+    }
+
+    /// A read that changes nothing: a busy answer is retried once before it counts.
+    pub(super) async fn read<T, Fut>(&self, proc: Proc, fut: impl Fn() -> Fut) -> Result<T, Failure>
+    where
+        Fut: Future<Output = Result<T, BackendError>>,
+    {
+        match self.call(proc, fut()).await {
+            Err(Failure::Backend(BackendError::Busy(_))) => self.call(proc, fut()).await,
+            r => r,
+        }
+    }
+}
+
+macro_rules! call_span {
+    ($parent:expr, $proc:expr, $site:expr; $($p:ident => $n:literal),* $(,)?) => {
+        match $proc {
+            $(Proc::$p => tracing::debug_span!(parent: $parent, $n, site = $site),)*
+        }
+    };
+}
+
+impl TemplateProvider {
+    /// Runs one backend call under `span` with its own child span and V2 line.
+    pub(super) async fn instrumented<T>(
+        &self,
+        ctx: &Ctx,
+        op_span: &Span,
+        site: &str,
+        proc: Proc,
+        fut: impl Future<Output = Result<T, BackendError>>,
+    ) -> Result<T, Failure> {
+        let q = self.config.quirks;
+        let parent = if q.detached_call_spans {
+            None
+        } else {
+            op_span.id()
+        };
+        let span = if q.no_call_spans {
+            Span::none()
+        } else {
+            call_span!(parent, proc, site;
+                Dial => "template.dial", Lookup => "template.lookup",
+                Define => "template.define", CreateDisk => "template.create_disk",
+                CreateSeed => "template.create_seed", Start => "template.start",
+                Addresses => "template.addresses", Stop => "template.stop",
+                Undefine => "template.undefine", DeleteDisk => "template.delete_disk",
+                DeleteSeed => "template.delete_seed", List => "template.list",
+                ReadMark => "template.read_mark", Capacity => "template.capacity",
+                Ping => "template.ping",
+            )
+        };
+        let line_parent = if q.no_call_spans || q.detached_call_spans {
+            op_span
+        } else {
+            &span
+        };
+        if q.log_calls_at_v0 {
+            info!(parent: line_parent, site, call = proc.as_str(), "backend call");
+        } else if self.verbosity() >= Verbosity::V2 {
+            debug!(parent: line_parent, site, call = proc.as_str(), "backend call");
+        }
+        match ctx.run(fut.instrument(span)).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(Failure::Backend(e)),
+            Err(i) => Err(Failure::Interrupted(i)),
+        }
+    }
+
+    pub(super) fn slot(&self, site: &str) -> &Slot {
+        &self.slots[site]
+    }
+
+    pub(super) fn forget(&self, site: &str, conn: ConnId) {
+        let mut c = self
+            .slot(site)
+            .conn
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if *c == Some(conn) {
+            *c = None;
+        }
+    }
+
+    /// Reads the credential token of `site` from its file (on every dial).
+    pub(super) fn read_token(&self, site: &str) -> Result<String, BackendError> {
+        if self.config.quirks.credentials_read_once
+            && let Some(t) = self
+                .tokens
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(site)
+        {
+            return Ok(t.clone());
+        }
+        let path = self.config.token_file(site);
+        let token = std::fs::read_to_string(&path)
+            .map(|t| t.trim().to_owned())
+            .map_err(|_| BackendError::CredentialsMissing(path.display().to_string()))?;
+        if self.config.quirks.credentials_read_once {
+            self.tokens
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(site.to_owned(), token.clone());
+        }
+        Ok(token)
+    }
+
+    /// Reads the identity `site` is trusted to present from its file (on every dial).
+    pub(super) fn read_known_host(&self, site: &str) -> Result<String, BackendError> {
+        let path = self.config.known_host_file(site);
+        std::fs::read_to_string(&path)
+            .map(|t| t.trim().to_owned())
+            .map_err(|_| BackendError::CredentialsMissing(path.display().to_string()))
+    }
+
+    /// Opens a fresh connection to `site`.
+    pub(super) async fn dial(&self, ctx: &Ctx, span: &Span, site: &str) -> Result<ConnId, Failure> {
+        let token = self.read_token(site)?;
+        let trusted = self.read_known_host(site)?;
+        let dial = self.backend.dial(site, &token, &trusted);
+        self.instrumented(ctx, span, site, Proc::Dial, dial).await
+    }
+
+    /// The cached connection to `site`, dialled if there is none.
+    pub(super) async fn session<'a>(
+        &'a self,
+        ctx: &'a Ctx,
+        span: &'a Span,
+        site: &'a str,
+    ) -> Result<Session<'a>, Failure> {
+        let slot = self.slot(site);
+        let cached = *slot.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let conn = match cached {
+            Some(c) => c,
+            None => {
+                let _dialing = ctx.run(slot.dialing.lock()).await?;
+                let again = *slot.conn.lock().unwrap_or_else(|e| e.into_inner());
+                match again {
+                    Some(c) => c,
+                    None => {
+                        // Dialling changes nothing, so a busy answer is retried once.
+                        let c = match self.dial(ctx, span, site).await {
+                            Err(Failure::Backend(BackendError::Busy(_))) => {
+                                self.dial(ctx, span, site).await?
+                            }
+                            r => r?,
+                        };
+                        *slot.conn.lock().unwrap_or_else(|e| e.into_inner()) = Some(c);
+                        c
+                    }
+                }
+            }
+        };
+        Ok(Session {
+            p: self,
+            ctx,
+            span,
+            site,
+            conn,
+        })
+    }
+}
