@@ -226,25 +226,11 @@ fn ser_time<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Erro
     s.serialize_str(&rfc3339(*t))
 }
 
-/// Formats a time as RFC 3339 in UTC with second precision.
+/// Formats a time as RFC 3339 in UTC to the second (`2026-12-02T00:00:00Z`); a
+/// fraction of a second is dropped.
 pub fn rfc3339(t: SystemTime) -> String {
-    let secs = t
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    let (h, m, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
-    // Civil-from-days, proleptic Gregorian calendar.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(mo <= 2);
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}Z")
+    let ts = jiff::Timestamp::try_from(t).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+    format!("{ts:.0}")
 }
 
 /// Counts of outcomes.
@@ -481,5 +467,7 @@ mod tests {
         assert_eq!(rfc3339(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00Z");
         let leap = SystemTime::UNIX_EPOCH + Duration::from_secs(951_782_400 + 3661);
         assert_eq!(rfc3339(leap), "2000-02-29T01:01:01Z");
+        let fraction = t + Duration::from_millis(999);
+        assert_eq!(rfc3339(fraction), "2026-12-02T00:00:00Z");
     }
 }

@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use crate::error::{VirError, code, domain};
 use crate::state::{NVRAM_DIR, State, auto_ip, check_flags, mac_for};
+use crate::storage::Volume;
 use crate::types::{
     AddressSource, DomainInfo, DomainRef, DomainState, Interface, IpAddr, MetadataEntry, flags,
     reason,
@@ -223,17 +224,10 @@ impl State {
         if d.active() {
             return Err(VirError::domain_already_running());
         }
-        if let Some(missing) = d
-            .config
-            .parsed
-            .disk_files
-            .iter()
-            .find(|f| self.is_missing_pool_file(f))
-        {
-            return Err(VirError::no_such_file(
-                domain::QEMU,
-                format!("Cannot access storage file '{missing}'"),
-            ));
+        if let Err(e) = self.check_files(d) {
+            let d = self.dom_mut(h)?;
+            d.reason = reason::SHUTOFF_FAILED;
+            return Err(e);
         }
         let d = self.dom_mut(h)?;
         d.live = Some(d.config.clone());
@@ -821,14 +815,66 @@ impl State {
         uuid.is_some_and(|u| self.domains.remove(&u).is_some())
     }
 
-    /// Whether `path` lies directly in a pool's directory without being one
-    /// of its volumes (files elsewhere are not the fake's to judge).
-    fn is_missing_pool_file(&self, path: &str) -> bool {
-        let Some((dir, name)) = path.rsplit_once('/') else {
-            return false;
-        };
+    /// The volume whose file is `path`, in whichever pool holds it.
+    fn volume_at(&self, path: &str) -> Option<&Volume> {
+        let (dir, name) = path.rsplit_once('/')?;
         self.pools
             .values()
-            .any(|p| p.path.trim_end_matches('/') == dir && !p.volumes.contains_key(name))
+            .filter(|p| p.path.trim_end_matches('/') == dir)
+            .find_map(|p| p.volumes.get(name))
+    }
+
+    /// Whether a file exists on the fake's host. Its file system holds the
+    /// pools' volumes, the NVRAM files of domains and the firmware the host
+    /// offers, and nothing else: a path elsewhere is missing, as it would be
+    /// on a host where nobody put it.
+    fn file_exists(&self, path: &str) -> bool {
+        self.volume_at(path).is_some()
+            || self.nvram_files.contains(path)
+            || self.host.uefi_firmware.iter().any(|f| f == path)
+            || self.host.uefi_vars.iter().any(|f| f == path)
+    }
+
+    /// What a start finds missing before QEMU runs, as libvirt 11.3 reports
+    /// it (measured by the fidelity comparison): a disk file, a file in a
+    /// disk's backing chain, or the template of an NVRAM file not made yet.
+    fn check_files(&self, d: &Domain) -> Result<(), VirError> {
+        let parsed = &d.config.parsed;
+        for disk in &parsed.disk_files {
+            if !self.file_exists(disk) {
+                return Err(VirError::no_such_file(
+                    domain::STORAGE,
+                    format!("Cannot access storage file '{disk}'"),
+                ));
+            }
+            // A chain longer than libvirt's limit of 200 would be refused
+            // as well; a cycle cannot be built through volume creation.
+            let mut parent = disk.as_str();
+            let mut backing = self.volume_at(disk).and_then(|v| v.backing_path.as_deref());
+            for _ in 0..200 {
+                let Some(b) = backing else { break };
+                let Some(v) = self.volume_at(b) else {
+                    return Err(VirError::no_such_file(
+                        domain::STORAGE,
+                        format!(
+                            "Cannot access backing file '{b}' of storage file '{parent}' \
+                             (as uid:0, gid:0)"
+                        ),
+                    ));
+                };
+                parent = b;
+                backing = v.backing_path.as_deref();
+            }
+        }
+        if let (Some(template), Some(nvram)) = (&parsed.nvram_template, d.nvram_path())
+            && !self.nvram_files.contains(&nvram)
+            && !self.file_exists(template)
+        {
+            return Err(VirError::no_such_file(
+                domain::QEMU,
+                format!("Failed to open file '{template}'"),
+            ));
+        }
+        Ok(())
     }
 }

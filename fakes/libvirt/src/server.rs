@@ -18,17 +18,18 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use libvirt_wire::{
     AuthListRet, AuthPolkitRet, AuthType, CallArgs, ConnectGetCapabilitiesRet,
-    ConnectGetHostnameRet, ConnectGetLibVersionRet, ConnectGetUriRet, ConnectListAllDomainsRet,
-    ConnectListAllStoragePoolsRet, ConnectSupportsFeatureRet, DomainCreateWithFlagsRet,
-    DomainDefineXmlFlagsRet, DomainDefineXmlRet, DomainGetInfoRet, DomainGetMetadataRet,
-    DomainGetStateRet, DomainGetXmlDescRet, DomainInterface, DomainInterfaceAddressesRet,
-    DomainIpAddr, DomainLookupByNameRet, DomainLookupByUuidRet, Encode, ErrorCode, ErrorDomain,
-    ErrorLevel, Header, InterfaceGetXmlDescRet, InterfaceLookupByNameRet, IsActiveRet,
-    KEEPALIVE_PING, KEEPALIVE_PONG, KEEPALIVE_PROGRAM, MessageType, Packet, REMOTE_PROGRAM,
-    REMOTE_VERSION, RemoteError, Status, StoragePoolDefineXmlRet, StoragePoolGetInfoRet,
-    StoragePoolGetXmlDescRet, StoragePoolListAllVolumesRet, StoragePoolLookupByNameRet,
-    StorageVolCreateXmlRet, StorageVolGetInfoRet, StorageVolGetPathRet, StorageVolLookupByNameRet,
-    WireError, encode_error_reply, encode_packet, encode_reply,
+    ConnectGetHostnameRet, ConnectGetLibVersionRet, ConnectGetUriRet, ConnectGetVersionRet,
+    ConnectListAllDomainsRet, ConnectListAllStoragePoolsRet, ConnectSupportsFeatureRet,
+    DomainCreateWithFlagsRet, DomainDefineXmlFlagsRet, DomainDefineXmlRet, DomainGetInfoRet,
+    DomainGetMetadataRet, DomainGetStateRet, DomainGetXmlDescRet, DomainInterface,
+    DomainInterfaceAddressesRet, DomainIpAddr, DomainLookupByNameRet, DomainLookupByUuidRet,
+    Encode, ErrorCode, ErrorDomain, ErrorLevel, Header, InterfaceGetXmlDescRet,
+    InterfaceLookupByNameRet, IsActiveRet, KEEPALIVE_PING, KEEPALIVE_PONG, KEEPALIVE_PROGRAM,
+    MessageType, Packet, REMOTE_PROGRAM, REMOTE_VERSION, RemoteError, Status,
+    StoragePoolDefineXmlRet, StoragePoolGetInfoRet, StoragePoolGetXmlDescRet,
+    StoragePoolListAllVolumesRet, StoragePoolLookupByNameRet, StorageVolCreateXmlRet,
+    StorageVolGetInfoRet, StorageVolGetPathRet, StorageVolLookupByNameRet, WireError,
+    encode_error_reply, encode_packet, encode_reply,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::UnixListener;
@@ -523,6 +524,12 @@ async fn dispatch(
             h,
             &ConnectGetUriRet {
                 uri: c.get_uri().await?,
+            },
+        ),
+        CallArgs::ConnectGetVersion(()) => reply(
+            h,
+            &ConnectGetVersionRet {
+                hv_ver: c.get_version().await?,
             },
         ),
         CallArgs::ConnectGetLibVersion(()) => reply(

@@ -44,6 +44,9 @@ pub struct HostConfig {
     /// `ConnectGetDomainCapabilities` lists as loaders (and `efi` among the
     /// firmware kinds); empty when no OVMF is installed.
     pub uefi_firmware: Vec<String>,
+    /// The NVRAM templates that come with that firmware: files a domain's
+    /// `<nvram template=…>` may name.
+    pub uefi_vars: Vec<String>,
     /// The host's network interfaces as libvirt's interface driver (the
     /// udev backend) reports them; `None` when the host has no interface
     /// driver, and every interface call fails with `VIR_ERR_NO_SUPPORT`.
@@ -71,6 +74,7 @@ impl Default for HostConfig {
             auth_types: vec![0],
             capabilities: default_capabilities(),
             uefi_firmware: vec!["/usr/share/OVMF/OVMF_CODE_4M.fd".into()],
+            uefi_vars: vec!["/usr/share/OVMF/OVMF_VARS_4M.fd".into()],
             interfaces: Some(vec![HostInterface::bridge("br0")]),
             upload_keep_limit: 1 << 20,
             agent_boot_delay: Duration::ZERO,

@@ -66,6 +66,8 @@ pub mod reason {
     pub const SHUTOFF_SHUTDOWN: i32 = 1;
     /// `VIR_DOMAIN_SHUTOFF_DESTROYED`.
     pub const SHUTOFF_DESTROYED: i32 = 2;
+    /// `VIR_DOMAIN_SHUTOFF_FAILED` (a start failed).
+    pub const SHUTOFF_FAILED: i32 = 6;
 }
 
 /// libvirt flag values the fake interprets.

@@ -23,6 +23,8 @@ pub(crate) struct ParsedDomain {
     pub(crate) uefi: bool,
     /// The `<nvram>` path, when the document names one.
     pub(crate) nvram_path: Option<String>,
+    /// The `<nvram template=…>` a first start copies the NVRAM file from.
+    pub(crate) nvram_template: Option<String>,
     /// A virtio channel named `org.qemu.guest_agent.0`.
     pub(crate) agent_channel: bool,
     pub(crate) max_mem_kib: u64,
@@ -320,6 +322,7 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
     let mut uuid = None;
     let mut uefi = false;
     let mut nvram_path = None;
+    let mut nvram_template = None;
     let mut agent_channel = false;
     let mut max_mem_kib = 0;
     let mut memory_kib = None;
@@ -368,7 +371,10 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
                     ("domain", "os", "loader") if attr(e, "type").as_deref() == Some("pflash") => {
                         uefi = true;
                     }
-                    ("domain", "os", "nvram") => uefi = true,
+                    ("domain", "os", "nvram") => {
+                        uefi = true;
+                        nvram_template = attr(e, "template");
+                    }
                     ("devices", "disk", "source") => {
                         if let Some(f) = attr(e, "file") {
                             disk_files.push(f);
@@ -516,6 +522,7 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
         uuid,
         uefi,
         nvram_path,
+        nvram_template,
         agent_channel,
         max_mem_kib,
         memory_kib: memory_kib.unwrap_or(max_mem_kib),

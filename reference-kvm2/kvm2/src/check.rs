@@ -1,5 +1,6 @@
 //! Check: every host concurrently, each on a fresh connection of its own (never
-//! the operations' one): library version, hostname, pool lookup and info.
+//! the operations' one): library and hypervisor versions, hostname, pool lookup
+//! and info.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -30,6 +31,11 @@ fn unhealthy(host: &HostConfig, reason: HealthReason, message: String) -> HostHe
         message,
         details,
     }
+}
+
+/// A libvirt-encoded version (major·10⁶ + minor·10³ + micro) as `major.minor.micro`.
+fn dotted_version(v: u64) -> String {
+    format!("{}.{}.{}", v / 1_000_000, v / 1000 % 1000, v % 1000)
 }
 
 /// The health reason for a failure before the pool was reached.
@@ -64,20 +70,15 @@ impl Kvm2 {
                 let step = |f: Failure| (reason_of(&f), f.to_string());
                 let version = rpc!(s, "ConnectGetLibVersion", |c| c.connect_get_lib_version())
                     .map_err(step)?;
+                let hypervisor =
+                    rpc!(s, "ConnectGetVersion", |c| c.connect_get_version()).map_err(step)?;
                 let hostname =
                     rpc!(s, "ConnectGetHostname", |c| c.connect_get_hostname()).map_err(step)?;
                 let mut details = BTreeMap::new();
                 details.insert("user".to_owned(), host.user.clone());
                 details.insert("hostname".to_owned(), hostname);
-                details.insert(
-                    "libvirtVersion".to_owned(),
-                    format!(
-                        "{}.{}.{}",
-                        version / 1_000_000,
-                        version / 1000 % 1000,
-                        version % 1000
-                    ),
-                );
+                details.insert("libvirtVersion".to_owned(), dotted_version(version));
+                details.insert("hypervisorVersion".to_owned(), dotted_version(hypervisor));
                 let pool_name = i.config.pool.as_str();
                 details.insert("pool".to_owned(), pool_name.to_owned());
                 let pool = match rpc!(s, "StoragePoolLookupByName", |c| c
@@ -179,6 +180,13 @@ impl Checker for Kvm2 {
 mod tests {
     use super::*;
     use rstest::rstest;
+
+    #[test]
+    fn versions_read_as_major_minor_micro() {
+        assert_eq!(dotted_version(11_003_000), "11.3.0");
+        assert_eq!(dotted_version(10_000_002), "10.0.2");
+        assert_eq!(dotted_version(9_010_011), "9.10.11");
+    }
 
     #[rstest]
     #[case(Failure::Dial(DialError::Timeout), "Timeout")]

@@ -204,7 +204,7 @@ impl Default for Sizes {
     }
 }
 
-/// Deadlines, written as `500ms`, `10s`, `5m` or `1h`.
+/// Deadlines, written as Go writes durations: `500ms`, `90s`, `1m30s`, `1.5h`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Timeouts {
@@ -244,19 +244,15 @@ impl Default for Timeouts {
     }
 }
 
-/// Parses `10s`-style durations.
-pub fn parse_duration(s: &str) -> Option<Duration> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit())?;
-    let (num, unit) = s.split_at(split);
-    let n: u64 = num.parse().ok()?;
-    match unit.trim() {
-        "ms" => Some(Duration::from_millis(n)),
-        "s" => Some(Duration::from_secs(n)),
-        "m" => Some(Duration::from_secs(n.checked_mul(60)?)),
-        "h" => Some(Duration::from_secs(n.checked_mul(3600)?)),
-        _ => None,
-    }
+/// Parses a duration as Go writes them (`90s`, `1m30s`, `1.5h`, `500ms`), with
+/// units from `ns` to `h` (jiff's friendly format, which also reads ISO 8601's
+/// `PT1M30S`). A bare number has no unit and is refused, as is a negative duration.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let d: jiff::SignedDuration = s
+        .trim()
+        .parse()
+        .map_err(|e| format!("invalid duration {s:?} (write it as 90s, 1m30s or 1.5h): {e}"))?;
+    Duration::try_from(d).map_err(|_| format!("invalid duration {s:?}: must not be negative"))
 }
 
 mod duration {
@@ -266,11 +262,7 @@ mod duration {
 
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let s = String::deserialize(d)?;
-        super::parse_duration(&s).ok_or_else(|| {
-            serde::de::Error::custom(format!(
-                "invalid duration {s:?}; expected a number with ms, s, m or h"
-            ))
-        })
+        super::parse_duration(&s).map_err(serde::de::Error::custom)
     }
 }
 
@@ -306,8 +298,7 @@ impl Config {
             };
             let mut timeouts = Timeouts::default();
             if let Some(t) = get("TIMEOUT") {
-                timeouts.create = parse_duration(&t)
-                    .ok_or_else(|| err("KVM2_TEST_TIMEOUT", format!("invalid duration {t:?}")))?;
+                timeouts.create = parse_duration(&t).map_err(|e| err("KVM2_TEST_TIMEOUT", e))?;
             }
             let port = match get("PORT") {
                 Some(p) => p
@@ -600,9 +591,29 @@ kvm2:
     #[case("10s", Some(Duration::from_secs(10)))]
     #[case("5m", Some(Duration::from_secs(300)))]
     #[case("1h", Some(Duration::from_secs(3600)))]
+    #[case("90s", Some(Duration::from_secs(90)))]
+    #[case("1m30s", Some(Duration::from_secs(90)))]
+    #[case("1.5h", Some(Duration::from_secs(5400)))]
+    #[case("2h45m0.5s", Some(Duration::from_millis(9_900_500)))]
+    #[case("300us", Some(Duration::from_micros(300)))]
     #[case("10", None)]
     #[case("s", None)]
+    #[case("-5m", None)]
+    #[case("5 fortnights", None)]
     fn durations(#[case] text: &str, #[case] want: Option<Duration>) {
-        assert_eq!(parse_duration(text), want);
+        assert_eq!(parse_duration(text).ok(), want, "{text}");
+    }
+
+    /// Go's forms load from the file; a bad one names its field and says how to
+    /// write it.
+    #[test]
+    fn go_durations_load_and_a_bad_one_is_explained() {
+        let c = Config::from_yaml(&GOOD.replacen("create: 6m", "create: 1m30s\n    rpc: 1.5h", 1))
+            .unwrap();
+        assert_eq!(c.timeouts.create, Duration::from_secs(90));
+        assert_eq!(c.timeouts.rpc, Duration::from_secs(5400));
+        let e = Config::from_yaml(&GOOD.replacen("create: 6m", "create: 6", 1)).unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("\"6\"") && text.contains("1m30s"), "{text}");
     }
 }

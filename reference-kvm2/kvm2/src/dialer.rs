@@ -132,11 +132,22 @@ impl Default for SshDialer {
 impl Dialer for SshDialer {
     fn dial<'a>(&'a self, host: &'a HostConfig) -> BoxFuture<'a, Result<Stream, DialError>> {
         Box::pin(async move {
-            let (Some(key), Some(known)) = (&host.key_file, &host.known_hosts_file) else {
-                return Err(DialError::CredentialsUnavailable(format!(
-                    "host {} has no key file or known_hosts file configured",
-                    host.name
-                )));
+            let (key, known) = match (&host.key_file, &host.known_hosts_file) {
+                (Some(key), Some(known)) => (key, known),
+                (None, _) => {
+                    return Err(DialError::CredentialsUnavailable(format!(
+                        "host {} has no key file: set {}",
+                        host.name,
+                        field(host, "keyFile")
+                    )));
+                }
+                (_, None) => {
+                    return Err(DialError::CredentialsUnavailable(format!(
+                        "host {} has no known_hosts file: set {}",
+                        host.name,
+                        field(host, "knownHostsFile")
+                    )));
+                }
             };
             let mut target = libvirt_ssh::SshTarget::new(
                 host.address.clone(),
@@ -151,7 +162,15 @@ impl Dialer for SshDialer {
                 Ok(stream) => Ok(Box::new(stream) as Stream),
                 Err(e) => {
                     use libvirt_ssh::SshErrorKind as K;
-                    let msg = e.to_string();
+                    let mut msg = e.to_string();
+                    // Name the configuration field behind a file that is not there.
+                    if e.kind() == K::CredentialsUnavailable {
+                        if !key.is_file() {
+                            msg.push_str(&format!(" (the {})", field(host, "keyFile")));
+                        } else if !known.is_file() {
+                            msg.push_str(&format!(" (the {})", field(host, "knownHostsFile")));
+                        }
+                    }
                     Err(match e.kind() {
                         K::AuthFailed => DialError::AuthFailed(msg),
                         K::HostKeyRejected => DialError::HostKeyRejected(msg),
@@ -165,6 +184,11 @@ impl Dialer for SshDialer {
             }
         })
     }
+}
+
+/// A host's configuration field as an operator finds it in the file.
+fn field(host: &HostConfig, name: &str) -> String {
+    format!("{name} of host {} in the kvm2 configuration", host.name)
 }
 
 #[cfg(test)]
@@ -227,8 +251,36 @@ mod ssh_tests {
             .expect("the rotated key is used without a restart");
 
         // A missing known_hosts file means the secret is not mounted yet.
-        let missing = host(server.port(), key, dir.path().join("absent"));
+        let missing = host(server.port(), key.clone(), dir.path().join("absent"));
         let e = dialer.dial(&missing).await.err().expect("no known_hosts");
         assert!(matches!(e, DialError::CredentialsUnavailable(_)), "{e}");
+        let absent = dir.path().join("absent").display().to_string();
+        let text = e.to_string();
+        assert!(
+            text.contains(&absent)
+                && text.contains("knownHostsFile of host h1 in the kvm2 configuration"),
+            "{text}"
+        );
+        // A missing key file names the file and its field.
+        let no_key = host(server.port(), dir.path().join("no_key"), known.clone());
+        let e = dialer.dial(&no_key).await.err().expect("no key file");
+        let text = e.to_string();
+        assert!(
+            text.contains(&dir.path().join("no_key").display().to_string())
+                && text.contains("keyFile of host h1 in the kvm2 configuration"),
+            "{text}"
+        );
+        let mut unset = host(server.port(), key.clone(), known);
+        unset.key_file = None;
+        let e = dialer
+            .dial(&unset)
+            .await
+            .err()
+            .expect("no key file configured");
+        assert!(
+            matches!(e, DialError::CredentialsUnavailable(_))
+                && e.to_string().contains("set keyFile of host h1"),
+            "{e}"
+        );
     }
 }

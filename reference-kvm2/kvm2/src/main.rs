@@ -6,56 +6,118 @@
 //!   the real hosts of a configuration file.
 //! - `kvm2 check|preflight|create|get|delete|list --config FILE` drive the
 //!   provider against the hosts of a configuration file, over SSH, for
-//!   manual use and for checking a host before anything touches it.
+//!   manual use and for checking a host before anything touches it
+//!   (`KVM2_CONFIG` names the file when `--config` is not given).
+//! - `kvm2 completions SHELL` prints shell completions; `kvm2 --version` the
+//!   version and the git commit it was built from.
 
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
-use conformance::{CloudInit, CreateRequest, Ctx, Provider, ProviderId};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
+use conformance::fixture::Fixture;
+use conformance::suite::cli::{RunArgs, Secs, SuiteArgs, SuiteCommand};
+use conformance::{CloudInit, CreateRequest, Ctx, ErrorKind, Provider, ProviderId};
 use kvm2::{Config, Kvm2, SshDialer};
 use libvirt_wire::ErrorCode;
 
-/// What the manual commands accept; `conformance` is passed on to the suite's
-/// own parser before this one runs.
+/// `kvm2 --version`: the package version and the commit it was built from.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("KVM2_GIT_COMMIT"),
+    ")"
+);
+
+/// Exit code of a manual command whose answer is negative: a host not ready
+/// (check, preflight), a preflight check failed, a host unreachable (list).
+const EXIT_NOT_READY: u8 = 1;
+/// Exit code for bad arguments, or a configuration or user-data file that
+/// cannot be read or is invalid.
+const EXIT_USAGE: u8 = 2;
+
+/// The exit code of a manual command that failed with an error of `kind`.
+fn exit_code_of(kind: &ErrorKind) -> u8 {
+    match kind {
+        ErrorKind::NotFound => 3,
+        ErrorKind::Transient => 4,
+        ErrorKind::Permanent => 5,
+        ErrorKind::QuotaExceeded(_) => 6,
+    }
+}
+
+const EXIT_CODES_HELP: &str = "Exit codes of check, preflight, create, get, delete and list: \
+0 success, 1 a host is not ready, a preflight check failed or a host could not be listed, \
+2 bad arguments or an unusable configuration file, 3 NotFound, 4 Transient (retrying may \
+succeed), 5 Permanent, 6 QuotaExceeded. `kvm2 conformance --help` gives the suite's own.";
+
 #[derive(Parser)]
 #[command(
     name = "kvm2",
+    version = VERSION,
     about = "The kvm2 provider: libvirt hosts over SSH",
-    after_help = "kvm2 conformance [options] runs the conformance suite on the embedded fake \
-                  (see `kvm2 conformance --help`)."
+    after_help = EXIT_CODES_HELP
 )]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
+/// The configuration file of a manual command.
+#[derive(clap::Args)]
+struct ConfigFile {
+    /// The YAML configuration with a `kvm2:` block.
+    #[arg(long, env = "KVM2_CONFIG", value_name = "FILE")]
+    config: PathBuf,
+}
+
+/// `kvm2 conformance`: the suite's own command line, and where it runs.
+#[derive(clap::Args)]
+#[command(after_help = conformance::suite::cli::EXIT_CODES_HELP)]
+struct ConformanceArgs {
+    /// Run against the real hosts of this configuration instead of the embedded fake
+    /// (defaults become 3 rules at once, 2 property cases, 4 interrupted steps and a
+    /// 15-minute rule limit unless given).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+
+    /// Confirm that the hosts of --config are test hosts: the suite creates, breaks
+    /// and deletes VMs on them. Not needed to list rules.
+    #[arg(long, global = true, requires = "config")]
+    test_host: bool,
+
+    #[command(flatten)]
+    suite: SuiteArgs,
+}
+
 #[derive(Subcommand)]
 enum Command {
+    /// Run the conformance suite against kvm2 and write its reports.
+    ///
+    /// On two embedded in-memory libvirt hosts, or with --config FILE --test-host on
+    /// the real hosts of a configuration.
+    Conformance(ConformanceArgs),
     /// Check every configured host: SSH, libvirt, the pool (prints one JSON line per host).
     Check {
-        /// The YAML configuration with a `kvm2:` block.
-        #[arg(long)]
-        config: PathBuf,
+        #[command(flatten)]
+        config: ConfigFile,
     },
     /// Check a host before anything touches it: readiness, free space for one
     /// instance, and instances an earlier run left behind under a tag.
     Preflight {
-        /// The YAML configuration with a `kvm2:` block.
-        #[arg(long)]
-        config: PathBuf,
+        #[command(flatten)]
+        config: ConfigFile,
         /// The tag whose instances count as leftovers.
         #[arg(long)]
         tag: Option<String>,
     },
     /// Create (or adopt) an instance and wait until it runs with an address.
     Create {
-        /// The YAML configuration with a `kvm2:` block.
-        #[arg(long)]
-        config: PathBuf,
+        #[command(flatten)]
+        config: ConfigFile,
         /// The instance name (the idempotency key).
         #[arg(long)]
         name: String,
@@ -77,39 +139,79 @@ enum Command {
     },
     /// Read an instance by ID (`hosts/<host>/domains/<name>`).
     Get {
-        /// The YAML configuration with a `kvm2:` block.
-        #[arg(long)]
-        config: PathBuf,
+        #[command(flatten)]
+        config: ConfigFile,
         /// The instance ID.
         id: String,
     },
     /// Delete an instance by ID; deleting a missing one succeeds.
     Delete {
-        /// The YAML configuration with a `kvm2:` block.
-        #[arg(long)]
-        config: PathBuf,
+        #[command(flatten)]
+        config: ConfigFile,
         /// The instance ID.
         id: String,
     },
     /// List the instances carrying a tag on every configured host.
     List {
-        /// The YAML configuration with a `kvm2:` block.
-        #[arg(long)]
-        config: PathBuf,
+        #[command(flatten)]
+        config: ConfigFile,
         /// The tag.
         #[arg(long)]
         tag: String,
     },
+    /// Print shell completions for kvm2 (`kvm2 completions bash > /etc/bash_completion.d/kvm2`).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// Why a manual command failed.
+enum Failed {
+    /// Bad input: the configuration or a file it names (exit 2).
+    Usage(String),
+    /// The provider answered with an error (exit code per kind).
+    Provider(conformance::Error),
+}
+
+impl From<conformance::Error> for Failed {
+    fn from(e: conformance::Error) -> Self {
+        Failed::Provider(e)
+    }
+}
+
+/// How a failed manual command is reported: the program once, then the operation,
+/// the error's kind and its message (`kvm2: get: NotFound: …`), and the exit code.
+fn report(failed: &Failed) -> (String, u8) {
+    match failed {
+        Failed::Usage(m) => (format!("kvm2: {m}"), EXIT_USAGE),
+        Failed::Provider(e) => (
+            format!("kvm2: {}: {}: {}", e.op(), e.kind().name(), e.message()),
+            exit_code_of(e.kind()),
+        ),
+    }
 }
 
 fn main() -> ExitCode {
-    let mut args: Vec<OsString> = std::env::args_os().collect();
-    if args.get(1).and_then(|a| a.to_str()) == Some("conformance") {
-        let program = args.remove(0);
-        args[0] = format!("{} conformance", program.to_string_lossy()).into();
-        return conformance_main(args);
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    match cli.command {
+        Command::Conformance(args) => {
+            let sub = matches
+                .subcommand_matches("conformance")
+                .expect("the conformance subcommand was parsed");
+            return ExitCode::from(conformance_main(args, sub));
+        }
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "kvm2", &mut std::io::stdout());
+            return ExitCode::SUCCESS;
+        }
+        _ => {}
     }
-    let cli = Cli::parse();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {
@@ -119,9 +221,10 @@ fn main() -> ExitCode {
     };
     match runtime.block_on(run(cli.command)) {
         Ok(code) => code,
-        Err(message) => {
-            eprintln!("kvm2: {message}");
-            ExitCode::from(1)
+        Err(failed) => {
+            let (line, code) = report(&failed);
+            eprintln!("{line}");
+            ExitCode::from(code)
         }
     }
 }
@@ -132,81 +235,76 @@ fn main() -> ExitCode {
 /// default to 3 rules at once (the fixture lets at most 2 guests boot at a time), 2
 /// property cases, 4 interrupted Create steps per step-wise rule and a 15-minute rule
 /// limit unless the flags or `CONFORMANCE_*` variables say otherwise.
-fn conformance_main(mut args: Vec<OsString>) -> ExitCode {
-    let mut config: Option<PathBuf> = None;
-    let mut test_host = false;
-    let mut rest: Vec<OsString> = Vec::with_capacity(args.len());
-    let mut it = args.drain(..);
-    while let Some(a) = it.next() {
-        let text = a.to_string_lossy().into_owned();
-        if text == "--config" {
-            match it.next() {
-                Some(v) => config = Some(PathBuf::from(v)),
-                None => {
-                    eprintln!("error: --config needs a file");
-                    return ExitCode::from(conformance::suite::cli::EXIT_USAGE);
-                }
-            }
-        } else if let Some(v) = text.strip_prefix("--config=") {
-            config = Some(PathBuf::from(v));
-        } else if text == "--test-host" {
-            test_host = true;
-        } else {
-            rest.push(a);
-        }
-    }
-    drop(it);
-    let Some(path) = config else {
-        if test_host {
-            eprintln!("error: --test-host needs --config FILE");
-            return ExitCode::from(conformance::suite::cli::EXIT_USAGE);
-        }
-        let fixture = Arc::new(kvm2::fixture::Kvm2Fixture::default());
-        return ExitCode::from(conformance::suite::cli::main_with(fixture, rest));
-    };
-    let fixture = match kvm2::real_fixture::RealFixture::from_file(&path) {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(conformance::suite::cli::EXIT_USAGE);
-        }
-    };
-    let listing_or_help = rest.iter().any(|a| {
-        matches!(
-            a.to_str(),
-            Some("--list" | "--help" | "-h" | "--version" | "-V")
-        )
-    });
-    if !test_host && !listing_or_help {
-        eprintln!(
-            "error: refusing to run the suite against {}: it creates, breaks and deletes VMs \
-             on every host of that configuration. Pass --test-host if these are test hosts.",
-            path.display()
+fn conformance_main(args: ConformanceArgs, matches: &ArgMatches) -> u8 {
+    let ConformanceArgs {
+        config,
+        test_host,
+        mut suite,
+    } = args;
+    let listing = suite.run.list
+        || matches!(
+            suite.command,
+            Some(SuiteCommand::List(_) | SuiteCommand::Catalogue { .. })
         );
-        return ExitCode::from(conformance::suite::cli::EXIT_USAGE);
+    if config.is_some() {
+        real_host_defaults(&mut suite, matches);
     }
-    for (flag, env, value) in [
-        ("--concurrency", "CONFORMANCE_CONCURRENCY", "3"),
-        ("--cases", "CONFORMANCE_CASES", "2"),
-        ("--steps", "CONFORMANCE_STEPS", "4"),
-        ("--rule-timeout", "CONFORMANCE_RULE_TIMEOUT", "900"),
-    ] {
-        let given = rest.iter().any(|a| {
-            a.to_str()
-                .is_some_and(|a| a == flag || a.starts_with(&format!("{flag}=")))
-        }) || std::env::var_os(env).is_some();
-        if !given {
-            rest.push(flag.into());
-            rest.push(value.into());
+    let fixture = move || -> Result<Arc<dyn Fixture>, String> {
+        let Some(path) = &config else {
+            return Ok(Arc::new(kvm2::fixture::Kvm2Fixture::default()));
+        };
+        let fixture = kvm2::real_fixture::RealFixture::from_file(path)?;
+        if !test_host && !listing {
+            return Err(format!(
+                "refusing to run the suite against {}: it creates, breaks and deletes VMs \
+                 on every host of that configuration. Pass --test-host if these are test hosts.",
+                path.display()
+            ));
         }
-    }
-    ExitCode::from(conformance::suite::cli::main_with(Arc::new(fixture), rest))
+        Ok(Arc::new(fixture))
+    };
+    conformance::suite::cli::run_suite(suite, &fixture)
 }
 
-fn load(path: &Path) -> Result<Kvm2, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read the configuration {}: {e}", path.display()))?;
-    let config = Config::from_yaml(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+/// The defaults of a run on real hosts, for the flags neither given nor set
+/// through their `CONFORMANCE_*` variable; `matches` are the `conformance`
+/// subcommand's.
+fn real_host_defaults(suite: &mut SuiteArgs, matches: &ArgMatches) {
+    let (run, m) = match &mut suite.command {
+        Some(SuiteCommand::Run(run)) => (run, matches.subcommand_matches("run")),
+        Some(SuiteCommand::List(run)) => (run, matches.subcommand_matches("list")),
+        _ => (&mut suite.run, Some(matches)),
+    };
+    if let Some(m) = m {
+        run_defaults(run, m);
+    }
+}
+
+fn run_defaults(run: &mut RunArgs, m: &ArgMatches) {
+    let defaulted = |id: &str| m.value_source(id) == Some(ValueSource::DefaultValue);
+    if defaulted("concurrency") {
+        run.concurrency = 3;
+    }
+    if defaulted("cases") {
+        run.cases = 2;
+    }
+    if defaulted("steps") {
+        run.steps = 4;
+    }
+    if defaulted("rule_timeout") {
+        run.rule_timeout = Secs(Duration::from_secs(15 * 60));
+    }
+}
+
+fn load(path: &Path) -> Result<Kvm2, Failed> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Failed::Usage(format!(
+            "cannot read the configuration {}: {e}",
+            path.display()
+        ))
+    })?;
+    let config =
+        Config::from_yaml(&text).map_err(|e| Failed::Usage(format!("{}: {e}", path.display())))?;
     Ok(Kvm2::new(config, Arc::new(SshDialer::default())))
 }
 
@@ -219,19 +317,24 @@ fn ctx() -> Ctx {
     Ctx::with_timeout(Duration::from_secs(30 * 60))
 }
 
-async fn run(command: Command) -> Result<ExitCode, String> {
+async fn run(command: Command) -> Result<ExitCode, Failed> {
     match command {
+        Command::Conformance(_) | Command::Completions { .. } => {
+            unreachable!("handled before the runtime starts")
+        }
         Command::Check { config } => {
-            let p = load(&config)?;
+            let p = load(&config.config)?;
             let health = p.checker().expect("kvm2 has a checker").check(&ctx()).await;
             let mut all_ready = true;
             for h in &health {
                 all_ready &= h.ready;
-                println!("{}", serde_json::to_string(h).map_err(|e| e.to_string())?);
+                println!("{}", serde_json::to_string(h).unwrap_or_default());
             }
             Ok(exit(all_ready))
         }
-        Command::Preflight { config, tag } => preflight(&load(&config)?, tag.as_deref()).await,
+        Command::Preflight { config, tag } => {
+            preflight(&load(&config.config)?, tag.as_deref()).await
+        }
         Command::Create {
             config,
             name,
@@ -241,14 +344,13 @@ async fn run(command: Command) -> Result<ExitCode, String> {
             image,
             user_data,
         } => {
-            let p = load(&config)?;
-            let cloud_init =
-                match user_data {
-                    Some(path) => CloudInit::new(std::fs::read_to_string(&path).map_err(|e| {
-                        format!("cannot read the user data {}: {e}", path.display())
-                    })?),
-                    None => CloudInit::new(String::new()),
-                };
+            let p = load(&config.config)?;
+            let cloud_init = match user_data {
+                Some(path) => CloudInit::new(std::fs::read_to_string(&path).map_err(|e| {
+                    Failed::Usage(format!("cannot read the user data {}: {e}", path.display()))
+                })?),
+                None => CloudInit::new(String::new()),
+            };
             let req = CreateRequest {
                 name,
                 uid,
@@ -257,34 +359,26 @@ async fn run(command: Command) -> Result<ExitCode, String> {
                 image,
                 cloud_init,
             };
-            let id = p.create(&ctx(), &req).await.map_err(|e| e.to_string())?;
-            let instance = p.get(&ctx(), &id).await.map_err(|e| e.to_string())?;
+            let id = p.create(&ctx(), &req).await?;
+            let instance = p.get(&ctx(), &id).await?;
             println!("{}", json(&instance));
             Ok(ExitCode::SUCCESS)
         }
         Command::Get { config, id } => {
-            let p = load(&config)?;
-            let instance = p
-                .get(&ctx(), &ProviderId::new(id))
-                .await
-                .map_err(|e| e.to_string())?;
+            let p = load(&config.config)?;
+            let instance = p.get(&ctx(), &ProviderId::new(id)).await?;
             println!("{}", json(&instance));
             Ok(ExitCode::SUCCESS)
         }
         Command::Delete { config, id } => {
-            let p = load(&config)?;
-            p.delete(&ctx(), &ProviderId::new(id.clone()))
-                .await
-                .map_err(|e| e.to_string())?;
+            let p = load(&config.config)?;
+            p.delete(&ctx(), &ProviderId::new(id.clone())).await?;
             println!("deleted {id}");
             Ok(ExitCode::SUCCESS)
         }
         Command::List { config, tag } => {
-            let p = load(&config)?;
-            let listing = p
-                .list_by_tag(&ctx(), &tag)
-                .await
-                .map_err(|e| e.to_string())?;
+            let p = load(&config.config)?;
+            let listing = p.list_by_tag(&ctx(), &tag).await?;
             println!("{}", json(&listing));
             Ok(exit(listing.unreachable.is_empty()))
         }
@@ -295,7 +389,7 @@ fn exit(ok: bool) -> ExitCode {
     if ok {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(1)
+        ExitCode::from(EXIT_NOT_READY)
     }
 }
 
@@ -305,7 +399,7 @@ fn verdict(ok: bool, what: &str, detail: &str) -> bool {
     ok
 }
 
-async fn preflight(p: &Kvm2, tag: Option<&str>) -> Result<ExitCode, String> {
+async fn preflight(p: &Kvm2, tag: Option<&str>) -> Result<ExitCode, Failed> {
     let cfg = p.config();
     let mut ok = true;
     // One instance needs its disk, the seed ISO and, when the image is not
@@ -319,8 +413,16 @@ async fn preflight(p: &Kvm2, tag: Option<&str>) -> Result<ExitCode, String> {
             ok &= verdict(false, &what, &format!("{}: {}", h.reason, h.message));
             continue;
         }
-        let version = h.details.get("libvirtVersion").map_or("?", String::as_str);
-        ok &= verdict(true, &what, &format!("ready, libvirt {version}"));
+        let version = |key: &str| h.details.get(key).map_or("?", String::as_str);
+        ok &= verdict(
+            true,
+            &what,
+            &format!(
+                "ready, libvirt {}, hypervisor {}",
+                version("libvirtVersion"),
+                version("hypervisorVersion")
+            ),
+        );
         let pool = h.details.get("pool").map_or("?", String::as_str);
         match h
             .details
@@ -464,5 +566,91 @@ async fn bridge(cfg: &kvm2::Config, host: &str, client: &libvirt_rpc::Client) ->
             "a bridge, not active yet (libvirt counts a bridge active once a running guest joins it)",
         ),
         Err(e) => verdict(false, &what, &e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `conformance` subcommand's arguments and matches for `args`.
+    fn conformance(args: &[&str]) -> (SuiteArgs, ArgMatches) {
+        let matches = Cli::command()
+            .try_get_matches_from(["kvm2", "conformance"].iter().chain(args))
+            .unwrap();
+        let Command::Conformance(c) = Cli::from_arg_matches(&matches).unwrap().command else {
+            panic!("not the conformance command");
+        };
+        (
+            c.suite,
+            matches.subcommand_matches("conformance").unwrap().clone(),
+        )
+    }
+
+    fn settings(run: &RunArgs) -> (u64, u32, u32, Duration) {
+        (run.concurrency, run.cases, run.steps, run.rule_timeout.0)
+    }
+
+    /// Real hosts get their own defaults, but never over a flag the user gave,
+    /// before or after the `run`/`list` subcommand.
+    #[test]
+    fn real_host_defaults_yield_to_given_flags() {
+        let (mut suite, m) = conformance(&["--config", "k.yaml", "--cases", "5"]);
+        real_host_defaults(&mut suite, &m);
+        assert_eq!(settings(&suite.run), (3, 5, 4, Duration::from_secs(900)));
+        let (mut suite, m) = conformance(&["run", "--rule-timeout", "1m", "--config", "k.yaml"]);
+        real_host_defaults(&mut suite, &m);
+        let Some(SuiteCommand::Run(run)) = &suite.command else {
+            panic!("not run");
+        };
+        assert_eq!(settings(run), (3, 2, 4, Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn config_and_test_host_are_flags_of_conformance() {
+        let help = Cli::command()
+            .find_subcommand_mut("conformance")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        assert!(
+            help.contains("--config <FILE>") && help.contains("--test-host"),
+            "{help}"
+        );
+        let e = Cli::command()
+            .try_get_matches_from(["kvm2", "conformance", "--test-host"])
+            .unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::MissingRequiredArgument);
+        Cli::command().debug_assert();
+    }
+
+    /// Each kind has its own exit code, none of them 0, 1 or 2.
+    #[test]
+    fn errors_print_program_operation_kind_and_message_once() {
+        let quota = conformance::Quota {
+            what: "pool".into(),
+            available: 1,
+            needed: 2,
+        };
+        let mut codes = std::collections::BTreeSet::new();
+        for kind in [
+            ErrorKind::NotFound,
+            ErrorKind::Transient,
+            ErrorKind::Permanent,
+            ErrorKind::QuotaExceeded(quota),
+        ] {
+            let name = kind.name();
+            let e =
+                conformance::Error::new("kvm2-home", conformance::Op::Get, kind, "no such domain");
+            let (line, code) = report(&Failed::Provider(e));
+            assert_eq!(line, format!("kvm2: get: {name}: no such domain"));
+            assert!(code > EXIT_USAGE, "{name}: {code}");
+            codes.insert(code);
+        }
+        assert_eq!(codes.len(), 4);
+        assert_eq!(
+            report(&Failed::Usage("x".into())),
+            ("kvm2: x".to_owned(), EXIT_USAGE)
+        );
     }
 }

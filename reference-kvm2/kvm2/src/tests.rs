@@ -50,6 +50,11 @@ fn every_backend_call_is_instrumented() {
             p.delete(&ctx, &id).await.unwrap();
             let health = p.checker().unwrap().check(&ctx).await;
             assert!(health.iter().all(|h| h.ready), "{health:?}");
+            // The fake's versions: libvirt 9.0.0, QEMU 10.0.2.
+            for h in &health {
+                assert_eq!(h.details["libvirtVersion"], "9.0.0", "{h:?}");
+                assert_eq!(h.details["hypervisorVersion"], "10.0.2", "{h:?}");
+            }
             let calls = obs.calls()[before..].to_vec();
             let spans = names.0.lock().unwrap().clone();
             assert!(spans.iter().any(|s| s == "kvm2.dial"));
@@ -101,10 +106,9 @@ async fn check_a_local_libvirtd() {
     let health = conformance::Checker::check(&p, &ctx).await;
     eprintln!("{health:#?}");
     assert_eq!(health.len(), 1);
-    assert!(
-        health[0].details.contains_key("libvirtVersion"),
-        "{health:?}"
-    );
+    for key in ["libvirtVersion", "hypervisorVersion"] {
+        assert!(health[0].details.contains_key(key), "{key}: {health:?}");
+    }
     // Read-only as well: a listing and a Get of a name that does not exist.
     use conformance::Provider;
     let listing = p.list_by_tag(&ctx, "kvm2-local-probe").await.unwrap();

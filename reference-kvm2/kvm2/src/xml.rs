@@ -4,7 +4,7 @@
 //!
 //! Nothing here does I/O; the provider sends what these functions return.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use quick_xml::Reader;
 use quick_xml::Writer;
@@ -290,77 +290,25 @@ pub fn raw_volume_xml(name: &str, bytes: u64, format: &str) -> String {
     d.finish()
 }
 
-/// RFC 3339 in UTC with second precision, e.g. `2026-12-02T17:42:50Z`.
+/// RFC 3339 in UTC to the second, e.g. `2026-12-02T17:42:50Z`: how kvm2 writes
+/// `createdAt` (a fraction of a second is dropped, not rounded).
 pub fn format_time(t: SystemTime) -> String {
-    let secs = t
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or(Duration::ZERO)
-        .as_secs() as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    let ts = jiff::Timestamp::try_from(t).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+    format!("{ts:.0}")
 }
 
-/// Parses what [`format_time`] writes.
+/// Reads a time in any RFC 3339 form: `Z` or a numeric offset, with or without
+/// a fraction of a second (`2026-12-04T10:00:00.123+01:00`, as other
+/// implementations write `createdAt`), keeping the fraction.
 pub fn parse_time(s: &str) -> Option<SystemTime> {
-    let b = s.as_bytes();
-    if b.len() != 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[19] != b'Z' {
-        return None;
-    }
-    let n = |r: std::ops::Range<usize>| -> Option<i64> {
-        let t = s.get(r)?;
-        t.bytes()
-            .all(|c| c.is_ascii_digit())
-            .then(|| t.parse().ok())?
-    };
-    let (y, mo, d, h, mi, se) = (
-        n(0..4)?,
-        n(5..7)?,
-        n(8..10)?,
-        n(11..13)?,
-        n(14..16)?,
-        n(17..19)?,
-    );
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || se > 60 {
-        return None;
-    }
-    let secs = days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + se;
-    u64::try_from(secs)
-        .ok()
-        .map(|s| UNIX_EPOCH + Duration::from_secs(s))
-}
-
-// Howard Hinnant's civil calendar algorithms.
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    let ts: jiff::Timestamp = s.trim().parse().ok()?;
+    SystemTime::try_from(ts).ok()
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
     use super::*;
 
     fn spec(firmware: Firmware) -> DomainSpec {
@@ -468,5 +416,48 @@ mod tests {
             assert_eq!(format_time(parse_time(s).unwrap()), s);
         }
         assert_eq!(parse_time("2026-13-02T17:42:50Z"), None);
+        assert_eq!(parse_time("2026-12-02T17:42:50"), None, "no offset");
+        assert_eq!(parse_time("yesterday"), None);
+    }
+
+    /// Marks as other implementations write them: Go's `time.RFC3339Nano` (nine
+    /// digits at most, trailing zeros dropped, the local offset) and others with
+    /// `-00:00` or a lowercase `t`/`z`. Each names the same instant as the UTC
+    /// form, and kvm2 writes it back to the second.
+    #[test]
+    fn times_in_any_rfc3339_form_are_read() {
+        let utc = UNIX_EPOCH + Duration::from_secs(1_796_374_800); // 2026-12-04T09:00:00Z
+        for (text, nanos) in [
+            ("2026-12-04T10:00:00.123+01:00", 123_000_000),
+            ("2026-12-04T10:00:00.123456789+01:00", 123_456_789),
+            ("2026-12-04T09:00:00.5Z", 500_000_000),
+            ("2026-12-04T04:00:00-05:00", 0),
+            ("2026-12-04T09:00:00-00:00", 0),
+            ("2026-12-04t09:00:00z", 0),
+        ] {
+            let t = parse_time(text).unwrap_or_else(|| panic!("{text} is not read"));
+            assert_eq!(t, utc + Duration::from_nanos(nanos), "{text}");
+            assert_eq!(format_time(t), "2026-12-04T09:00:00Z", "{text}");
+        }
+    }
+
+    #[test]
+    fn a_written_time_drops_its_fraction() {
+        let t = UNIX_EPOCH + Duration::from_millis(1_796_374_800_999);
+        assert_eq!(format_time(t), "2026-12-04T09:00:00Z");
+        assert_eq!(format_time(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+    }
+
+    /// A mark whose `createdAt` has a fraction and an offset is a readable mark.
+    #[test]
+    fn a_mark_with_a_fraction_and_an_offset_is_read() {
+        let m = parse_mark(
+            "<instance managed=\"t\" uid=\"u\" createdAt=\"2026-12-04T10:00:00.123+01:00\"/>",
+        )
+        .unwrap();
+        assert_eq!(
+            m.created_at,
+            Some(UNIX_EPOCH + Duration::from_millis(1_796_374_800_123))
+        );
     }
 }

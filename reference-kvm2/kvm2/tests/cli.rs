@@ -46,7 +46,7 @@ fn config(dir: &Path, port: u16) -> String {
 #[test]
 fn a_missing_configuration_file_is_named() {
     let o = kvm2(&["list", "--config", "/nonexistent/kvm2.yaml", "--tag", "t"]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     let err = text(&o.stderr);
     assert!(err.contains("/nonexistent/kvm2.yaml"), "{err}");
 }
@@ -58,7 +58,7 @@ fn an_invalid_field_is_named() {
     let text_ = std::fs::read_to_string(&cfg).unwrap();
     std::fs::write(&cfg, text_.replace("address: 127.0.0.1", "address: ''")).unwrap();
     let o = kvm2(&["check", "--config", &cfg]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     let err = text(&o.stderr);
     assert!(err.contains("kvm2.hosts[0].address"), "{err}");
 }
@@ -110,14 +110,28 @@ async fn served_host(
     dir: &Path,
     host: libvirt_fake::HostConfig,
 ) -> (libvirt_ssh::server::TestServer, String) {
+    let (ssh, cfg, _) = served_fake(dir, host).await;
+    (ssh, cfg)
+}
+
+/// [`served_host`], with the fake itself.
+async fn served_fake(
+    dir: &Path,
+    host: libvirt_fake::HostConfig,
+) -> (
+    libvirt_ssh::server::TestServer,
+    String,
+    libvirt_fake::FakeLibvirt,
+) {
     use libvirt_fake::FakeLibvirt;
     use libvirt_ssh::server::{ChannelTarget, TestServer};
     let fake = FakeLibvirt::with_config(host);
     fake.add_pool("p", "/var/lib/libvirt/images", 50 << 30);
+    let serving = fake.clone();
     let (ssh, files) = TestServer::start_with_client(
         dir,
         ChannelTarget::Handler(std::sync::Arc::new(move |stream| {
-            let f = fake.clone();
+            let f = serving.clone();
             Box::pin(async move {
                 let _ = f.serve(stream).await;
             })
@@ -136,7 +150,7 @@ async fn served_host(
             &files.known_hosts.display().to_string(),
         );
     std::fs::write(&cfg, yaml).unwrap();
-    (ssh, cfg)
+    (ssh, cfg, fake)
 }
 
 fn without_ovmf(mut h: HostConfig) -> HostConfig {
@@ -197,10 +211,200 @@ async fn preflight_checks_firmware_and_bridge(
         .unwrap();
     let out = text(&o.stdout);
     assert!(
-        out.contains("ok   host h1: ready"),
+        out.contains("ok   host h1: ready, libvirt 9.0.0, hypervisor 10.0.2"),
         "{out}\n{}",
         text(&o.stderr)
     );
     assert!(out.contains(line), "{out}");
     assert_eq!(o.status.code(), Some(status), "{out}");
+}
+
+#[test]
+fn conformance_help_shows_config_and_test_host() {
+    let o = kvm2(&["conformance", "--help"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    for flag in ["--config <FILE>", "--test-host", "--rules", "Exit codes"] {
+        assert!(out.contains(flag), "{flag} missing from:\n{out}");
+    }
+}
+
+#[test]
+fn version_names_the_commit() {
+    let o = kvm2(&["--version"]);
+    assert!(o.status.success());
+    let out = text(&o.stdout);
+    let want = format!("kvm2 {} (commit ", env!("CARGO_PKG_VERSION"));
+    assert!(out.starts_with(&want), "{out}");
+    let commit = out
+        .trim()
+        .strip_prefix(&want)
+        .and_then(|c| c.strip_suffix(')'));
+    assert!(
+        commit.is_some_and(
+            |c| c == "unknown" || (c.len() == 12 && c.chars().all(|x| x.is_ascii_hexdigit()))
+        ),
+        "{out}"
+    );
+}
+
+#[rstest]
+#[case("bash", "complete -F _kvm2")]
+#[case("zsh", "#compdef kvm2")]
+#[case("fish", "complete -c kvm2")]
+fn completions_are_printed(#[case] shell: &str, #[case] marker: &str) {
+    let o = kvm2(&["completions", shell]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.contains(marker), "{out}");
+    assert!(out.contains("preflight"), "{out}");
+}
+
+/// `KVM2_CONFIG` stands in for `--config`; a flag given wins.
+#[test]
+fn kvm2_config_names_the_file_when_no_flag_does() {
+    let o = Command::new(env!("CARGO_BIN_EXE_kvm2"))
+        .args(["list", "--tag", "t"])
+        .env("KVM2_CONFIG", "/nonexistent/from-env.yaml")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("/nonexistent/from-env.yaml"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_kvm2"))
+        .args(["list", "--tag", "t", "--config", "/nonexistent/flag.yaml"])
+        .env("KVM2_CONFIG", "/nonexistent/from-env.yaml")
+        .output()
+        .unwrap();
+    assert!(
+        text(&o.stderr).contains("/nonexistent/flag.yaml"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_kvm2"))
+        .args(["list", "--tag", "t"])
+        .env_remove("KVM2_CONFIG")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("--config <FILE>"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+/// An error names the program once, then the operation, the kind and the
+/// message; the exit code is the kind's.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_error_prints_operation_and_kind_and_exits_with_its_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_ssh, cfg) = served_host(dir.path(), HostConfig::default()).await;
+    let o = tokio::task::spawn_blocking(move || {
+        kvm2(&["get", "--config", &cfg, "hosts/h1/domains/nothing-here"])
+    })
+    .await
+    .unwrap();
+    let err = text(&o.stderr);
+    assert!(err.starts_with("kvm2: get: NotFound: "), "{err}");
+    assert_eq!(err.matches("kvm2").count(), 1, "{err}");
+    assert_eq!(o.status.code(), Some(3), "{err}");
+}
+
+/// The in-process SSH server presents a host key the known_hosts file does
+/// not hold: Check says HostKeyRejected and names the file and the command
+/// that records the key; an operation fails Permanent (exit 5) saying the same.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rejected_host_key_names_the_file_and_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ssh, cfg) = served_host(dir.path(), HostConfig::default()).await;
+    let known = dir.path().join("empty_known_hosts");
+    std::fs::write(&known, "").unwrap();
+    let yaml = std::fs::read_to_string(&cfg).unwrap();
+    let line = yaml
+        .lines()
+        .find(|l| l.trim_start().starts_with("knownHostsFile:"))
+        .unwrap()
+        .to_owned();
+    let indent = &line[..line.len() - line.trim_start().len()];
+    std::fs::write(
+        &cfg,
+        yaml.replace(
+            &line,
+            &format!("{indent}knownHostsFile: {}", known.display()),
+        ),
+    )
+    .unwrap();
+    let fix = format!(
+        "ssh-keyscan -p {} 127.0.0.1 >> {}",
+        ssh.port(),
+        known.display()
+    );
+    let c = cfg.clone();
+    let o = tokio::task::spawn_blocking(move || kvm2(&["check", "--config", &c]))
+        .await
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let out = text(&o.stdout);
+    let h: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON line");
+    assert_eq!(h["reason"], "HostKeyRejected", "{out}");
+    let message = h["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!(
+            "is not in the known_hosts file {}",
+            known.display()
+        )),
+        "{message}"
+    );
+    assert!(message.contains(&fix), "{message}");
+    let o = tokio::task::spawn_blocking(move || {
+        kvm2(&["get", "--config", &cfg, "hosts/h1/domains/vm-1"])
+    })
+    .await
+    .unwrap();
+    let err = text(&o.stderr);
+    assert!(err.starts_with("kvm2: get: Permanent: "), "{err}");
+    assert!(err.contains(&fix), "{err}");
+    assert_eq!(o.status.code(), Some(5), "{err}");
+}
+
+/// A mark written by another implementation, with a fraction of a second and
+/// an offset (Go's `time.RFC3339Nano` in a local zone), is read by Get and by
+/// ListByTag: the instance is neither skipped nor refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_mark_with_a_fraction_and_an_offset_is_read_by_get_and_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_ssh, cfg, fake) = served_fake(dir.path(), HostConfig::default()).await;
+    fake.define_domain(&format!(
+        "<domain type='kvm'><name>vm-go</name><metadata><kvm2:instance xmlns:kvm2='{}' \
+         managed='go-tag' uid='u-go' createdAt='2026-12-04T10:00:00.123+01:00'/></metadata>\
+         <memory unit='MiB'>64</memory><os><type>hvm</type></os></domain>",
+        kvm2::config::DEFAULT_NAMESPACE
+    ))
+    .unwrap();
+    // 2026-12-04T09:00:00.123Z.
+    let created = serde_json::json!({"secs_since_epoch": 1_796_374_800u64, "nanos_since_epoch": 123_000_000u32});
+    let c = cfg.clone();
+    let o = tokio::task::spawn_blocking(move || {
+        kvm2(&["get", "--config", &c, "hosts/h1/domains/vm-go"])
+    })
+    .await
+    .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let got: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(got["tag"], "go-tag");
+    assert_eq!(got["created_at"], created, "{got}");
+    let o =
+        tokio::task::spawn_blocking(move || kvm2(&["list", "--config", &cfg, "--tag", "go-tag"]))
+            .await
+            .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let listing: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let instances = listing["instances"].as_array().unwrap();
+    assert_eq!(instances.len(), 1, "{listing}");
+    assert_eq!(instances[0]["id"], "hosts/h1/domains/vm-go");
+    assert_eq!(instances[0]["created_at"], created, "{listing}");
 }

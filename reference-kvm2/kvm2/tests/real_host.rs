@@ -184,9 +184,21 @@ async fn run(config: Config, recorder: Recorder) {
     assert!(h.ready, "host not ready: {h:?}");
     assert_eq!(h.reason, HealthReason::Ready, "{h:?}");
     assert_eq!(h.location, host.name);
-    for key in ["libvirtVersion", "hostname", "pool", "poolState"] {
+    for key in [
+        "libvirtVersion",
+        "hypervisorVersion",
+        "hostname",
+        "pool",
+        "poolState",
+    ] {
         assert!(h.details.contains_key(key), "no {key} in {:?}", h.details);
     }
+    // QEMU's version, `major.minor.micro`, at least 1.0.0.
+    let hv: Vec<u64> = h.details["hypervisorVersion"]
+        .split('.')
+        .map(|p| p.parse().expect("a number"))
+        .collect();
+    assert!(hv.len() == 3 && hv[0] >= 1, "{:?}", h.details);
     assert_eq!(h.details["poolState"], "running", "{h:?}");
     assert!(
         dialer.dials.load(Ordering::SeqCst) >= 1,

@@ -160,6 +160,15 @@ async fn calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<(), Strin
         c.connect_get_lib_version().await,
     )?;
     ensure!(v >= 9_000_000, "libvirt {v} is older than 9.0.0");
+    let hv = log.ok(
+        Procedure::ConnectGetVersion,
+        "hypervisor version",
+        c.connect_get_version().await,
+    )?;
+    ensure!(
+        hv >= 1_000_000 && hv % 1_000_000 / 1000 < 1000,
+        "hypervisor version {hv} is not major·10⁶ + minor·10³ + micro of at least 1.0.0"
+    );
     let host = log.ok(
         Procedure::ConnectGetHostname,
         "hostname",

@@ -348,7 +348,10 @@ pub async fn run(b: &Backend, names: &RunNames) -> Recorder {
     pool_lifecycle(b, names, &mut rec).await;
     transient_pool(b, names, &mut rec).await;
     match pool {
-        Some(pool) => volumes(b, names, &pool, &mut rec).await,
+        Some(pool) => {
+            volumes(b, names, &pool, &mut rec).await;
+            missing_files(b, names, &pool, &mut rec).await;
+        }
         None => rec.push("volumes", "-", Outcome::Skipped("no pool".into())),
     }
     missing_domain(b, names, &mut rec).await;
@@ -524,6 +527,12 @@ async fn connect(b: &Backend, rec: &mut Recorder) {
         Procedure::ConnectGetLibVersion,
         c.connect_get_lib_version().await,
         |v| format!("at least 9.0.0: {}", *v >= 9_000_000),
+    );
+    rec.call(
+        "hypervisor version",
+        Procedure::ConnectGetVersion,
+        c.connect_get_version().await,
+        |v| format!("at least 1.0.0: {}", *v >= 1_000_000),
     );
     rec.call(
         "hostname",
@@ -881,6 +890,214 @@ async fn volumes(b: &Backend, names: &RunNames, pool: &StoragePool, rec: &mut Re
         list_vols(c, pool, &names.prefix).await,
         show_vols,
     );
+}
+
+/// A BIOS domain whose one disk is the file `disk` in format `format`.
+pub fn disk_domain_xml(name: &str, uuid: &Uuid, disk: &str, format: &str) -> String {
+    bios_xml(name, uuid).replacen(
+        "<devices>",
+        &format!(
+            "<devices><disk type='file' device='disk'><driver name='qemu' type='{format}'/>\
+             <source file='{disk}'/><target dev='vda' bus='virtio'/></disk>"
+        ),
+        1,
+    )
+}
+
+/// A UEFI domain with an explicit loader and an NVRAM `template`.
+pub fn nvram_template_xml(name: &str, uuid: &Uuid, template: &str) -> String {
+    format!(
+        "<domain type='qemu'>
+  <name>{name}</name>
+  <uuid>{uuid}</uuid>
+  <memory unit='KiB'>262144</memory>
+  <vcpu>1</vcpu>
+  <os>
+    <type arch='x86_64' machine='q35'>hvm</type>
+    <loader readonly='yes' type='pflash'>{OVMF_CODE}</loader>
+    <nvram template='{template}'/>
+  </os>
+  <features><acpi/></features>
+  <devices><memballoon model='none'/></devices>
+</domain>"
+    )
+}
+
+/// The host's 4 MiB OVMF code image (the fake offers the same by default).
+pub const OVMF_CODE: &str = "/usr/share/OVMF/OVMF_CODE_4M.fd";
+
+/// Where nothing exists on either side: outside every pool.
+fn outside_pools(prefix: &str) -> String {
+    format!("/nonexistent-{prefix}/disk.img")
+}
+
+/// What a host refuses because a file is not there: an overlay of a deleted
+/// volume, and starting a domain whose disk, backing file or NVRAM template
+/// is missing (inside the pool and outside it); then the same start once the
+/// disk exists.
+async fn missing_files(b: &Backend, names: &RunNames, pool: &StoragePool, rec: &mut Recorder) {
+    let c = &b.client;
+    rec.sequence("missing files");
+    let p = &names.prefix;
+    let base_name = format!("{p}-base.img");
+    let Some(base) = rec.call(
+        "create base",
+        Procedure::StorageVolCreateXml,
+        c.storage_vol_create_xml(pool, &raw_volume_xml(&base_name, RAW_CAPACITY), 0)
+            .await,
+        show_vol,
+    ) else {
+        return;
+    };
+    let Some(base_path) = rec.call(
+        "base path",
+        Procedure::StorageVolGetPath,
+        c.storage_vol_get_path(&base).await,
+        |p| p.clone(),
+    ) else {
+        return;
+    };
+    let root = base_path.rsplit_once('/').map_or("", |(r, _)| r).to_owned();
+    rec.norm.replace(root.clone(), "<pool-root>");
+    let top_name = format!("{p}-top.qcow2");
+    let top = rec.call(
+        "create overlay of the base",
+        Procedure::StorageVolCreateXml,
+        c.storage_vol_create_xml(pool, &overlay_xml(&top_name, RAW_CAPACITY, &base_path), 0)
+            .await,
+        show_vol,
+    );
+    rec.call(
+        "delete base",
+        Procedure::StorageVolDelete,
+        c.storage_vol_delete(&base, 0).await,
+        show_unit,
+    );
+    rec.call(
+        "create overlay of the deleted base",
+        Procedure::StorageVolCreateXml,
+        c.storage_vol_create_xml(
+            pool,
+            &overlay_xml(&format!("{p}-orphan.qcow2"), RAW_CAPACITY, &base_path),
+            0,
+        )
+        .await,
+        show_vol,
+    );
+
+    // Starts that must fail, each on a domain of its own.
+    let disk_name = format!("{p}-disk.img");
+    let disk_path = format!("{root}/{disk_name}");
+    let cases = [
+        (
+            "missing disk",
+            disk_domain_xml(&format!("{p}-nodisk"), &wire_uuid(), &disk_path, "raw"),
+        ),
+        (
+            "missing backing file",
+            disk_domain_xml(
+                &format!("{p}-nobacking"),
+                &wire_uuid(),
+                &format!("{root}/{top_name}"),
+                "qcow2",
+            ),
+        ),
+        (
+            "missing disk outside the pool",
+            disk_domain_xml(
+                &format!("{p}-outside"),
+                &wire_uuid(),
+                &outside_pools(p),
+                "raw",
+            ),
+        ),
+        (
+            "missing nvram template",
+            nvram_template_xml(
+                &format!("{p}-notemplate"),
+                &wire_uuid(),
+                &format!("/nonexistent-{p}/VARS.fd"),
+            ),
+        ),
+    ];
+    let mut nodisk = None;
+    for (what, xml) in &cases {
+        let Some(dom) = rec.call(
+            &format!("define with a {what}"),
+            Procedure::DomainDefineXml,
+            c.domain_define_xml(xml).await,
+            show_dom_masked,
+        ) else {
+            continue;
+        };
+        rec.call(
+            &format!("start with a {what}"),
+            Procedure::DomainCreateWithFlags,
+            c.domain_create_with_flags(&dom, 0).await,
+            show_dom_masked,
+        );
+        rec.call(
+            &format!("state after the {what}"),
+            Procedure::DomainGetState,
+            c.domain_get_state(&dom).await,
+            show_state,
+        );
+        if *what == "missing disk" {
+            nodisk = Some(dom);
+        } else {
+            rec.call(
+                &format!("undefine after the {what}"),
+                Procedure::DomainUndefineFlags,
+                c.domain_undefine_flags(&dom, DOMAIN_UNDEFINE_NVRAM).await,
+                show_unit,
+            );
+        }
+    }
+
+    // The disk appears: the same domain starts.
+    let disk = rec.call(
+        "create the disk",
+        Procedure::StorageVolCreateXml,
+        c.storage_vol_create_xml(pool, &raw_volume_xml(&disk_name, RAW_CAPACITY), 0)
+            .await,
+        show_vol,
+    );
+    if let Some(dom) = &nodisk {
+        rec.call(
+            "start once the disk exists",
+            Procedure::DomainCreateWithFlags,
+            c.domain_create_with_flags(dom, 0).await,
+            show_dom_masked,
+        );
+        rec.call(
+            "destroy",
+            Procedure::DomainDestroy,
+            c.domain_destroy(dom).await,
+            show_unit,
+        );
+        rec.call(
+            "undefine",
+            Procedure::DomainUndefineFlags,
+            c.domain_undefine_flags(dom, 0).await,
+            show_unit,
+        );
+    }
+    for (label, vol) in [("delete the disk", disk), ("delete the overlay", top)] {
+        if let Some(v) = vol {
+            rec.call(
+                label,
+                Procedure::StorageVolDelete,
+                c.storage_vol_delete(&v, 0).await,
+                show_unit,
+            );
+        }
+    }
+}
+
+/// A domain whose UUID was generated by the host: name and activity only.
+fn show_dom_masked(d: &Domain) -> String {
+    let state = if d.id == -1 { "inactive" } else { "active" };
+    format!("{} {state}", d.name)
 }
 
 /// `VIR_STORAGE_POOL_CREATE_WITH_BUILD`.

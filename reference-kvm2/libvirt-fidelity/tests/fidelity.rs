@@ -34,12 +34,24 @@ async fn the_fake_agrees_with_itself() {
         find("get metadata config")
     );
     assert!(find("read back").contains("as uploaded: true"));
+    assert!(find("hypervisor version").contains("at least 1.0.0: true"));
     assert!(find("undefine without nvram flag").contains("VIR_ERR_OPERATION_INVALID"));
     assert!(find("delete with a volume").contains("Directory not empty"));
     assert!(find("list volumes of the redefined pool").contains("-in-pool.img"));
     assert!(find("lookup destroyed").contains("VIR_ERR_NO_STORAGE_POOL"));
     assert!(find("state suspended").contains("VIR_DOMAIN_PAUSED"));
     assert!(find("state resumed").contains("VIR_DOMAIN_RUNNING"));
+    // Missing files refuse a start (issue 17), and the start works once the
+    // disk is there.
+    for what in ["disk", "backing file", "disk outside the pool"] {
+        let start = find(&format!("start with a missing {what}"));
+        assert!(start.contains("VIR_FROM_STORAGE"), "{what}: {start}");
+        let state = find(&format!("state after the missing {what}"));
+        assert!(state.contains("reason=6"), "{what}: {state}");
+    }
+    assert!(find("start with a missing nvram template").contains("Failed to open file"));
+    assert!(find("create overlay of the deleted base").contains("VIR_ERR_SYSTEM_ERROR"));
+    assert!(find("start once the disk exists").contains("active"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

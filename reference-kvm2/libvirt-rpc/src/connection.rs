@@ -3,7 +3,7 @@
 //! serial to whoever waits for them, answers keepalive PINGs, sends its own
 //! PINGs, and decides when the connection is dead.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
@@ -28,6 +28,9 @@ use crate::error::{Cause, Error, Kind, Result};
 const BUDGET: usize = 64;
 /// Frames waiting for the transport before new requests stop being taken.
 const OUTBOX_MAX: usize = 16;
+/// How many abandoned calls, and how many answered ones, the connection
+/// remembers to judge a reply that matches no call in flight.
+pub(crate) const RECENT_MAX: usize = 4096;
 
 /// The life cycle of a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,6 +106,43 @@ struct StreamEntry {
 struct Outgoing {
     frame: Bytes,
     ack: Option<oneshot::Sender<()>>,
+}
+
+/// The last `RECENT_MAX` serials added, oldest forgotten first.
+struct Recent {
+    set: HashSet<u32>,
+    order: VecDeque<u32>,
+}
+
+impl Recent {
+    fn new() -> Self {
+        Recent {
+            set: HashSet::new(),
+            order: VecDeque::new(),
+        }
+    }
+
+    fn insert(&mut self, serial: u32) {
+        if !self.set.insert(serial) {
+            return;
+        }
+        self.order.push_back(serial);
+        // A serial removed early leaves its place in `order`; the queue stays
+        // bounded all the same, and such a place frees nothing when it goes.
+        while self.order.len() > RECENT_MAX {
+            if let Some(old) = self.order.pop_front() {
+                self.set.remove(&old);
+            }
+        }
+    }
+
+    fn remove(&mut self, serial: u32) -> bool {
+        self.set.remove(&serial)
+    }
+
+    fn contains(&self, serial: u32) -> bool {
+        self.set.contains(&serial)
+    }
 }
 
 /// Keepalive settings of a connection.
@@ -182,11 +222,27 @@ impl KeepaliveTimer {
 /// error, protocol violation) is closed, so one timed-out call never cuts
 /// the other calls in flight. An upload stream whose `Upload` is dropped
 /// before finishing is aborted.
+///
+/// # Strict replies
+///
+/// The last 4,096 abandoned calls are remembered, and so are the last 4,096
+/// answered ones. A reply that matches no call in flight and none of those
+/// abandoned calls (a serial above the highest sent, a second reply to an
+/// answered call, or a serial never sent or long forgotten) is a protocol
+/// violation: every call in flight fails at once with an error naming the
+/// serial and what was wrong with it, and the connection closes, so the next
+/// call needs a new one. A late reply to an abandoned call is discarded.
 #[must_use = "the connection does nothing unless it is polled; spawn it"]
 pub struct Connection<S> {
     framed: Framed<S, PacketCodec>,
     requests: mpsc::UnboundedReceiver<Request>,
     pending: HashMap<u32, Pending>,
+    /// The highest serial written so far (0: none yet).
+    highest: u32,
+    /// Calls given up on before their reply came: a late reply is discarded.
+    abandoned: Recent,
+    /// Calls already answered: another reply to one is a violation.
+    answered: Recent,
     streams: HashMap<u32, StreamEntry>,
     outbox: VecDeque<Outgoing>,
     keepalive: Option<KeepaliveTimer>,
@@ -207,6 +263,9 @@ where
             framed: Framed::new(stream, PacketCodec),
             requests,
             pending: HashMap::new(),
+            highest: 0,
+            abandoned: Recent::new(),
+            answered: Recent::new(),
             streams: HashMap::new(),
             outbox: VecDeque::new(),
             keepalive: keepalive.map(KeepaliveTimer::new),
@@ -395,8 +454,7 @@ where
     fn on_reply(&mut self, packet: Packet) -> Result<()> {
         let h = packet.header;
         let Some(expected) = self.pending.get(&h.serial).map(|p| p.procedure) else {
-            trace!(serial = h.serial, "discarding reply nobody waits for");
-            return Ok(());
+            return self.on_unmatched_reply(h);
         };
         if expected.to_raw() != h.procedure {
             return Err(Error::protocol(format!(
@@ -407,6 +465,7 @@ where
             )));
         }
         let pending = self.pending.remove(&h.serial).expect("checked above");
+        self.answered.insert(h.serial);
         if let Some(stream) = pending.stream
             && h.status == Status::Ok
         {
@@ -437,6 +496,31 @@ where
             trace!(serial = h.serial, "discarding reply of an abandoned call");
         }
         Ok(())
+    }
+
+    /// Judges a reply that matches no call in flight: the late reply of an
+    /// abandoned call is discarded; anything else means the server answers
+    /// calls it was never sent, and nothing it says can be trusted any more.
+    fn on_unmatched_reply(&mut self, h: Header) -> Result<()> {
+        let serial = h.serial;
+        if self.abandoned.remove(serial) {
+            trace!(serial, "discarding the late reply of an abandoned call");
+            self.answered.insert(serial);
+            return Ok(());
+        }
+        let what = if self.highest == 0 {
+            "before any call was sent".to_owned()
+        } else if serial > self.highest {
+            format!("above the highest serial sent ({})", self.highest)
+        } else if self.answered.contains(serial) {
+            "a second reply to a call already answered".to_owned()
+        } else {
+            "neither in flight nor recently abandoned".to_owned()
+        };
+        Err(Error::protocol(format!(
+            "reply to serial {serial} (procedure {}): {what}",
+            h.procedure
+        )))
     }
 
     fn on_stream(&mut self, packet: Packet) {
@@ -506,6 +590,7 @@ where
                     trace!(serial, "skipping a call abandoned before it was sent");
                     return;
                 }
+                self.highest = self.highest.max(serial);
                 self.pending.insert(
                     serial,
                     Pending {
@@ -562,6 +647,7 @@ where
                 None => {
                     trace!(serial, "call abandoned; its reply will be discarded");
                     self.pending.remove(&serial);
+                    self.abandoned.insert(serial);
                 }
             }
             return;

@@ -31,6 +31,9 @@
 //! * the connection is closed only when it is itself dead: keepalive PINGs
 //!   unanswered, an I/O error, or a protocol violation. One timed-out call
 //!   never cuts the other calls in flight;
+//! * a reply that answers no call in flight and none of the recently
+//!   abandoned ones (an unsent serial, a second reply) is a protocol
+//!   violation: the calls in flight fail at once and the connection closes;
 //! * an [`Upload`] dropped before it finished sends an abort.
 
 #![deny(missing_docs)]

@@ -86,6 +86,12 @@ impl Client {
         Ok(self.call::<calls::ConnectGetLibVersion>(&()).await?.lib_ver)
     }
 
+    /// `CONNECT_GET_VERSION`: the hypervisor's version (for the QEMU driver,
+    /// QEMU's), major * 1 000 000 + minor * 1 000 + micro.
+    pub async fn connect_get_version(&self) -> Result<u64> {
+        Ok(self.call::<calls::ConnectGetVersion>(&()).await?.hv_ver)
+    }
+
     /// `CONNECT_GET_HOSTNAME`.
     pub async fn connect_get_hostname(&self) -> Result<String> {
         Ok(self.call::<calls::ConnectGetHostname>(&()).await?.hostname)

@@ -175,17 +175,63 @@ impl client::Handler for HostKeyCheck {
                 self.refuse("server offered a host certificate, which is not supported".into())
             );
         };
+        let file = self.known_hosts_file.display().to_string();
+        let offered = format!(
+            "host key {} {}",
+            key.algorithm(),
+            key.fingerprint(keys::HashAlg::Sha256)
+        );
         match keys::check_known_hosts_path(&self.host, self.port, key, &self.known_hosts_file) {
             Ok(true) => Ok(true),
             Ok(false) => Ok(self.refuse(format!(
-                "host key {} is not in the known_hosts file",
-                key.algorithm()
+                "{offered} is not in the known_hosts file {file}; if that fingerprint is the \
+                 host's (compare `ssh-keygen -lf` of its host key on the host), record it with \
+                 `{}`",
+                keyscan(&self.host, self.port, &self.known_hosts_file)
             ))),
             Err(keys::Error::KeyChanged { line }) => Ok(self.refuse(format!(
-                "host key differs from the one recorded at line {line} of the known_hosts file"
+                "{offered} differs from the one recorded for {} at line {line} of the \
+                 known_hosts file {file}; if the host's key was changed on purpose and that \
+                 fingerprint is the host's, replace the entry with `ssh-keygen -R {} -f {} && {}`",
+                known_hosts_name(&self.host, self.port),
+                shell_quote(&known_hosts_name(&self.host, self.port)),
+                shell_quote(&file),
+                keyscan(&self.host, self.port, &self.known_hosts_file)
             ))),
-            Err(_) => Ok(self.refuse("known_hosts file cannot be read".into())),
+            Err(_) => Ok(self.refuse(format!("known_hosts file {file} cannot be read"))),
         }
+    }
+}
+
+/// How known_hosts names a host: `host` on port 22, `[host]:port` elsewhere.
+fn known_hosts_name(host: &str, port: u16) -> String {
+    if port == 22 {
+        host.to_owned()
+    } else {
+        format!("[{host}]:{port}")
+    }
+}
+
+/// The command that records `host`'s key in `file`.
+fn keyscan(host: &str, port: u16, file: &Path) -> String {
+    format!(
+        "ssh-keyscan -p {port} {} >> {}",
+        shell_quote(host),
+        shell_quote(&file.display().to_string())
+    )
+}
+
+/// `text` as one shell word: unchanged when it holds only characters no shell
+/// treats specially, else in single quotes.
+fn shell_quote(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@,%=".contains(c));
+    if plain {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
     }
 }
 

@@ -151,11 +151,81 @@ async fn unknown_host_key_is_rejected_permanently() {
         let kh = write(&dir, "known_hosts", &format!("{line}\n"));
         let err = dial_err(&target(server.port(), &key, &kh)).await;
         check(&err, SshErrorKind::HostKeyRejected, true, &key);
-        assert!(err.to_string().contains("not in the known_hosts"), "{err}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains(&format!(
+                "{} is not in the known_hosts file {}",
+                offered(&server),
+                kh.display()
+            )),
+            "{msg}"
+        );
+        assert!(
+            msg.contains(&format!(
+                "`ssh-keyscan -p {} 127.0.0.1 >> {}`",
+                server.port(),
+                kh.display()
+            )),
+            "{msg}"
+        );
+        assert!(msg.contains("fingerprint"), "{msg}");
         // An empty file is the same.
         let kh = write(&dir, "known_hosts_empty", "");
         let err = dial_err(&target(server.port(), &key, &kh)).await;
         check(&err, SshErrorKind::HostKeyRejected, true, &key);
+        assert!(err.to_string().contains(&kh.display().to_string()), "{err}");
+    })
+    .await;
+}
+
+/// The server's host key as a rejection names it: algorithm and SHA-256
+/// fingerprint.
+fn offered(server: &TestServer) -> String {
+    let line = server.known_hosts_line();
+    let openssh = line.split_once(' ').expect("pattern and key").1;
+    let key = russh::keys::PublicKey::from_openssh(openssh).expect("host key");
+    format!(
+        "host key {} {}",
+        key.algorithm(),
+        key.fingerprint(russh::keys::HashAlg::Sha256)
+    )
+}
+
+/// The command an unknown host key's error gives, run as the operator would
+/// (when OpenSSH's `ssh-keyscan` is installed), records the key: the next dial
+/// succeeds. A path with a space is quoted.
+#[tokio::test]
+async fn the_recorded_fix_for_an_unknown_host_key_works() {
+    within(async {
+        if std::process::Command::new("ssh-keyscan")
+            .arg("-h")
+            .output()
+            .is_err()
+        {
+            eprintln!("SKIPPED: ssh-keyscan is not installed");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let (key, public) = generate_client_key(dir.path(), KeyKind::Ed25519);
+        let server = TestServer::start(TestServerOptions::echo(vec![public])).await;
+        let kh = write(&dir, "known hosts", "");
+        let t = target(server.port(), &key, &kh);
+        let msg = dial_err(&t).await.to_string();
+        let command = msg
+            .rsplit_once("record it with `")
+            .and_then(|(_, rest)| rest.strip_suffix('`'))
+            .unwrap_or_else(|| panic!("no command in {msg}"));
+        assert!(
+            command.ends_with(&format!("'{}'", kh.display())),
+            "{command}"
+        );
+        let out = tokio::process::Command::new("sh")
+            .args(["-c", command])
+            .output()
+            .await
+            .unwrap();
+        assert!(out.status.success(), "{command}: {out:?}");
+        assert_echo(&t).await;
     })
     .await;
 }
@@ -178,7 +248,26 @@ async fn mismatched_host_key_is_rejected() {
         );
         let err = dial_err(&target(server.port(), &key, &kh)).await;
         check(&err, SshErrorKind::HostKeyRejected, true, &key);
-        assert!(err.to_string().contains("differs"), "{err}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains(&format!(
+                "{} differs from the one recorded for [127.0.0.1]:{} at line 1 of the \
+                 known_hosts file {}",
+                offered(&server),
+                server.port(),
+                kh.display()
+            )),
+            "{msg}"
+        );
+        assert!(
+            msg.contains(&format!(
+                "`ssh-keygen -R '[127.0.0.1]:{port}' -f {file} && ssh-keyscan -p {port} \
+                 127.0.0.1 >> {file}`",
+                port = server.port(),
+                file = kh.display()
+            )),
+            "{msg}"
+        );
     })
     .await;
 }

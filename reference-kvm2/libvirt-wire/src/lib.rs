@@ -49,6 +49,8 @@ mod macros;
 
 mod constants;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod limits;
 mod messages;
 mod packet;

@@ -94,6 +94,14 @@ xdr_struct! {
 }
 
 xdr_struct! {
+    /// Result of `CONNECT_GET_VERSION`.
+    pub struct ConnectGetVersionRet {
+        /// The hypervisor's version: major * 1_000_000 + minor * 1_000 + micro.
+        pub hv_ver: u64,
+    }
+}
+
+xdr_struct! {
     /// Result of `CONNECT_GET_LIB_VERSION`.
     pub struct ConnectGetLibVersionRet {
         /// major * 1_000_000 + minor * 1_000 + micro.

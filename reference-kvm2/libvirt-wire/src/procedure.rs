@@ -123,6 +123,8 @@ procedures! {
     ConnectOpen = 1 => "CONNECT_OPEN" : ConnectOpenArgs => (),
     /// Closes the hypervisor connection; the server then closes the socket.
     ConnectClose = 2 => "CONNECT_CLOSE" : () => (),
+    /// The hypervisor's version (for QEMU, QEMU's), encoded as the library's is.
+    ConnectGetVersion = 4 => "CONNECT_GET_VERSION" : () => ConnectGetVersionRet,
     /// The host capabilities XML.
     ConnectGetCapabilities = 7 => "CONNECT_GET_CAPABILITIES" : () => ConnectGetCapabilitiesRet,
     /// Starts a defined domain.

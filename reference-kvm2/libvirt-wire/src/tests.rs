@@ -228,11 +228,29 @@ fn unknown_codes_are_kept() {
     );
 }
 
+/// `CONNECT_GET_VERSION` answers one unsigned hyper: QEMU 10.0.2 is 10 000 002.
+#[test]
+fn connect_get_version_reply_is_one_hyper() {
+    let bytes = [0, 0, 0, 0, 0, 0x98, 0x96, 0x82];
+    assert_eq!(
+        CallRet::decode(Procedure::ConnectGetVersion, &bytes),
+        Ok(CallRet::ConnectGetVersion(ConnectGetVersionRet {
+            hv_ver: 10_000_002
+        }))
+    );
+    assert!(CallRet::decode(Procedure::ConnectGetVersion, &bytes[..4]).is_err());
+    assert_eq!(
+        CallArgs::decode(Procedure::ConnectGetVersion, &[]),
+        Ok(CallArgs::ConnectGetVersion(()))
+    );
+}
+
 #[test]
 fn procedure_numbers() {
     let table = [
         (Procedure::ConnectOpen, 1),
         (Procedure::ConnectClose, 2),
+        (Procedure::ConnectGetVersion, 4),
         (Procedure::ConnectGetCapabilities, 7),
         (Procedure::ConnectGetDomainCapabilities, 342),
         (Procedure::DomainCreate, 9),

@@ -42,7 +42,8 @@ pub struct RunArgs {
     #[arg(long, env = "CONFORMANCE_SEED", value_name = "N")]
     pub seed: Option<u64>,
 
-    /// Time limit of one rule's check, cleanup included, in seconds (fractions allowed).
+    /// Time limit of one rule's check, cleanup included: seconds (fractions allowed) or a
+    /// duration such as `15m` or `1m30s`.
     #[arg(
         long,
         env = "CONFORMANCE_RULE_TIMEOUT",
@@ -112,11 +113,19 @@ impl std::fmt::Display for Secs {
     }
 }
 
+/// A number of seconds (`90`, `1.5`), or a duration as Go writes them (`90s`,
+/// `1m30s`, `1.5h`).
 fn parse_secs(s: &str) -> Result<Secs, String> {
-    let secs: f64 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    let text = s.trim();
+    let secs: f64 = match text.parse::<f64>() {
+        Ok(secs) => secs,
+        Err(_) => text
+            .parse::<jiff::SignedDuration>()
+            .map_err(|_| {
+                format!("{s:?} is neither a number of seconds nor a duration such as 1m30s")
+            })?
+            .as_secs_f64(),
+    };
     if !(secs > 0.0 && secs <= 86_400.0) {
         return Err(format!(
             "{s} is out of range: more than 0 and at most 86400 seconds"

@@ -111,6 +111,24 @@ fn flags_resolve_to_run_options() {
     assert_eq!((p.opts.cases, p.opts.concurrency), (3, 2));
 }
 
+/// `--rule-timeout` takes seconds or a duration as Go writes it.
+#[test]
+fn rule_timeout_takes_seconds_or_a_duration() {
+    for (text, want) in [
+        ("90", 90_000),
+        ("1m30s", 90_000),
+        ("1.5h", 5_400_000),
+        ("250ms", 250),
+    ] {
+        let p = plan(&["--rule-timeout", text]).unwrap();
+        assert_eq!(p.opts.rule_timeout, Duration::from_millis(want), "{text}");
+    }
+    let e = plan(&["--rule-timeout", "soon"]).unwrap_err();
+    assert!(e.contains("--rule-timeout") && e.contains("1m30s"), "{e}");
+    let e = plan(&["--rule-timeout=-1m"]).unwrap_err();
+    assert!(e.contains("out of range"), "{e}");
+}
+
 #[test]
 fn bad_values_name_the_flag() {
     for (args, flag) in [

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use libvirt_fake::{CallError, PoolState, VolumeContent, code as err};
+use libvirt_fake::{CallError, DomainState, PoolState, VolumeContent, code as err, domain, reason};
 use sha2::{Digest, Sha256};
 use tokio::time::timeout;
 
@@ -274,6 +274,119 @@ async fn missing_backing_file_and_missing_disk() {
     )
     .await
     .unwrap();
+    c.domain_create(&d).await.unwrap();
+}
+
+/// The error a start fails with, as (code, domain, message).
+fn failure<T: std::fmt::Debug>(r: Result<T, CallError>) -> (i32, i32, String) {
+    match r {
+        Ok(v) => panic!("expected an error, got {v:?}"),
+        Err(CallError::Libvirt(e)) => (e.code, e.domain, e.message),
+        Err(e) => panic!("expected a libvirt error, got {e:?}"),
+    }
+}
+
+fn with_disk(name: &str, path: &str) -> String {
+    crate::common::bios_xml(name).replace(
+        "<devices>",
+        &format!(
+            "<devices><disk type='file' device='disk'><source file='{path}'/>\
+             <target dev='vda' bus='virtio'/></disk>"
+        ),
+    )
+}
+
+/// Issue 17: a start whose files are missing fails before the guest runs,
+/// with libvirt 11.3's code, domain and words, and leaves the domain shut
+/// off with reason "failed"; the same start succeeds once the file is there.
+#[tokio::test]
+async fn a_start_with_missing_files_fails_as_libvirt_does() {
+    let fake = pool_fake();
+    let c = open(&fake).await;
+    let pool = c.storage_pool_lookup_by_name("default").await.unwrap();
+    let dir = "/var/lib/libvirt/images";
+    let (system, storage, qemu) = (err::SYSTEM_ERROR, domain::STORAGE, domain::QEMU);
+
+    // A disk outside every pool: nothing the fake's host holds.
+    let d = c
+        .domain_define_xml(&with_disk("outside", "/srv/elsewhere/disk.img"))
+        .await
+        .unwrap();
+    assert_eq!(
+        failure(c.domain_create(&d).await),
+        (
+            system,
+            storage,
+            "Cannot access storage file '/srv/elsewhere/disk.img': No such file or directory"
+                .to_owned()
+        )
+    );
+    let (state, why) = c.domain_get_state(&d, 0).await.unwrap();
+    assert_eq!((state, why), (DomainState::Shutoff, reason::SHUTOFF_FAILED));
+
+    // An overlay whose backing volume was deleted after it was made.
+    c.storage_vol_create_xml(&pool, &vol_xml("base.raw", "4096", "raw"), 0)
+        .await
+        .unwrap();
+    let top = format!(
+        "<volume><name>top.qcow2</name><capacity>4096</capacity>\
+         <target><format type='qcow2'/></target><backingStore><path>{dir}/base.raw</path>\
+         <format type='raw'/></backingStore></volume>"
+    );
+    c.storage_vol_create_xml(&pool, &top, 0).await.unwrap();
+    let d = c
+        .domain_define_xml(&with_disk("chain", &format!("{dir}/top.qcow2")))
+        .await
+        .unwrap();
+    c.domain_create(&d).await.unwrap();
+    c.domain_destroy(&d).await.unwrap();
+    let base = c
+        .storage_vol_lookup_by_name(&pool, "base.raw")
+        .await
+        .unwrap();
+    c.storage_vol_delete(&base, 0).await.unwrap();
+    assert_eq!(
+        failure(c.domain_create(&d).await),
+        (
+            system,
+            storage,
+            format!(
+                "Cannot access backing file '{dir}/base.raw' of storage file \
+                 '{dir}/top.qcow2' (as uid:0, gid:0): No such file or directory"
+            )
+        )
+    );
+    assert_eq!(
+        c.domain_get_state(&d, 0).await.unwrap(),
+        (DomainState::Shutoff, reason::SHUTOFF_FAILED)
+    );
+
+    // An NVRAM template that is not there; the host's own template is.
+    let nvram = |name: &str, template: &str| {
+        crate::common::bios_xml(name).replace(
+            "<os>",
+            &format!(
+                "<os><loader readonly='yes' type='pflash'>/usr/share/OVMF/OVMF_CODE_4M.fd\
+                 </loader><nvram template='{template}'/>"
+            ),
+        )
+    };
+    let d = c
+        .domain_define_xml(&nvram("vars", "/nowhere/VARS.fd"))
+        .await
+        .unwrap();
+    assert_eq!(
+        failure(c.domain_create(&d).await),
+        (
+            system,
+            qemu,
+            "Failed to open file '/nowhere/VARS.fd': No such file or directory".to_owned()
+        )
+    );
+    let d = c
+        .domain_define_xml(&nvram("vars-ok", "/usr/share/OVMF/OVMF_VARS_4M.fd"))
+        .await
+        .unwrap();
     c.domain_create(&d).await.unwrap();
 }
 

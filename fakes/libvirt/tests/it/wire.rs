@@ -142,6 +142,30 @@ async fn calls_and_errors_over_the_wire() {
     assert_eq!(fake.domains().len(), 1);
 }
 
+/// `CONNECT_GET_VERSION` answers the configured hypervisor version, and only
+/// on an open connection.
+#[tokio::test]
+async fn connect_get_version_answers_the_hypervisor_version() {
+    let fake = FakeLibvirt::with_config(libvirt_fake::HostConfig {
+        hypervisor_version: 8_002_001,
+        ..Default::default()
+    });
+    let mut c = Raw::new(fake.duplex());
+    let p = c.call(Procedure::ConnectGetVersion, &()).await;
+    assert_eq!(p.header.status, Status::Error);
+    assert_eq!(p.remote_error().unwrap().code, ErrorCode::InternalError);
+    c.handshake().await;
+    let p = c.call(Procedure::ConnectGetVersion, &()).await;
+    assert_eq!(p.header.status, Status::Ok);
+    assert_eq!(
+        libvirt_wire::CallRet::decode(Procedure::ConnectGetVersion, &p.payload),
+        Ok(libvirt_wire::CallRet::ConnectGetVersion(
+            libvirt_wire::ConnectGetVersionRet { hv_ver: 8_002_001 }
+        ))
+    );
+    assert_eq!(fake.trace().count(P::ConnectGetVersion), 2);
+}
+
 #[tokio::test]
 async fn keepalive_ping_gets_a_pong() {
     let fake = FakeLibvirt::new();

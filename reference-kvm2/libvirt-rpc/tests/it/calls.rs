@@ -31,6 +31,27 @@ async fn typed_call_round_trip() {
     assert_eq!(call.await.unwrap().unwrap(), domain("vm-1"));
 }
 
+/// `connect_get_version` sends procedure 4 with no arguments and returns the
+/// hypervisor's version as the server encoded it.
+#[tokio::test]
+async fn connect_get_version_returns_the_hypervisor_version() {
+    let (client, _task, mut server) = pair(quiet());
+    let call = tokio::spawn({
+        let client = client.clone();
+        async move { client.connect_get_version().await }
+    });
+    let (h, args) = server.recv_call().await;
+    assert_eq!(args, CallArgs::ConnectGetVersion(()));
+    assert_eq!(h.procedure, 4);
+    server
+        .reply(
+            &h,
+            &libvirt_wire::ConnectGetVersionRet { hv_ver: 10_000_002 },
+        )
+        .await;
+    assert_eq!(call.await.unwrap().unwrap(), 10_000_002);
+}
+
 #[tokio::test]
 async fn remote_errors_fail_only_their_call() {
     let (client, _task, mut server) = pair(quiet());

@@ -7,4 +7,5 @@ mod cancel;
 mod keepalive;
 mod protocol;
 mod server;
+mod strict;
 mod upload;
