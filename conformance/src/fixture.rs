@@ -197,6 +197,14 @@ pub trait Testbed: Send + Sync {
     fn teardown(&self) -> BoxFuture<'_, HookResult<()>> {
         Box::pin(async { Ok(()) })
     }
+
+    /// A failure of the harness below the checks that makes this rule's result
+    /// meaningless, such as a provider process that broke the process protocol; the
+    /// runner then reports the rule as Error with this text, whatever the check said.
+    /// In-process fixtures keep the default `None`.
+    fn harness_failure(&self) -> Option<String> {
+        None
+    }
 }
 
 /// One raw backend resource.

@@ -5,7 +5,9 @@
 //! traits, their types, the [`Error`] with its four kinds, the [`Profile`] axes, the
 //! rule [`rules::CATALOGUE`] and the [`fixture`] API a provider author implements.
 //! With the `suite` feature (not API-stable) it adds the checks, the runner, the
-//! reporters, a libtest-mimic harness and a CLI entry. It depends on no provider.
+//! reporters, a libtest-mimic harness and a CLI entry. With `remote` it adds the
+//! process protocol: a fixture bridging to a provider in another process, and `serve`
+//! for offering a Rust fixture over it. It depends on no provider.
 
 #![deny(missing_docs)]
 
@@ -20,6 +22,9 @@ mod types;
 
 #[cfg(feature = "suite")]
 pub mod suite;
+
+#[cfg(feature = "remote")]
+pub mod remote;
 
 pub use ctx::{Ctx, Interrupted};
 pub use error::{Error, ErrorKind, Op, Quota};

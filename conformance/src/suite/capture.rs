@@ -5,6 +5,10 @@
 //! Spans get a process-unique sequence number (the subscriber's own IDs are reused
 //! after a span closes). The suite marks its rule and operation spans with a
 //! `cf_mark` field; [`Capture::find_mark`] finds them again.
+//!
+//! A span's name is static in `tracing`, so spans re-created from another process's
+//! telemetry share one callsite, [`REMOTE_SPAN`], and carry their real name in a
+//! `name` field; the capture records that field as the span's name.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -181,10 +185,14 @@ struct CaptureLayer {
     cap: Capture,
 }
 
+/// The callsite name of spans whose real name is their `name` field.
+pub const REMOTE_SPAN: &str = "conformance.remote";
+
 #[derive(Default)]
 struct Text {
     text: String,
     mark: Option<String>,
+    name: Option<String>,
 }
 
 impl Visit for Text {
@@ -200,6 +208,9 @@ impl Visit for Text {
         if field.name() == "cf_mark" {
             self.mark = Some(format!("{value:?}").trim_matches('"').to_owned());
         }
+        if field.name() == "name" {
+            self.name = Some(format!("{value:?}"));
+        }
     }
 
     fn record_str(&mut self, field: &Field, value: &str) {
@@ -213,6 +224,9 @@ impl Visit for Text {
         }
         if field.name() == "cf_mark" {
             self.mark = Some(value.to_owned());
+        }
+        if field.name() == "name" {
+            self.name = Some(value.to_owned());
         }
     }
 }
@@ -239,10 +253,14 @@ where
         }
         let at = store.spans.len();
         store.span_index.insert(seq, at);
+        let name = match (attrs.metadata().name(), text.name) {
+            (REMOTE_SPAN, Some(n)) => n,
+            (n, _) => n.to_owned(),
+        };
         store.spans.push(SpanRecord {
             seq,
             parent,
-            name: attrs.metadata().name().to_owned(),
+            name,
             fields: text.text,
         });
     }
@@ -304,6 +322,13 @@ mod tests {
         let kids = cap.children(seq);
         assert_eq!(kids.len(), 1);
         assert_eq!(kids[0].name, "backend.Call");
+        // A re-created remote span is named by its `name` field; other spans keep
+        // their callsite name even when they have a `name` field.
+        let remote = tracing::info_span!(parent: &op, REMOTE_SPAN, name = %"far.Create");
+        let plain = tracing::info_span!(parent: &op, "near.create", name = %"web-1");
+        drop((remote, plain));
+        let names: Vec<String> = cap.children(seq).into_iter().map(|s| s.name).collect();
+        assert_eq!(names, ["backend.Call", "far.Create", "near.create"]);
         let evs = cap.events_under(seq);
         assert_eq!(evs.len(), 2, "{evs:?}");
         assert!(cap.contains_since(before, "needle-42").is_some());

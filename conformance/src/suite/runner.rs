@@ -370,6 +370,7 @@ pub async fn run_rule(
     if let Err(e) = cx.tb.teardown().await {
         cx.note(format!("teardown failed: {e}"));
     }
+    let harness_failure = cx.tb.harness_failure();
     let violations = std::mem::take(&mut *cx.violations.lock().unwrap());
     let evidence = std::mem::take(&mut *cx.evidence.lock().unwrap());
     let property = cx.property.lock().unwrap().take();
@@ -391,6 +392,11 @@ pub async fn run_rule(
             violations,
         ),
         Err(CheckError::Skip(msg)) => (Outcome::Skipped, Some(msg), violations),
+    };
+    // A broken harness below the checks outranks whatever the check concluded.
+    let (outcome, reason) = match harness_failure {
+        Some(why) => (Outcome::Error, Some(why)),
+        None => (outcome, reason),
     };
     RuleResult {
         id: rule.id.into(),

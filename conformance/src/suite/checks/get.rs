@@ -54,13 +54,25 @@ pub async fn get_during_delete(cx: &Cx) -> CheckResult {
     let req = cx.request();
     let id = cx.create_ok(cx.p.as_ref(), &req, "Create").await?;
     cx.wait_running(cx.p.as_ref(), &id, "boot").await?;
+    // Every backend call slowed a little, so the Delete lasts long enough for Gets to
+    // overlap it whatever the machine's load.
+    if cx.tb.faults().is_some() {
+        cx.inject(FaultSpec {
+            location: Some(cx.loc0().name.clone()),
+            trigger: Trigger::Always,
+            kind: FaultKind::Delay(cx.timing.quiet / 3),
+        })?;
+    }
     let (p, ctx, i) = (cx.p.clone(), cx.ctx(), id.clone());
     let del = tokio::spawn(async move { p.delete(&ctx, &i).await });
-    let mut polls = 0;
+    let (mut polls, mut overlapped) = (0, 0);
     loop {
-        let finished = del.is_finished();
+        let started_before_end = !del.is_finished();
         let r = cx.p.get(&cx.ctx(), &id).await;
         polls += 1;
+        if started_before_end {
+            overlapped += 1;
+        }
         if r.is_err() && !matches!(&r, Err(e) if e.is_not_found()) {
             cx.violate(
                 format!("Get #{polls} during Delete"),
@@ -68,9 +80,12 @@ pub async fn get_during_delete(cx: &Cx) -> CheckResult {
                 describe_result(&r),
             );
         }
-        if finished {
+        if !started_before_end {
             break;
         }
+    }
+    if let Some(f) = cx.tb.faults() {
+        f.clear();
     }
     let r = del
         .await
@@ -82,7 +97,14 @@ pub async fn get_during_delete(cx: &Cx) -> CheckResult {
             crate::suite::cx::describe(&e),
         );
     }
-    cx.note(format!("{polls} Gets overlapped the Delete"));
+    cx.note(format!(
+        "{overlapped} of {polls} Gets started while the Delete ran"
+    ));
+    if overlapped == 0 {
+        return Err(CheckError::Harness(
+            "the Delete finished before any Get started; nothing overlapped it".into(),
+        ));
+    }
     gone_after_delete(cx, &id, "after Delete").await
 }
 

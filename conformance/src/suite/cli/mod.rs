@@ -13,6 +13,10 @@
 //! A command that adds flags of its own flattens [`SuiteArgs`] into its parser and
 //! calls [`run_suite`] with a closure that builds the fixture from those flags.
 //!
+//! With the `remote` feature, the standalone `conformance` command embeds the same
+//! tree and adds `--provider-command 'CMD ARGS'` / `--provider-socket PATH` (the
+//! process protocol).
+//!
 //! Subcommands: `run` (the default when none is given), `list`, `catalogue`. When a
 //! subcommand is named, the suite's flags follow it (`kvm2 conformance list --rules
 //! 'CRE-*'`).
@@ -26,11 +30,15 @@
 mod args;
 mod catalogue;
 mod run;
+#[cfg(feature = "remote")]
+mod standalone;
 mod tree;
 
 pub use args::{Plan, RunArgs, Secs, UsageError};
 pub use catalogue::{CatalogueFormat, catalogue};
 pub use run::{execute, exit_code, listing, not_checked_text, progress_line, summary_text};
+#[cfg(feature = "remote")]
+pub use standalone::{ProviderArgs, standalone_main, standalone_main_with};
 pub use tree::{SuiteArgs, SuiteCommand, main, main_with, run_suite};
 
 /// Exit code of a run whose verdict is fail.

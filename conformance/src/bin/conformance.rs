@@ -1,0 +1,7 @@
+//! The standalone suite: `conformance run --provider-command 'CMD ARGS'` or
+//! `--provider-socket PATH` checks a provider in any language over the process
+//! protocol.
+
+fn main() -> std::process::ExitCode {
+    conformance::suite::cli::standalone_main()
+}

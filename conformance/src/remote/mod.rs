@@ -1,0 +1,21 @@
+//! The process protocol (feature `remote`): providers in any language, checked by the
+//! same suite.
+//!
+//! [`proto`] holds the messages of protocol v1 (JSON-RPC 2.0, one message per line,
+//! over a provider process's stdin and stdout or a Unix socket), [`schema`] their
+//! generated JSON Schema, [`RemoteFixture`] the suite's end (a `Fixture` whose
+//! provider and hooks live in the other process) and [`serve`] the provider's end for
+//! any Rust fixture. `docs/remote-protocol.md` is the normative description.
+
+mod bridge;
+mod conn;
+pub mod proto;
+pub mod schema;
+mod serve;
+
+pub use bridge::{Connector, Endpoint, ExitStatus, Link, RemoteFixture, RemoteOptions};
+pub use conn::{REMOTE_SPAN, REMOTE_TARGET, STDERR_TARGET};
+pub use serve::{TelemetryLayer, install_telemetry, serve, serve_socket, serve_stdio};
+
+#[cfg(test)]
+mod tests;

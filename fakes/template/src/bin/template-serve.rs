@@ -1,0 +1,272 @@
+//! Serves the template provider's fixture over the process protocol, on stdin and
+//! stdout or on a Unix socket, so the suite checks it out of process:
+//! `conformance run --provider-command 'template-serve'`.
+//!
+//! `--mutant NAME` serves one of the template's mutants instead, or one of the
+//! bridge mutants below, which misbehave the way a provider in another process could
+//! and must not look better through the bridge than they are:
+//! `remote-ignores-deadline` (runs every operation without its deadline or
+//! cancellation), `remote-no-spans` (runs every operation outside the request's span,
+//! so no span or log line reaches the suite), `remote-secret-in-log` (logs the
+//! cloud-init payload in a telemetry notification) and `remote-secret-on-stderr`
+//! (writes it to stderr).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Parser;
+use conformance::fixture::{
+    Capacity, Faults, Fixture, Hook, HookResult, Inventory, Location, Observation, Planting,
+    Rotation, StateControl, Testbed,
+};
+use conformance::{
+    BoxFuture, Checker, CreateRequest, Ctx, Instance, Listing, Profile, Provider, ProviderId,
+};
+use template_provider::TemplateFixture;
+use template_provider::mutants::MUTANTS;
+
+/// The bridge mutants, each with the rule it must fail through the bridge.
+const BRIDGE_MUTANTS: &[(&str, &str)] = &[
+    ("remote-ignores-deadline", "GEN-CANCEL"),
+    ("remote-no-spans", "GEN-SPANS"),
+    ("remote-secret-in-log", "CRE-SECRET"),
+    ("remote-secret-on-stderr", "CRE-SECRET"),
+];
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "template-serve",
+    about = "Serves the template provider over the conformance process protocol"
+)]
+struct Args {
+    /// Serve this mutant instead of the correct provider.
+    #[arg(long, value_name = "NAME")]
+    mutant: Option<String>,
+    /// Create waits until Running (`create-return=blocking`).
+    #[arg(long)]
+    blocking: bool,
+    /// One unreachable site fails the whole listing (`list-partial=fail-whole`).
+    #[arg(long)]
+    fail_whole: bool,
+    /// Listen on this Unix socket instead of stdin and stdout.
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let fixture: Arc<dyn Fixture> = match args.mutant.as_deref() {
+        None => {
+            let mut f = TemplateFixture::default();
+            if args.blocking {
+                f = f.blocking();
+            }
+            if args.fail_whole {
+                f = f.fail_whole();
+            }
+            Arc::new(f)
+        }
+        Some(name) => {
+            if let Some(m) = MUTANTS.iter().find(|m| m.name == name) {
+                Arc::new((m.build)())
+            } else if let Some((n, _)) = BRIDGE_MUTANTS.iter().find(|(n, _)| *n == name) {
+                Arc::new(Twisted {
+                    inner: TemplateFixture::default(),
+                    twist: n,
+                })
+            } else {
+                eprintln!("template-serve: no mutant named {name:?}");
+                return ExitCode::from(2);
+            }
+        }
+    };
+    let served = match &args.socket {
+        Some(path) => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .and_then(|rt| rt.block_on(conformance::remote::serve_socket(fixture, path))),
+        None => conformance::remote::serve_stdio(fixture),
+    };
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("template-serve: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The template fixture with its providers twisted as a bridge mutant says.
+struct Twisted {
+    inner: TemplateFixture,
+    twist: &'static str,
+}
+
+impl Fixture for Twisted {
+    fn provider_name(&self) -> String {
+        self.inner.provider_name()
+    }
+    fn profile(&self) -> Profile {
+        self.inner.profile()
+    }
+    fn provider_version(&self) -> String {
+        self.inner.provider_version()
+    }
+    fn hooks(&self) -> Vec<Hook> {
+        self.inner.hooks()
+    }
+    fn locations(&self) -> Vec<Location> {
+        self.inner.locations()
+    }
+    fn has_checker(&self) -> bool {
+        self.inner.has_checker()
+    }
+    fn is_real_backend(&self) -> bool {
+        self.inner.is_real_backend()
+    }
+    fn environment(&self) -> BTreeMap<String, String> {
+        self.inner.environment()
+    }
+    fn open(&self) -> BoxFuture<'_, HookResult<Box<dyn Testbed>>> {
+        Box::pin(async move {
+            let tb = self.inner.open().await?;
+            Ok(Box::new(TwistedTestbed {
+                inner: tb,
+                twist: self.twist,
+            }) as Box<dyn Testbed>)
+        })
+    }
+}
+
+struct TwistedTestbed {
+    inner: Box<dyn Testbed>,
+    twist: &'static str,
+}
+
+impl Testbed for TwistedTestbed {
+    fn provider(&self) -> Arc<dyn Provider> {
+        Arc::new(TwistedProvider {
+            inner: self.inner.provider(),
+            twist: self.twist,
+        })
+    }
+    fn restart(&self) -> HookResult<Arc<dyn Provider>> {
+        Ok(Arc::new(TwistedProvider {
+            inner: self.inner.restart()?,
+            twist: self.twist,
+        }))
+    }
+    fn request(&self, name: &str, tag: &str, location: &Location) -> CreateRequest {
+        self.inner.request(name, tag, location)
+    }
+    fn id_for(&self, location: &str, name: &str) -> ProviderId {
+        self.inner.id_for(location, name)
+    }
+    fn location_of(&self, id: &ProviderId) -> Option<String> {
+        self.inner.location_of(id)
+    }
+    fn malformed_ids(&self) -> Vec<String> {
+        self.inner.malformed_ids()
+    }
+    fn unconfigured_id(&self, name: &str) -> ProviderId {
+        self.inner.unconfigured_id(name)
+    }
+    fn unknown_placement(&self) -> String {
+        self.inner.unknown_placement()
+    }
+    fn inventory(&self) -> Option<&dyn Inventory> {
+        self.inner.inventory()
+    }
+    fn planting(&self) -> Option<&dyn Planting> {
+        self.inner.planting()
+    }
+    fn state_control(&self) -> Option<&dyn StateControl> {
+        self.inner.state_control()
+    }
+    fn capacity(&self) -> Option<&dyn Capacity> {
+        self.inner.capacity()
+    }
+    fn faults(&self) -> Option<&dyn Faults> {
+        self.inner.faults()
+    }
+    fn rotation(&self) -> Option<&dyn Rotation> {
+        self.inner.rotation()
+    }
+    fn observation(&self) -> Option<&dyn Observation> {
+        self.inner.observation()
+    }
+    fn teardown(&self) -> BoxFuture<'_, HookResult<()>> {
+        self.inner.teardown()
+    }
+    fn harness_failure(&self) -> Option<String> {
+        self.inner.harness_failure()
+    }
+}
+
+struct TwistedProvider {
+    inner: Arc<dyn Provider>,
+    twist: &'static str,
+}
+
+impl TwistedProvider {
+    /// The context the inner provider gets.
+    fn ctx(&self, ctx: &Ctx) -> Ctx {
+        match self.twist {
+            "remote-ignores-deadline" => Ctx::new().in_span(ctx.span().clone()),
+            "remote-no-spans" => ctx.clone().in_span(tracing::Span::none()),
+            _ => ctx.clone(),
+        }
+    }
+}
+
+#[deny(clippy::missing_trait_methods)]
+impl Provider for TwistedProvider {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn profile(&self) -> Profile {
+        self.inner.profile()
+    }
+    fn create<'a>(
+        &'a self,
+        ctx: &'a Ctx,
+        req: &'a CreateRequest,
+    ) -> BoxFuture<'a, conformance::Result<ProviderId>> {
+        Box::pin(async move {
+            match self.twist {
+                "remote-secret-in-log" => {
+                    tracing::debug!(parent: ctx.span(), "user data {}", req.cloud_init.expose())
+                }
+                "remote-secret-on-stderr" => eprintln!("user data {}", req.cloud_init.expose()),
+                _ => {}
+            }
+            self.inner.create(&self.ctx(ctx), req).await
+        })
+    }
+    fn get<'a>(
+        &'a self,
+        ctx: &'a Ctx,
+        id: &'a ProviderId,
+    ) -> BoxFuture<'a, conformance::Result<Instance>> {
+        Box::pin(async move { self.inner.get(&self.ctx(ctx), id).await })
+    }
+    fn delete<'a>(
+        &'a self,
+        ctx: &'a Ctx,
+        id: &'a ProviderId,
+    ) -> BoxFuture<'a, conformance::Result<()>> {
+        Box::pin(async move { self.inner.delete(&self.ctx(ctx), id).await })
+    }
+    fn list_by_tag<'a>(
+        &'a self,
+        ctx: &'a Ctx,
+        tag: &'a str,
+    ) -> BoxFuture<'a, conformance::Result<Listing>> {
+        Box::pin(async move { self.inner.list_by_tag(&self.ctx(ctx), tag).await })
+    }
+    fn checker(&self) -> Option<&dyn Checker> {
+        self.inner.checker()
+    }
+}
