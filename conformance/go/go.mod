@@ -1,0 +1,3 @@
+module kvm2conformance/sdk
+
+go 1.19
