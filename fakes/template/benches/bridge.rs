@@ -72,7 +72,11 @@ async fn suite(fixture: Arc<dyn Fixture>) -> Duration {
     let t = Instant::now();
     let report = run(fixture, opts, &mut |_| {}).await;
     let took = t.elapsed();
-    assert_eq!(report.verdict, Verdict::Pass, "the bench measures passing runs");
+    assert_eq!(
+        report.verdict,
+        Verdict::Pass,
+        "the bench measures passing runs"
+    );
     took
 }
 
