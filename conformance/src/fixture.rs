@@ -39,7 +39,9 @@ impl HookError {
 pub type HookResult<T> = Result<T, HookError>;
 
 /// The optional hooks, by name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize,
+)]
 pub enum Hook {
     /// [`Inventory`].
     Inventory,

@@ -338,6 +338,29 @@ impl Serialize for Profile {
     }
 }
 
+/// Reads what [`Profile`]'s `Serialize` writes: a map from every axis to its value.
+/// A missing or unknown axis, an unknown value or an illegal combination is an error.
+impl<'de> serde::Deserialize<'de> for Profile {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let map = std::collections::BTreeMap::<String, String>::deserialize(d)?;
+        if let Some(k) = map
+            .keys()
+            .find(|k| !Axis::ALL.iter().any(|a| a.key() == *k))
+        {
+            return Err(D::Error::custom(format!("unknown axis {k:?}")));
+        }
+        let mut b = Profile::builder();
+        for a in Axis::ALL {
+            let v = map.get(a.key()).ok_or_else(|| {
+                D::Error::custom(format!("the profile lacks the axis {}", a.key()))
+            })?;
+            b = b.with(a.key(), v).map_err(D::Error::custom)?;
+        }
+        b.build().map_err(D::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,16 +4,16 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::fixture::Hook;
 use crate::profile::Profile;
 
 /// The version of the report format (`report.json` and its schema).
-pub const REPORT_SCHEMA_VERSION: &str = "2.0.0";
+pub const REPORT_SCHEMA_VERSION: &str = "2.1.0";
 
 /// What happened to one rule. Exactly one per rule and run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Outcome {
     /// The check ran and the provider obeyed the rule.
     Pass,
@@ -55,7 +55,7 @@ impl Outcome {
 }
 
 /// One broken expectation.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Violation {
     /// The rule broken.
     pub rule: String,
@@ -78,7 +78,7 @@ impl std::fmt::Display for Violation {
 }
 
 /// A failing property's reproduction data.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PropertyFailure {
     /// The seed the property ran with (the rule's seed).
     pub seed: u64,
@@ -90,7 +90,7 @@ pub struct PropertyFailure {
 }
 
 /// A sub-assertion of a rule that the run could not check, and why.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NotChecked {
     /// What was not checked (`resources unchanged after the repeat`).
     pub what: String,
@@ -99,7 +99,7 @@ pub struct NotChecked {
 }
 
 /// A fault a check injected through the faults hook, and whether it fired.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InjectedFault {
     /// The location it applied to; `None` for every location.
     pub location: Option<String>,
@@ -138,7 +138,7 @@ impl InjectedFault {
 }
 
 /// The result of one rule.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RuleResult {
     /// The rule's ID.
     pub id: String,
@@ -166,7 +166,7 @@ pub struct RuleResult {
     /// The faults the check injected, in order, and whether each fired.
     pub faults: Vec<InjectedFault>,
     /// Wall time of the check, cleanup included.
-    #[serde(serialize_with = "ser_millis")]
+    #[serde(serialize_with = "ser_millis", deserialize_with = "de_millis")]
     pub duration: Duration,
 }
 
@@ -175,7 +175,7 @@ fn ser_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Erro
 }
 
 /// Facts about a run, known before the first rule.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {
     /// A unique ID; the per-run tag and name prefix derive from it.
     pub run_id: String,
@@ -183,12 +183,20 @@ pub struct RunInfo {
     pub provider: String,
     /// The provider's version.
     pub provider_version: String,
+    /// The source commit the provider was built from, when the run was told it
+    /// (`--provider-commit`).
+    #[serde(default)]
+    pub provider_commit: Option<String>,
     /// The declared profile.
     pub profile: Profile,
     /// The hooks the fixture offers.
     pub hooks: Vec<Hook>,
     /// This crate's version.
     pub suite_version: String,
+    /// The git commit this crate was built from; `None` when it was built outside a
+    /// git checkout.
+    #[serde(default)]
+    pub suite_commit: Option<String>,
     /// A sha256 over the rule catalogue (IDs and normative texts).
     pub catalogue_hash: String,
     /// The seed of every randomised part of the run.
@@ -200,12 +208,12 @@ pub struct RunInfo {
     /// The options that shaped the run.
     pub options: RunSettings,
     /// When the run started.
-    #[serde(serialize_with = "ser_time")]
+    #[serde(serialize_with = "ser_time", deserialize_with = "de_time")]
     pub started_at: SystemTime,
 }
 
 /// The options a run was made with, as its report records them.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunSettings {
     /// The `--rules` selection; `None` when every rule was selected.
     pub rules: Option<Vec<String>>,
@@ -214,7 +222,7 @@ pub struct RunSettings {
     /// Create and Delete steps the step-wise checks interrupted at most.
     pub steps: u32,
     /// The limit of one rule's check, cleanup included.
-    #[serde(serialize_with = "ser_millis")]
+    #[serde(serialize_with = "ser_millis", deserialize_with = "de_millis")]
     pub rule_timeout: Duration,
     /// Rules checked at once.
     pub concurrency: usize,
@@ -222,8 +230,29 @@ pub struct RunSettings {
     pub rule_seeds: BTreeMap<String, u64>,
 }
 
+/// Reads what [`ser_millis`] writes: milliseconds, kept to the microsecond.
+fn de_millis<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let millis = f64::deserialize(d)?;
+    if !(millis.is_finite() && millis >= 0.0) {
+        return Err(serde::de::Error::custom(format!(
+            "{millis} is not a duration in milliseconds"
+        )));
+    }
+    Ok(Duration::from_micros((millis * 1000.0).round() as u64))
+}
+
 fn ser_time<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&rfc3339(*t))
+}
+
+/// Reads what [`ser_time`] writes: an RFC 3339 time.
+fn de_time<'de, D: Deserializer<'de>>(d: D) -> Result<SystemTime, D::Error> {
+    let text = String::deserialize(d)?;
+    let ts: jiff::Timestamp = text
+        .parse()
+        .map_err(|e| serde::de::Error::custom(format!("{text:?} is not an RFC 3339 time: {e}")))?;
+    SystemTime::try_from(ts)
+        .map_err(|e| serde::de::Error::custom(format!("{text:?} is out of range: {e}")))
 }
 
 /// Formats a time as RFC 3339 in UTC to the second (`2026-12-02T00:00:00Z`); a
@@ -234,7 +263,7 @@ pub fn rfc3339(t: SystemTime) -> String {
 }
 
 /// Counts of outcomes.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Summary {
     /// Rules that passed.
     pub pass: usize,
@@ -276,7 +305,7 @@ impl Summary {
 }
 
 /// A run's verdict: what the run proved of the whole catalogue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     /// Every rule of the catalogue ran and was Pass or NotApplicable, and every
@@ -339,7 +368,7 @@ pub const NOT_SELECTED: &str = "not selected for this run";
 
 /// Something a run did not check: a rule not selected or skipped, or one
 /// sub-assertion of a rule that ran.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Unchecked {
     /// The rule's ID.
     pub rule: String,
@@ -350,7 +379,7 @@ pub struct Unchecked {
 }
 
 /// One event of a run. Reporters consume these in order.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Event {
     /// The run started.
     RunStarted(RunInfo),
@@ -364,7 +393,7 @@ pub enum Event {
     /// The run finished; the sweep found these leftovers (if any).
     RunFinished {
         /// Wall time of the run.
-        #[serde(serialize_with = "ser_millis")]
+        #[serde(serialize_with = "ser_millis", deserialize_with = "de_millis")]
         duration: Duration,
         /// Instances carrying the run's tags that the final sweep had to remove.
         swept: Vec<String>,
@@ -372,7 +401,7 @@ pub enum Event {
 }
 
 /// A whole run, folded from its events: what every file reporter renders.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     /// The report format version.
     pub schema_version: String,
@@ -388,7 +417,7 @@ pub struct Report {
     /// One result per rule, catalogue order.
     pub results: Vec<RuleResult>,
     /// Wall time of the run.
-    #[serde(serialize_with = "ser_millis")]
+    #[serde(serialize_with = "ser_millis", deserialize_with = "de_millis")]
     pub duration: Duration,
     /// Leftovers the final sweep removed.
     pub swept: Vec<String>,

@@ -37,6 +37,9 @@ pub struct RunOptions {
     /// Seeds given to single rules (`--rule-seed ID=N`), replacing the seed derived
     /// from [`RunOptions::seed`]: a failing property prints the one that replays it.
     pub rule_seeds: BTreeMap<String, u64>,
+    /// The source commit the provider was built from, for the report; `None` when not
+    /// known.
+    pub provider_commit: Option<String>,
 }
 
 impl RunOptions {
@@ -68,6 +71,7 @@ impl Default for RunOptions {
             concurrency: 4,
             steps: 40,
             rule_seeds: BTreeMap::new(),
+            provider_commit: None,
         }
     }
 }
@@ -167,6 +171,12 @@ pub fn catalogue_hash() -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The git commit the suite was built from (its build script asks git); `None` when
+/// it was built outside a git checkout.
+pub fn suite_commit() -> Option<&'static str> {
+    Some(env!("CONFORMANCE_GIT_COMMIT")).filter(|c| *c != "unknown")
+}
+
 /// The metadata of a run about to start.
 pub fn run_info(fixture: &dyn Fixture, opts: &RunOptions) -> RunInfo {
     let mut environment = fixture.environment();
@@ -176,9 +186,11 @@ pub fn run_info(fixture: &dyn Fixture, opts: &RunOptions) -> RunInfo {
         run_id: uuid::Uuid::new_v4().simple().to_string(),
         provider: fixture.provider_name(),
         provider_version: fixture.provider_version(),
+        provider_commit: opts.provider_commit.clone(),
         profile: fixture.profile(),
         hooks: fixture.hooks(),
         suite_version: env!("CARGO_PKG_VERSION").to_owned(),
+        suite_commit: suite_commit().map(str::to_owned),
         catalogue_hash: catalogue_hash(),
         seed: opts.seed,
         real_backend: fixture.is_real_backend(),

@@ -99,7 +99,8 @@ enum Command {
     ///
     /// On two embedded in-memory libvirt hosts, or with --config FILE --test-host on
     /// the real hosts of a configuration.
-    Conformance(ConformanceArgs),
+    // Boxed: the suite's flags make it much larger than the other commands.
+    Conformance(Box<ConformanceArgs>),
     /// Check every configured host: SSH, libvirt, the pool (prints one JSON line per host).
     Check {
         #[command(flatten)]
@@ -204,7 +205,7 @@ fn main() -> ExitCode {
             let sub = matches
                 .subcommand_matches("conformance")
                 .expect("the conformance subcommand was parsed");
-            return ExitCode::from(conformance_main(args, sub));
+            return ExitCode::from(conformance_main(*args, sub));
         }
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "kvm2", &mut std::io::stdout());
@@ -249,6 +250,7 @@ fn conformance_main(args: ConformanceArgs, matches: &ArgMatches) -> u8 {
     if config.is_some() {
         real_host_defaults(&mut suite, matches);
     }
+    record_own_commit(&mut suite);
     let fixture = move || -> Result<Arc<dyn Fixture>, String> {
         let Some(path) = &config else {
             return Ok(Arc::new(kvm2::fixture::Kvm2Fixture::default()));
@@ -264,6 +266,19 @@ fn conformance_main(args: ConformanceArgs, matches: &ArgMatches) -> u8 {
         Ok(Arc::new(fixture))
     };
     conformance::suite::cli::run_suite(suite, &fixture)
+}
+
+/// Records the commit kvm2 was built from as the run's provider commit, unless
+/// `--provider-commit` (or its variable) names one or the commit is unknown.
+fn record_own_commit(suite: &mut SuiteArgs) {
+    let run = match &mut suite.command {
+        Some(SuiteCommand::Run(run) | SuiteCommand::List(run)) => run,
+        _ => &mut suite.run,
+    };
+    let own = env!("KVM2_GIT_COMMIT");
+    if run.provider_commit.is_none() && own != "unknown" {
+        run.provider_commit = Some(own.to_owned());
+    }
 }
 
 /// The defaults of a run on real hosts, for the flags neither given nor set

@@ -73,7 +73,12 @@ pub(crate) fn plan(cx: &Cx, steps: u64) -> Vec<(u64, Interruption)> {
 
 /// The steps to interrupt: all of them, or an even sample on a real backend.
 pub(crate) fn sample_steps(cx: &Cx, steps: u64) -> Vec<u64> {
-    let limit = u64::from(cx.steps.max(2));
+    spread(steps, u64::from(cx.steps.max(2)))
+}
+
+/// `1..=steps`, or `limit` of them spread evenly from the first to the last.
+pub(crate) fn spread(steps: u64, limit: u64) -> Vec<u64> {
+    let limit = limit.max(2);
     if steps <= limit {
         return (1..=steps).collect();
     }

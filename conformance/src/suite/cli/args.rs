@@ -98,6 +98,10 @@ pub struct RunArgs {
     #[arg(long, env = "CONFORMANCE_ALLOW_PARTIAL")]
     pub allow_partial: bool,
 
+    /// The source commit the provider was built from, recorded in the reports.
+    #[arg(long, env = "CONFORMANCE_PROVIDER_COMMIT", value_name = "COMMIT")]
+    pub provider_commit: Option<String>,
+
     /// Print every rule with whether it would run, and why not, then exit.
     #[arg(long, env = "CONFORMANCE_LIST")]
     pub list: bool,
@@ -220,6 +224,10 @@ impl Plan {
                 steps: args.steps,
                 concurrency: usize::try_from(args.concurrency).unwrap_or(defaults.concurrency),
                 rule_seeds,
+                provider_commit: args
+                    .provider_commit
+                    .map(|c| c.trim().to_owned())
+                    .filter(|c| !c.is_empty()),
             },
             formats,
             out,

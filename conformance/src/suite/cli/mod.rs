@@ -17,11 +17,13 @@
 //! tree and adds `--provider-command 'CMD ARGS'` / `--provider-socket PATH` (the
 //! process protocol).
 //!
-//! Subcommands: `run` (the default when none is given), `list`, `catalogue`. When a
+//! Subcommands: `run` (the default when none is given), `list`, `catalogue`,
+//! `render REPORT.json` (a report made elsewhere written in other formats) and
+//! `diff OLD.json NEW.json` (two runs compared; exit 1 when a rule got worse). When a
 //! subcommand is named, the suite's flags follow it (`kvm2 conformance list --rules
 //! 'CRE-*'`).
 //!
-//! Exit codes, one per verdict: 0 pass (every rule of the catalogue ran and passed or
+//! Exit codes of a run, one per verdict: 0 pass (every rule of the catalogue ran and passed or
 //! was not applicable), 1 fail (a rule failed), 2 bad arguments, 3 error (no rule
 //! failed but one errored, or the reports could not be written), 4 partial (no Fail
 //! and no Error, but a rule was skipped or not selected, or a sub-assertion was not
@@ -29,6 +31,8 @@
 
 mod args;
 mod catalogue;
+mod diff;
+mod render;
 mod run;
 #[cfg(feature = "remote")]
 mod standalone;
@@ -36,6 +40,8 @@ mod tree;
 
 pub use args::{Plan, RunArgs, Secs, UsageError};
 pub use catalogue::{CatalogueFormat, catalogue};
+pub use diff::{Change, DIFF_EXIT_HELP, DiffArgs, ReportDiff, RuleChange, diff};
+pub use render::{RENDER_EXIT_HELP, RenderArgs, render};
 pub use run::{execute, exit_code, listing, not_checked_text, progress_line, summary_text};
 #[cfg(feature = "remote")]
 pub use standalone::{ProviderArgs, standalone_main, standalone_main_with};

@@ -98,6 +98,8 @@ fn flags_resolve_to_run_options() {
         "3",
         "--concurrency",
         "2",
+        "--provider-commit",
+        " 1a2b3c ",
     ])
     .unwrap();
     assert_eq!(
@@ -109,6 +111,8 @@ fn flags_resolve_to_run_options() {
     assert_eq!((p.opts.seed, p.random_seed), (7, false));
     assert_eq!(p.opts.rule_timeout, Duration::from_millis(1500));
     assert_eq!((p.opts.cases, p.opts.concurrency), (3, 2));
+    assert_eq!(p.opts.provider_commit.as_deref(), Some("1a2b3c"));
+    assert_eq!(plan(&[]).unwrap().opts.provider_commit, None);
 }
 
 /// `--rule-timeout` takes seconds or a duration as Go writes it.
@@ -213,6 +217,24 @@ fn subcommands_take_the_run_flags_after_them() {
             format: CatalogueFormat::Md
         })
     ));
+    let cli =
+        Cli::try_parse_from(["conformance", "render", "r.json", "--format", "md,html"]).unwrap();
+    match cli.suite.command {
+        Some(SuiteCommand::Render(a)) => {
+            assert_eq!(a.report, PathBuf::from("r.json"));
+            assert_eq!(a.format, [Format::Markdown, Format::Html]);
+            assert_eq!(a.out, None);
+        }
+        other => panic!("{other:?}"),
+    }
+    let cli = Cli::try_parse_from(["conformance", "diff", "old.json", "new.json"]).unwrap();
+    match cli.suite.command {
+        Some(SuiteCommand::Diff(a)) => {
+            assert_eq!((a.old, a.new), ("old.json".into(), "new.json".into()));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(Cli::try_parse_from(["conformance", "diff", "old.json"]).is_err());
     let cli = Cli::try_parse_from(["conformance", "--seed", "4"]).unwrap();
     assert!(cli.suite.command.is_none());
     assert_eq!(cli.suite.run.seed, Some(4));
@@ -248,6 +270,20 @@ fn an_embedding_command_adds_its_own_flags() {
 }
 
 #[test]
+fn render_and_diff_document_their_exit_codes() {
+    let mut cmd = Cli::command();
+    for (name, want) in [("render", RENDER_EXIT_HELP), ("diff", DIFF_EXIT_HELP)] {
+        let help = cmd
+            .find_subcommand_mut(name)
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        assert!(help.contains(want), "{name}: {help}");
+    }
+    assert!(DIFF_EXIT_HELP.contains("1 some rule got worse"));
+}
+
+#[test]
 fn run_suite_builds_the_fixture_only_when_it_needs_one() {
     let built = std::sync::atomic::AtomicBool::new(false);
     let make = || -> Result<Arc<dyn Fixture>, String> {
@@ -256,6 +292,12 @@ fn run_suite_builds_the_fixture_only_when_it_needs_one() {
     };
     let cli = Cli::try_parse_from(["conformance", "catalogue"]).unwrap();
     assert_eq!(run_suite(cli.suite, &make), 0);
+    assert!(!built.load(std::sync::atomic::Ordering::SeqCst));
+    let cli = Cli::try_parse_from(["conformance", "render", "/nonexistent/report.json"]).unwrap();
+    assert_eq!(run_suite(cli.suite, &make), EXIT_USAGE);
+    let cli =
+        Cli::try_parse_from(["conformance", "diff", "/nonexistent/a", "/nonexistent/b"]).unwrap();
+    assert_eq!(run_suite(cli.suite, &make), EXIT_USAGE);
     assert!(!built.load(std::sync::atomic::Ordering::SeqCst));
     let cli = Cli::try_parse_from(["conformance", "list"]).unwrap();
     assert_eq!(run_suite(cli.suite, &make), EXIT_USAGE);

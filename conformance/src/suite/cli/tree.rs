@@ -10,6 +10,8 @@ use clap::Parser;
 use super::EXIT_USAGE;
 use super::args::{Plan, RunArgs};
 use super::catalogue::{CatalogueFormat, catalogue};
+use super::diff::{DIFF_EXIT_HELP, DiffArgs, diff};
+use super::render::{RENDER_EXIT_HELP, RenderArgs, render};
 use super::run::{execute, listing};
 use crate::fixture::Fixture;
 
@@ -44,6 +46,13 @@ pub enum SuiteCommand {
         #[arg(long, value_enum, default_value = "json")]
         format: CatalogueFormat,
     },
+    /// Writes a `report.json` made elsewhere in other formats.
+    #[command(after_help = RENDER_EXIT_HELP)]
+    Render(RenderArgs),
+    /// Compares two runs' `report.json`: outcomes that changed, rules added or removed,
+    /// and the verdict.
+    #[command(after_help = DIFF_EXIT_HELP)]
+    Diff(DiffArgs),
 }
 
 /// Runs what `args` asks for and returns the exit code. `fixture` is called only by
@@ -58,6 +67,8 @@ pub fn run_suite(args: SuiteArgs, fixture: &dyn Fn() -> Result<Arc<dyn Fixture>,
             print!("{}", catalogue(format));
             return 0;
         }
+        Some(SuiteCommand::Render(a)) => return render(a),
+        Some(SuiteCommand::Diff(a)) => return diff(a),
     };
     let fixture = match fixture() {
         Ok(f) => f,

@@ -314,7 +314,15 @@ fn write_page(out: &mut String, report: &Report) -> std::fmt::Result {
     let mut meta = vec![
         ("Provider", escape(&run.provider)),
         ("Provider version", escape(&run.provider_version)),
+        (
+            "Provider commit",
+            escape(run.provider_commit.as_deref().unwrap_or("unknown")),
+        ),
         ("Suite version", escape(&run.suite_version)),
+        (
+            "Suite commit",
+            escape(run.suite_commit.as_deref().unwrap_or("unknown")),
+        ),
         ("Report schema", escape(&report.schema_version)),
         (
             "Catalogue hash",

@@ -19,3 +19,35 @@ pub fn render(report: &Report) -> String {
     out.push('\n');
     out
 }
+
+/// Reads a `report.json` back: the inverse of [`render`].
+///
+/// A report whose `schema_version` has another major version than
+/// [`REPORT_SCHEMA_VERSION`](crate::suite::outcome::REPORT_SCHEMA_VERSION) is refused;
+/// one of another minor version is read, its unknown fields ignored and missing
+/// optional ones left empty.
+pub fn parse(text: &str) -> Result<Report, String> {
+    use crate::suite::outcome::REPORT_SCHEMA_VERSION;
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let version = value
+        .get("schema_version")
+        .ok_or("not a conformance report: no schema_version")?
+        .as_str()
+        .ok_or("schema_version is not a string")?;
+    let major = |v: &str| v.split('.').next().unwrap_or_default().to_owned();
+    if major(version) != major(REPORT_SCHEMA_VERSION) {
+        return Err(format!(
+            "schema_version {version} is not readable by this suite, which reads {}.x reports (its own is {REPORT_SCHEMA_VERSION})",
+            major(REPORT_SCHEMA_VERSION)
+        ));
+    }
+    serde_json::from_str(text).map_err(|e| format!("not a valid report: {e}"))
+}
+
+/// Reads the `report.json` at `path`; the error names the file and what is wrong.
+pub fn read(path: &std::path::Path) -> Result<Report, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("failed to read {}: {e}", path.display()))?;
+    parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+}

@@ -68,6 +68,14 @@ fn properties(report: &Report) -> Vec<Property> {
                 .join(","),
         ),
     ];
+    for (name, commit) in [
+        ("provider_commit", &run.provider_commit),
+        ("suite_commit", &run.suite_commit),
+    ] {
+        if let Some(c) = commit {
+            props.push(Property::new(name, c.as_str()));
+        }
+    }
     for (axis, value) in run.profile.entries() {
         props.push(Property::new(format!("profile.{}", axis.key()), value));
     }

@@ -58,7 +58,15 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
     let rows = [
         ("Provider", text(&run.provider)),
         ("Provider version", text(&run.provider_version)),
+        (
+            "Provider commit",
+            text(run.provider_commit.as_deref().unwrap_or("unknown")),
+        ),
         ("Suite version", text(&run.suite_version)),
+        (
+            "Suite commit",
+            text(run.suite_commit.as_deref().unwrap_or("unknown")),
+        ),
         ("Report schema", text(&report.schema_version)),
         ("Catalogue hash", text(&run.catalogue_hash)),
         (
