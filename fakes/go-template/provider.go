@@ -99,7 +99,15 @@ func (p *templateProvider) Profile() provider.Profile { return templateProfile()
 func (p *templateProvider) Checker() provider.Checker { return p }
 func (p *templateProvider) ExtraReasons() []string    { return []string{containerMissing} }
 func (p *templateProvider) errorf(op provider.Op, k provider.ErrorKind, format string, args ...interface{}) *provider.Error {
-	return provider.NewError(p.cfg.name, op, k, fmt.Sprintf(format, args...), nil)
+	return provider.NewError(p.errName(), op, k, fmt.Sprintf(format, args...), nil)
+}
+
+// errName is the provider name every contract error carries.
+func (p *templateProvider) errName() string {
+	if broken("error-without-provider-name") {
+		return ""
+	}
+	return p.cfg.name
 }
 
 // classify maps a failure to a contract error; the failure stays as its cause.
@@ -115,10 +123,10 @@ func (p *templateProvider) classify(op provider.Op, what string, err error) *pro
 		case errDenied, errAuthFailed, errHostKeyRejected, errUnreadable, errNoContainer:
 			kind = provider.Permanent
 		case errNoSpace:
-			return provider.NewQuotaError(p.cfg.name, op, provider.Quota{What: b.what, Available: b.available, Needed: b.needed}, err)
+			return provider.NewQuotaError(p.errName(), op, provider.Quota{What: b.what, Available: b.available, Needed: b.needed}, err)
 		}
 	}
-	return provider.NewError(p.cfg.name, op, kind, what, err)
+	return provider.NewError(p.errName(), op, kind, what, err)
 }
 
 // outcome logs an operation's end: one INFO line on success from V1, a WARN on failure.
@@ -307,7 +315,7 @@ func (p *templateProvider) Create(ctx context.Context, req *provider.CreateReque
 func (p *templateProvider) create(ctx context.Context, req *provider.CreateRequest) (string, error) {
 	op := provider.OpCreate
 	if err := validateRequest(req); err != nil {
-		return "", provider.NewError(p.cfg.name, op, provider.Permanent, "invalid request", err)
+		return "", provider.NewError(p.errName(), op, provider.Permanent, "invalid request", err)
 	}
 	site, ok := p.cfg.siteFor(req.Placement)
 	if !ok {
@@ -345,6 +353,8 @@ func (p *templateProvider) create(ctx context.Context, req *provider.CreateReque
 			return "", p.classify(op, "reading the mark of "+name, err)
 		}
 		switch {
+		case m == nil && broken("adopts-unmarked"):
+			// Taken over as if it were ours.
 		case m == nil:
 			return "", p.errorf(op, provider.Permanent, "%s exists at %s and is not managed by this provider", name, site)
 		case m.uid != "" && m.uid != req.UID:
@@ -384,12 +394,15 @@ func (p *templateProvider) converge(ctx context.Context, s *session, req *provid
 			return p.classify(op, "reading free capacity at "+site, err)
 		}
 		if needed > free {
-			return provider.NewQuotaError(p.cfg.name, op, provider.Quota{What: "volume store at " + site, Available: free, Needed: needed}, nil)
+			return provider.NewQuotaError(p.errName(), op, provider.Quota{What: "volume store at " + site, Available: free, Needed: needed}, nil)
 		}
 	}
 	if !exists {
 		now := time.Now()
 		m := mark{tag: req.Tag, uid: req.UID, createdAt: &now}
+		if broken("no-created-at") {
+			m.createdAt = nil
+		}
 		if err := s.call(ctx, procDefine, func(ctx context.Context, c uint64) error {
 			return p.backend.define(ctx, c, site, name, m)
 		}); err != nil {
@@ -434,6 +447,9 @@ func (p *templateProvider) Get(ctx context.Context, id string) (provider.Instanc
 func (p *templateProvider) get(ctx context.Context, id string) (provider.Instance, error) {
 	op := provider.OpGet
 	site, name, ok := parseID(id)
+	if !ok && broken("malformed-get-is-not-found") {
+		return provider.Instance{}, p.errorf(op, provider.NotFound, "malformed instance id")
+	}
 	if !ok {
 		return provider.Instance{}, p.errorf(op, provider.Permanent, "malformed instance id")
 	}
@@ -502,6 +518,9 @@ func (p *templateProvider) delete(ctx context.Context, id string) error {
 	if !ok {
 		return p.errorf(op, provider.Permanent, "malformed instance id")
 	}
+	if !p.cfg.hasSite(site) && broken("unconfigured-delete-is-permanent") {
+		return p.errorf(op, provider.Permanent, "site %q is not configured", site)
+	}
 	if !p.cfg.hasSite(site) {
 		// Nothing of ours can live where we were never configured to go.
 		return nil
@@ -539,7 +558,7 @@ func (p *templateProvider) delete(ctx context.Context, id string) error {
 	if err != nil {
 		return p.classify(op, "reading the mark of "+name, err)
 	}
-	if m == nil {
+	if m == nil && !broken("delete-ignores-ownership") {
 		return p.errorf(op, provider.Permanent, "%s at %s is not managed by this provider; left alone", name, site)
 	}
 	if info.power != "Stopped" {
@@ -630,6 +649,11 @@ func (p *templateProvider) list(ctx context.Context, tag string) (provider.Listi
 		}
 		l.Instances = append(l.Instances, r.found...)
 	}
+	if broken("list-reversed") {
+		for i, j := 0, len(l.Instances)-1; i < j; i, j = i+1, j-1 {
+			l.Instances[i], l.Instances[j] = l.Instances[j], l.Instances[i]
+		}
+	}
 	return l, nil
 }
 
@@ -657,6 +681,8 @@ func (p *templateProvider) listSite(ctx context.Context, site, tag string) ([]pr
 		})
 		switch {
 		case err == nil && m != nil && m.tag == tag:
+		case err == nil && m == nil && broken("list-leaks-unmarked"):
+			m = &mark{}
 		case err == nil, isKind(err, errNoObject):
 			continue
 		case isKind(err, errUnreadable):
@@ -681,6 +707,10 @@ func (p *templateProvider) Check(ctx context.Context) []provider.HostHealth {
 	out := make([]provider.HostHealth, len(p.cfg.sites))
 	var wg sync.WaitGroup
 	for i, sc := range p.cfg.sites {
+		if broken("check-sequential") {
+			out[i] = p.checkSite(ctx, sc.name)
+			continue
+		}
 		wg.Add(1)
 		go func(i int, site string) {
 			defer wg.Done()
@@ -716,7 +746,11 @@ func (p *templateProvider) checkSite(ctx context.Context, site string) provider.
 	if err == nil {
 		details["instances"] = fmt.Sprint(n)
 		details["freeBytes"] = fmt.Sprint(free)
-		return provider.HostHealth{Location: site, Ready: true, Reason: "Ready", Message: site + " is ready", Details: details}
+		reason := "Ready"
+		if broken("check-invents-a-reason") {
+			reason = "AllGood"
+		}
+		return provider.HostHealth{Location: site, Ready: true, Reason: reason, Message: site + " is ready", Details: details}
 	}
 	reason := "Unreachable"
 	var in *interrupted

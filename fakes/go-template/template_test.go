@@ -210,3 +210,30 @@ func TestRemovedCredentialsMakeTheCheckerSaySo(t *testing.T) {
 		t.Fatalf("after restore %+v", h[1])
 	}
 }
+
+func TestMutantTableCoversEveryRuleArea(t *testing.T) {
+	table := Mutants()
+	if len(table) < 10 {
+		t.Fatalf("%d mutants, want at least ten", len(table))
+	}
+	areas := map[string]bool{}
+	for name, declared := range table {
+		if len(declared) == 0 {
+			t.Errorf("mutant %s declares no rule", name)
+		}
+		for _, id := range declared {
+			areas[strings.SplitN(id, "-", 2)[0]] = true
+		}
+	}
+	for _, a := range []string{"CRE", "GET", "DEL", "LST", "GEN", "CHK"} {
+		if !areas[a] {
+			t.Errorf("no mutant declares a %s rule", a)
+		}
+	}
+	if err := SelectMutant("no-such-mutant"); err == nil {
+		t.Error("an unknown mutant was accepted")
+	}
+	if SelectedMutant() != "" {
+		t.Errorf("the selected mutant is %q, want none", SelectedMutant())
+	}
+}
