@@ -9,6 +9,8 @@
 
 mod bridge;
 mod conn;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod proto;
 pub mod schema;
 mod serve;

@@ -70,6 +70,8 @@ mod domains;
 mod error;
 mod fake;
 mod fault;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod latency;
 mod procedure;
 mod server;

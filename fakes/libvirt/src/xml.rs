@@ -349,10 +349,16 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
                 let mut decls = Vec::new();
                 for a in e.attributes().flatten() {
                     let k = a.key.as_ref();
+                    // The URI as the document means it, references resolved.
+                    let uri = || {
+                        a.normalized_value(quick_xml::XmlVersion::Implicit1_0)
+                            .map(Cow::into_owned)
+                            .unwrap_or_default()
+                    };
                     if let Some(prefix) = k.strip_prefix("xmlns:") {
-                        decls.push((prefix.to_owned(), a.value.to_string()));
+                        decls.push((prefix.to_owned(), uri()));
                     } else if k == "xmlns" {
-                        decls.push((String::new(), a.value.to_string()));
+                        decls.push((String::new(), uri()));
                     }
                 }
                 let parent = path.last().map(String::as_str).unwrap_or("");
@@ -703,10 +709,11 @@ pub(crate) fn strip_namespace(xml: &str, prefix: &str, uri: &str) -> Result<Stri
             Some((p, local)) if !prefix.is_empty() && p == prefix => local.to_owned(),
             _ => full,
         };
-        let declares_uri = e
-            .attributes()
-            .flatten()
-            .any(|a| a.key.as_ref() == decl && a.value == uri);
+        let declares_uri = e.attributes().flatten().any(|a| {
+            a.key.as_ref() == decl
+                && a.normalized_value(quick_xml::XmlVersion::Implicit1_0)
+                    .is_ok_and(|v| v == uri)
+        });
         rebuild(e, &name, |k| !(declares_uri && k == decl))
     })
 }
@@ -757,6 +764,24 @@ pub(crate) fn inject_namespace(xml: &str, key: &str, uri: &str) -> Result<String
             out.push_attribute(a);
         }
         out.into_owned()
+    })
+}
+
+/// Declares `uri` as the default namespace on the root of `xml`: how a
+/// metadata element defined in a default namespace (`<e xmlns='…'>`, stored
+/// with an empty key) is shown again.
+fn declare_default_namespace(xml: &str, uri: &str) -> Result<String, VirError> {
+    rewrite(xml, "metadata", |depth, e| {
+        let name = e.name().as_ref().to_owned();
+        if depth > 0 {
+            return rebuild(e, &name, |_| true);
+        }
+        let mut out = BytesStart::new(name.clone());
+        out.push_attribute(("xmlns", uri));
+        for a in rebuild(e, &name, |k| k != "xmlns").attributes().flatten() {
+            out.push_attribute(a);
+        }
+        out
     })
 }
 
@@ -933,7 +958,12 @@ pub(crate) fn render_domain(body: &str, r: Rendered<'_>) -> String {
     if !metadata.is_empty() {
         out.push_str("\n  <metadata>");
         for m in metadata {
-            let q = inject_namespace(&m.xml, &m.key, &m.uri).unwrap_or_else(|_| m.xml.clone());
+            let q = if m.key.is_empty() {
+                declare_default_namespace(&m.xml, &m.uri)
+            } else {
+                inject_namespace(&m.xml, &m.key, &m.uri)
+            }
+            .unwrap_or_else(|_| m.xml.clone());
             out.push_str("\n    ");
             out.push_str(&q);
         }
@@ -1308,6 +1338,54 @@ mod tests {
         let again = parse_domain(&out).unwrap();
         assert_eq!(again.uuid, Some(uuid));
         assert_eq!(again.metadata, p.metadata);
+    }
+
+    /// Found by the `parse_domain` fuzz target: a namespace URI was kept
+    /// with its character references unresolved, so a URI holding one
+    /// changed each time the document was shown and defined again.
+    #[test]
+    fn namespace_uris_are_read_with_references_resolved() {
+        let src = "<domain><name>a</name><metadata><k:e xmlns:k='urn:a&amp;b&#13;c'/></metadata></domain>";
+        let p = parse_domain(src).unwrap();
+        assert_eq!(p.metadata[0].uri, "urn:a&b\rc");
+        assert_eq!(p.metadata[0].xml, "<e/>");
+        let uuid = Uuid::nil();
+        let out = render_domain(
+            &p.body,
+            Rendered {
+                uuid: &uuid,
+                id: None,
+                title: None,
+                description: None,
+                metadata: &p.metadata,
+            },
+        );
+        assert_eq!(parse_domain(&out).unwrap().metadata, p.metadata, "{out}");
+    }
+
+    /// Found by the `parse_domain` fuzz target: metadata in a default
+    /// namespace was shown without its declaration, so defining the shown
+    /// document again lost it.
+    #[test]
+    fn default_namespace_metadata_survives_a_render() {
+        let src =
+            "<domain><name>a</name><metadata><e xmlns='urn:b' k='v'><c/></e></metadata></domain>";
+        let p = parse_domain(src).unwrap();
+        assert_eq!(p.metadata.len(), 1);
+        assert_eq!(p.metadata[0].key, "");
+        let uuid = Uuid::nil();
+        let out = render_domain(
+            &p.body,
+            Rendered {
+                uuid: &uuid,
+                id: None,
+                title: None,
+                description: None,
+                metadata: &p.metadata,
+            },
+        );
+        assert!(out.contains("<e xmlns=\"urn:b\" k=\"v\"><c/></e>"), "{out}");
+        assert_eq!(parse_domain(&out).unwrap().metadata, p.metadata);
     }
 
     #[test]

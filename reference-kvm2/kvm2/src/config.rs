@@ -365,6 +365,10 @@ impl Config {
                     ),
                 ));
             }
+            if h.name == "." || h.name == ".." {
+                // An ID's host part; `hosts/../domains/x` is no kvm2 ID.
+                return Err(err(f("name"), format!("{:?} is not a host name", h.name)));
+            }
             if self.hosts[..i].iter().any(|o| o.name == h.name) {
                 return Err(err(f("name"), format!("{:?} is used twice", h.name)));
             }
@@ -505,6 +509,19 @@ kvm2:
   timeouts:
     create: 6m
 "#;
+
+    /// Found by the `load_config` fuzz target's invariant: a host named
+    /// `.` or `..` was accepted, but no ID naming it parses.
+    #[test]
+    fn dot_host_names_are_refused() {
+        for name in [".", ".."] {
+            let yaml = format!(
+                "kvm2:\n  hosts:\n    - {{name: '{name}', address: a}}\n  images:\n    - {{name: i, url: 'https://i'}}\n"
+            );
+            let e = Config::from_yaml(&yaml).unwrap_err();
+            assert_eq!(e.field, "kvm2.hosts[0].name", "{e}");
+        }
+    }
 
     #[test]
     fn a_full_block_parses_with_defaults() {

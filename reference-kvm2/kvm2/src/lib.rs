@@ -18,6 +18,8 @@ mod delete;
 pub mod dialer;
 mod errors;
 pub mod fixture;
+#[doc(hidden)]
+pub mod fuzzing;
 mod get;
 pub mod id;
 pub mod image;

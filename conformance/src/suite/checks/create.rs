@@ -6,7 +6,9 @@ use std::time::{Duration, SystemTime};
 
 use crate::fixture::{AccessBreak, FaultKind, FaultSpec, Part, Plant, Trigger, Verbosity};
 use crate::profile::CreatedAt as CreatedAtMode;
-use crate::suite::checks::steps::{Interruption, count_calls, interrupt, plan, sample_steps, spread};
+use crate::suite::checks::steps::{
+    Interruption, count_calls, interrupt, plan, sample_steps, spread,
+};
 use crate::suite::cx::{CheckError, CheckResult, Cx, describe, describe_result, kind_of};
 use crate::suite::props::{PropError, property};
 use crate::{CloudInit, CreateRequest, ErrorKind, State};
@@ -464,7 +466,11 @@ pub async fn cre_backend_notfound(cx: &Cx) -> CheckResult {
     }
     // Each case costs a boot on a real backend, where the steps above were sampled
     // already: there, half as many procedures.
-    let limit = if every { u64::MAX } else { u64::from(cx.steps / 2) };
+    let limit = if every {
+        u64::MAX
+    } else {
+        u64::from(cx.steps / 2)
+    };
     let picked: Vec<String> = spread(procs.len() as u64, limit)
         .into_iter()
         .map(|i| procs[(i - 1) as usize].clone())
@@ -508,7 +514,11 @@ async fn vanished_parts(cx: &Cx, steps: u64, every: bool) -> CheckResult {
     let parts = [Part::Secondary, Part::Primary];
     let mut plan = Vec::new();
     // As for the Permanent answers: half as many steps where each costs a boot.
-    let limit = if every { u64::MAX } else { u64::from(cx.steps / 2) };
+    let limit = if every {
+        u64::MAX
+    } else {
+        u64::from(cx.steps / 2)
+    };
     for (n, k) in spread(steps, limit).into_iter().enumerate() {
         if every {
             plan.extend(parts.map(|p| (k, p)));
