@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use crate::fixture::{AccessBreak, FaultKind, FaultSpec, Part, Plant, Trigger, Verbosity};
 use crate::profile::CreatedAt as CreatedAtMode;
 use crate::suite::checks::steps::{
-    Interruption, count_calls, interrupt, plan, sample_steps, spread,
+    count_calls, interrupt, none_counted, plan, resumer, sample_steps, spread,
 };
 use crate::suite::cx::{CheckError, CheckResult, Cx, describe, describe_result, kind_of};
 use crate::suite::props::{PropError, property};
@@ -136,22 +136,8 @@ pub async fn cre_resume(cx: &Cx) -> CheckResult {
         let case = format!("{} at step {k}", how.as_str());
         let req = cx.request();
         let cut = interrupt(cx, &loc, k, how, cx.p.create(&cx.ctx(), &req)).await?;
-        if let Some(why) = cut.why_not_counted() {
-            cx.note(format!("{case}: not counted, {why} ({})", cut.outcome()));
-        } else {
-            counted += 1;
-        }
-        // An interrupted call that returned must say so as Transient: the backend
-        // failed or the reply was lost, so nothing is known to be wrong for good.
-        if let Some(Err(e)) = &cut.result
-            && !e.is_transient()
-        {
-            cx.violate(&case, "Transient from the interrupted Create", describe(e));
-        }
-        let p = match how {
-            Interruption::Death => cx.tb.restart()?,
-            Interruption::Error | Interruption::LostReply => cx.p.clone(),
-        };
+        counted += u32::from(cut.judge(cx, &case, "Create"));
+        let p = resumer(cx, how)?;
         // What the interrupted attempt left: once its mark is written, the instance
         // is someone's, and resuming must keep who and when.
         let left = p.get(&cx.ctx(), &cx.tb.id_for(&loc, &req.name)).await;
@@ -190,9 +176,7 @@ pub async fn cre_resume(cx: &Cx) -> CheckResult {
         ));
     }
     if counted == 0 {
-        return Err(CheckError::Harness(
-            "no interruption counted: no fault fired inside a Create that then failed or was dropped".into(),
-        ));
+        return Err(none_counted("Create"));
     }
     Ok(())
 }

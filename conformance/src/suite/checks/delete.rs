@@ -3,7 +3,7 @@
 use crate::ProviderId;
 use crate::fixture::{Part, Plant};
 use crate::suite::checks::get::{arbitrary_ids, gone_after_delete};
-use crate::suite::checks::steps::{Interruption, count_calls, interrupt, plan};
+use crate::suite::checks::steps::{count_calls, interrupt, none_counted, plan, resumer};
 use crate::suite::cx::{CheckError, CheckResult, Cx, describe, describe_result, kind_of};
 use crate::suite::props::{PropError, property};
 
@@ -185,20 +185,8 @@ pub async fn del_resume(cx: &Cx) -> CheckResult {
         cx.wait_running(cx.p.as_ref(), &id, &format!("{case}: boot"))
             .await?;
         let cut = interrupt(cx, &loc, k, how, cx.p.delete(&cx.ctx(), &id)).await?;
-        if let Some(why) = cut.why_not_counted() {
-            cx.note(format!("{case}: not counted, {why} ({})", cut.outcome()));
-        } else {
-            counted += 1;
-        }
-        if let Some(Err(e)) = &cut.result
-            && !e.is_transient()
-        {
-            cx.violate(&case, "Transient from the interrupted Delete", describe(e));
-        }
-        let p = match how {
-            Interruption::Death => cx.tb.restart()?,
-            Interruption::Error | Interruption::LostReply => cx.p.clone(),
-        };
+        counted += u32::from(cut.judge(cx, &case, "Delete"));
+        let p = resumer(cx, how)?;
         let r = p.delete(&cx.ctx(), &id).await;
         if let Err(e) = &r {
             cx.violate(format!("{case}: the next Delete"), "Ok", describe(e));
@@ -222,9 +210,7 @@ pub async fn del_resume(cx: &Cx) -> CheckResult {
         ));
     }
     if counted == 0 {
-        return Err(CheckError::Harness(
-            "no interruption counted: no fault fired inside a Delete that then failed or was dropped".into(),
-        ));
+        return Err(none_counted("Delete"));
     }
     Ok(())
 }

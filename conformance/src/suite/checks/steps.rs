@@ -8,11 +8,12 @@
 //! returned Ok, tested nothing about resuming; the check records it and goes on.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
-use crate::Error;
 use crate::fixture::{FaultKind, FaultSpec, Trigger};
-use crate::suite::cx::{CheckError, CheckResult, Cx, describe_result};
+use crate::suite::cx::{CheckError, CheckResult, Cx, describe, describe_result};
+use crate::{Error, Provider};
 
 /// How an operation is interrupted at its k-th backend call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,6 +127,29 @@ impl<T: std::fmt::Debug> Interrupted<T> {
         }
     }
 
+    /// Judges the interrupted `op` of `case`: a call that returned must have returned
+    /// Transient (the backend failed or the reply was lost, so nothing is known to be
+    /// wrong for good); an interruption that did not count is recorded. Returns whether
+    /// it counted.
+    pub fn judge(&self, cx: &Cx, case: &str, op: &str) -> bool {
+        if let Some(Err(e)) = &self.result
+            && !e.is_transient()
+        {
+            cx.violate(
+                case,
+                format!("Transient from the interrupted {op}"),
+                describe(e),
+            );
+        }
+        match self.why_not_counted() {
+            Some(why) => {
+                cx.note(format!("{case}: not counted, {why} ({})", self.outcome()));
+                false
+            }
+            None => true,
+        }
+    }
+
     /// Why the interruption did not count, if it did not.
     pub fn why_not_counted(&self) -> Option<&'static str> {
         if !self.fired {
@@ -136,6 +160,22 @@ impl<T: std::fmt::Debug> Interrupted<T> {
             None
         }
     }
+}
+
+/// The provider that goes on after `how`: a fresh one over the same backend after a
+/// death, the same one otherwise.
+pub(crate) fn resumer(cx: &Cx, how: Interruption) -> CheckResult<Arc<dyn Provider>> {
+    Ok(match how {
+        Interruption::Death => cx.tb.restart()?,
+        Interruption::Error | Interruption::LostReply => cx.p.clone(),
+    })
+}
+
+/// The rule's Error when not one interruption of `op` counted.
+pub(crate) fn none_counted(op: &str) -> CheckError {
+    CheckError::Harness(format!(
+        "no interruption counted: no fault fired inside a {op} that then failed or was dropped"
+    ))
 }
 
 /// Runs `op` with `how` injected at its `k`-th backend call at `location`. For
