@@ -74,7 +74,7 @@ pub fn render() -> String {
             }
         );
     }
-    out.push_str("\nIllegal combinations are rejected when a profile is built: `create-return=early` with `provisioning-state=create-blocks`, and `created-at=written-at-create` with `gc-mark=name-prefix`.\n");
+    out.push_str("\nIllegal combinations are rejected when a profile is built: `create-return=early` with `provisioning-state=create-blocks` (an early Create leaves provisioning to Get), `create-return=blocking` with `provisioning-state=get-reports` (a Create that returns once Running leaves Get nothing to report as Provisioning, so no check could tell it from `create-blocks`), and `created-at=written-at-create` with `gc-mark=name-prefix` (a name prefix has nowhere to write a time).\n");
     out.push_str("\n## Fixture hooks\n\nA provider author writes one fixture. Each optional hook enables the rules that need it; without it they are Skipped.\n\n| hook | rules |\n|---|---|\n");
     for h in Hook::ALL {
         let rules: Vec<_> = CATALOGUE

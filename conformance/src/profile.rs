@@ -306,6 +306,13 @@ impl ProfileBuilder {
                 "create-return=early contradicts provisioning-state=create-blocks: an early Create leaves provisioning to Get".into(),
             ));
         }
+        if p.create_return == CreateReturn::Blocking
+            && p.provisioning_state == ProvisioningState::GetReports
+        {
+            return Err(ProfileError(
+                "create-return=blocking contradicts provisioning-state=get-reports: a Create that returns once Running leaves Get no Provisioning to report".into(),
+            ));
+        }
         if p.gc_mark == GcMark::NamePrefix && p.created_at == CreatedAt::WrittenAtCreate {
             return Err(ProfileError(
                 "created-at=written-at-create needs somewhere to write it; gc-mark=name-prefix writes nothing".into(),
@@ -319,6 +326,31 @@ impl Profile {
     /// A builder starting from the first value of every axis.
     pub fn builder() -> ProfileBuilder {
         ProfileBuilder(Profile::first())
+    }
+
+    /// A builder starting from this profile, to change some of its values.
+    pub fn to_builder(self) -> ProfileBuilder {
+        ProfileBuilder(self)
+    }
+
+    /// Parses `axis=value` pairs separated by commas (e.g.
+    /// `create-return=blocking,quota=none`) over this profile; the result must be a
+    /// legal combination. An unknown axis or value, a pair without `=`, or an axis
+    /// named twice is an error that names it.
+    pub fn with_pairs(self, pairs: &str) -> Result<Profile, ProfileError> {
+        let mut b = self.to_builder();
+        let mut seen = std::collections::HashSet::new();
+        for pair in pairs.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (axis, value) = pair
+                .split_once('=')
+                .ok_or_else(|| ProfileError(format!("{pair:?} is not axis=value")))?;
+            let (axis, value) = (axis.trim(), value.trim());
+            if !seen.insert(axis.to_owned()) {
+                return Err(ProfileError(format!("the axis {axis:?} is named twice")));
+            }
+            b = b.with(axis, value)?;
+        }
+        b.build()
     }
 
     /// Every axis with its declared value, in the contract's order.
@@ -390,6 +422,7 @@ mod tests {
 
     #[rstest]
     #[case("create-return", "early", "provisioning-state", "create-blocks")]
+    #[case("create-return", "blocking", "provisioning-state", "get-reports")]
     #[case("gc-mark", "name-prefix", "created-at", "written-at-create")]
     fn illegal_combinations_are_rejected(
         #[case] a1: &str,

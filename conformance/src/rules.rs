@@ -156,7 +156,7 @@ rules! {
         axes: [], gate: None, hooks: [Faults, Observation], needs: [],
         "When a backend call inside Create reports that something is missing (a base volume vanished, say), or a part of the instance is removed out of band between Create's steps, Create fails with Transient or recovers; it never returns NotFound. A backend's Permanent answer to any of Create's calls surfaces as Permanent unless Create recovers, and an authentication that fails because access was revoked surfaces as Permanent too.";
     "CRE-SECRET", Create, "Cloud-init never leaks",
-        axes: [], gate: None, hooks: [], needs: [],
+        axes: [Logging], gate: None, hooks: [], needs: [],
         "The cloud-init payload never appears in log lines at any verbosity, in span names or fields, in error messages or their sources, or in reports.";
     "CRE-INVALID", Create, "Invalid names, uids and tags are Permanent",
         axes: [], gate: None, hooks: [], needs: [],
@@ -255,7 +255,7 @@ rules! {
         axes: [], gate: None, hooks: [Faults], needs: [],
         "An operation on one name does not wait for a stalled operation on another name: there is no global lock.";
     "GEN-MODEL", General, "Random operation sequences agree with a model",
-        axes: [], gate: None, hooks: [Faults], needs: [],
+        axes: [DeleteReturn], gate: None, hooks: [Faults], needs: [],
         "Random sequences of Create, Get, Delete, ListByTag and restart over a small pool of names, with seeded transient faults and lost replies (the backend acts, the reply is lost with the connection), agree with a reference model: repeats are idempotent, NotFound only follows a Delete or a Create that never completed, listings hold exactly the live instances, only the allowed error kinds occur, and nothing is left after the final Deletes.";
     "CHK-ORDER", Check, "One entry per location, in order",
         axes: [], gate: None, hooks: [], needs: [Checker],

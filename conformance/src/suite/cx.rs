@@ -409,6 +409,41 @@ impl Cx {
         }
     }
 
+    /// Under `delete-return=early`, waits (within the settle time) until nothing of the
+    /// rule is listed under its tags or held in the inventory, so that the leak sweep
+    /// judges what a finished deletion left, not one still under way. Under
+    /// `delete-return=waits` it returns at once: Delete already waited.
+    pub async fn settle_deletions(&self) {
+        if self.profile.delete_return() != crate::profile::DeleteReturn::Early {
+            return;
+        }
+        let tags = self.tags.lock().unwrap().clone();
+        let clear = || {
+            let tags = tags.clone();
+            async move {
+                for tag in &tags {
+                    match self.p.list_by_tag(&self.ctx(), tag).await {
+                        Ok(l) if l.instances.is_empty() => {}
+                        _ => return None,
+                    }
+                }
+                if let Some(inv) = self.tb.inventory() {
+                    for loc in &self.locations {
+                        match inv.resources(&loc.name).await {
+                            Ok(rs)
+                                if !rs.iter().any(|r| {
+                                    r.instance.as_deref().is_some_and(|n| self.owns_name(n))
+                                }) => {}
+                            _ => return None,
+                        }
+                    }
+                }
+                Some(())
+            }
+        };
+        self.poll(clear).await;
+    }
+
     /// Deletes `ids`, ignoring errors (cleanup).
     pub async fn cleanup(&self, ids: &[ProviderId]) {
         for id in ids {

@@ -436,6 +436,7 @@ fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
 /// After a check: anything carrying the rule's tags or names is a leak; it is removed
 /// and the rule fails.
 async fn sweep(cx: &Cx) {
+    cx.settle_deletions().await;
     let tags = cx.tags.lock().unwrap().clone();
     let mut leaked = BTreeMap::new();
     for tag in &tags {

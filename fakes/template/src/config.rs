@@ -1,7 +1,8 @@
 //! The provider's configuration: its name, the sites and the placements that map to
-//! them, where the credential files live, sizes, and the two behaviour switches that
-//! change the declared profile (blocking Create, fail-whole listings).
+//! them, where its credentials come from, sizes, and the profile it declares (and
+//! behaves as: every behaviour-checked value is honoured, see `TemplateConfig::profile`).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -72,12 +73,13 @@ pub struct TemplateConfig {
     /// dial: `<site>.token`, the token, and `<site>.known_host`, the identity the
     /// provider trusts the site to present (its host key).
     pub credentials_dir: PathBuf,
+    /// Where the site tokens come from; the `credentials` axis of the profile follows it.
+    pub credentials: CredentialSource,
     /// The size of each instance's disk, in bytes.
     pub disk_bytes: u64,
-    /// Whether Create waits until the instance is Running (`create-return=blocking`).
-    pub create_blocks: bool,
-    /// Whether one unreachable site fails the whole listing (`list-partial=fail-whole`).
-    pub list_fail_whole: bool,
+    /// The profile declared, and behaved as. Its `credentials` value is overridden by
+    /// [`TemplateConfig::credentials`].
+    pub declared: Profile,
     /// The logging tier.
     pub verbosity: LogTier,
     /// Deliberate defects, for the mutants only.
@@ -101,9 +103,9 @@ impl TemplateConfig {
                 },
             ],
             credentials_dir: credentials_dir.into(),
+            credentials: CredentialSource::MountedFiles,
             disk_bytes: 256 << 20,
-            create_blocks: false,
-            list_fail_whole: false,
+            declared: TemplateConfig::default_profile(),
             verbosity: LogTier::default(),
             quirks: Quirks::default(),
         }
@@ -129,21 +131,12 @@ impl TemplateConfig {
         self.sites.iter().any(|s| s.name == site)
     }
 
-    /// The profile this configuration declares.
-    pub fn profile(&self) -> Profile {
-        let (create_return, provisioning) = if self.create_blocks {
-            (CreateReturn::Blocking, ProvisioningState::CreateBlocks)
-        } else {
-            (CreateReturn::Early, ProvisioningState::GetReports)
-        };
-        let list_partial = if self.list_fail_whole {
-            ListPartial::FailWhole
-        } else {
-            ListPartial::Partial
-        };
+    /// The profile the template declares unless told otherwise: early Create, backend
+    /// tags, allocated addresses, partial listings, explicit secondary resources.
+    pub fn default_profile() -> Profile {
         Profile::builder()
-            .with_create_return(create_return)
-            .with_provisioning_state(provisioning)
+            .with_create_return(CreateReturn::Early)
+            .with_provisioning_state(ProvisioningState::GetReports)
             .with_child_spans(ChildSpans::SpanDecorator)
             .with_quota(QuotaMode::Detected)
             .with_credentials(Credentials::MountedFiles)
@@ -151,7 +144,7 @@ impl TemplateConfig {
             .with_gc_mark(GcMark::BackendTags)
             .with_created_at(CreatedAt::WrittenAtCreate)
             .with_ip_source(IpSource::Allocated)
-            .with_list_partial(list_partial)
+            .with_list_partial(ListPartial::Partial)
             .with_not_found(NotFoundMode::ErrorCode)
             .with_delete_return(DeleteReturn::Waits)
             .with_secondary_resources(SecondaryResources::Explicit)
@@ -161,6 +154,64 @@ impl TemplateConfig {
             .build()
             .expect("the template profile is a legal combination")
     }
+
+    /// The profile this configuration declares: [`TemplateConfig::declared`] with the
+    /// `credentials` value of its [`CredentialSource`].
+    pub fn profile(&self) -> Profile {
+        let credentials = match self.credentials {
+            CredentialSource::MountedFiles => Credentials::MountedFiles,
+            CredentialSource::Env(_) => Credentials::Env,
+            CredentialSource::Inline(_) => Credentials::Inline,
+        };
+        self.declared
+            .to_builder()
+            .with_credentials(credentials)
+            .build()
+            .expect("the credentials axis takes part in no illegal combination")
+    }
+}
+
+/// Where a provider's site tokens come from (`credentials` in the profile).
+///
+/// The identity each site is trusted to present is configuration, not a secret, and
+/// always comes from `<site>.known_host` in the credential directory.
+#[derive(Clone, PartialEq, Eq)]
+pub enum CredentialSource {
+    /// `<site>.token` in the credential directory, re-read on every dial: a rotated
+    /// file is used from the next dial on.
+    MountedFiles,
+    /// An environment map handed over at construction (never the process environment),
+    /// with `TEMPLATE_TOKEN_<SITE>` per site (upper case, `-` as `_`): a rotation
+    /// reaches the provider when it is constructed again.
+    Env(BTreeMap<String, String>),
+    /// Tokens written into the configuration, per site name: as with `Env`, a rotation
+    /// reaches the provider when it is constructed again.
+    Inline(BTreeMap<String, String>),
+}
+
+impl std::fmt::Debug for CredentialSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Tokens are secrets: only which keys are present is shown.
+        match self {
+            CredentialSource::MountedFiles => f.write_str("MountedFiles"),
+            CredentialSource::Env(m) => f
+                .debug_tuple("Env")
+                .field(&m.keys().collect::<Vec<_>>())
+                .finish(),
+            CredentialSource::Inline(m) => f
+                .debug_tuple("Inline")
+                .field(&m.keys().collect::<Vec<_>>())
+                .finish(),
+        }
+    }
+}
+
+/// The environment variable holding `site`'s token under [`CredentialSource::Env`].
+pub fn token_env_var(site: &str) -> String {
+    format!(
+        "TEMPLATE_TOKEN_{}",
+        site.to_ascii_uppercase().replace('-', "_")
+    )
 }
 
 /// Deliberate defects below the provider's API, each switched on by one mutant in

@@ -12,10 +12,17 @@ use conformance::fixture::{
     HookResult, Inventory, Location, Observation, Part, Plant, Planting, Power, Reachability,
     Resource, Rotation, StateControl, Testbed, Verbosity,
 };
+use conformance::profile::{
+    CreateReturn, Credentials, DeleteReturn, ListPartial, ProvisioningState, SecondaryResources,
+};
 use conformance::{BoxFuture, CloudInit, CreateRequest, Profile, Provider, ProviderId};
 
+/// How long the backend takes to remove an instance after accepting its undefine, under
+/// `delete-return=early`.
+pub const UNDEFINE_DELAY: Duration = Duration::from_millis(40);
+
 use crate::backend::{BackendConfig, SimBackend, initial_identity, initial_token};
-use crate::config::{LogTier, Quirks, TemplateConfig};
+use crate::config::{CredentialSource, LogTier, Quirks, TemplateConfig, token_env_var};
 use crate::id::{instance_id, parse_id};
 use crate::provider::TemplateProvider;
 
@@ -28,16 +35,16 @@ fn plain(p: TemplateProvider) -> Arc<dyn Provider> {
 
 /// The template provider's fixture.
 ///
-/// `TemplateFixture::default()` is the provider as shipped: early Create, partial
-/// listings, a 5 ms boot and 0.2 ms per backend call. The builder methods switch the
-/// two profile variants and tune the timing.
+/// `TemplateFixture::default()` is the provider as shipped
+/// ([`TemplateConfig::default_profile`]: early Create, partial listings, ...), a 5 ms
+/// boot and 0.2 ms per backend call. [`TemplateFixture::with_profile`] makes it declare
+/// and behave as any legal profile; the other builder methods tune the timing.
 #[derive(Clone)]
 pub struct TemplateFixture {
     name: String,
     boot_delay: Duration,
     latency: Duration,
-    create_blocks: bool,
-    list_fail_whole: bool,
+    profile: Profile,
     quirks: Quirks,
     build: Build,
 }
@@ -49,8 +56,7 @@ impl Default for TemplateFixture {
             name: "template".into(),
             boot_delay: b.boot_delay,
             latency: b.latency,
-            create_blocks: false,
-            list_fail_whole: false,
+            profile: TemplateConfig::default_profile(),
             quirks: Quirks::default(),
             build: plain,
         }
@@ -76,16 +82,35 @@ impl TemplateFixture {
         self
     }
 
-    /// Makes Create wait until Running (`create-return=blocking`).
-    pub fn blocking(mut self) -> Self {
-        self.create_blocks = true;
+    /// Declares `profile` and behaves as it: every behaviour-checked value is honoured
+    /// (the declared-only axes are reported as given).
+    pub fn with_profile(mut self, profile: Profile) -> Self {
+        self.profile = profile;
         self
     }
 
+    /// Makes Create wait until Running (`create-return=blocking`,
+    /// `provisioning-state=create-blocks`).
+    pub fn blocking(self) -> Self {
+        let p = self
+            .profile
+            .to_builder()
+            .with_create_return(CreateReturn::Blocking)
+            .with_provisioning_state(ProvisioningState::CreateBlocks)
+            .build()
+            .expect("blocking with create-blocks is legal");
+        self.with_profile(p)
+    }
+
     /// Makes one unreachable site fail the whole listing (`list-partial=fail-whole`).
-    pub fn fail_whole(mut self) -> Self {
-        self.list_fail_whole = true;
-        self
+    pub fn fail_whole(self) -> Self {
+        let p = self
+            .profile
+            .to_builder()
+            .with_list_partial(ListPartial::FailWhole)
+            .build()
+            .expect("list-partial takes part in no illegal combination");
+        self.with_profile(p)
     }
 
     pub(crate) fn with_quirks(mut self, quirks: Quirks) -> Self {
@@ -101,8 +126,22 @@ impl TemplateFixture {
     fn config(&self, dir: &std::path::Path, verbosity: LogTier) -> TemplateConfig {
         let mut c = TemplateConfig::new(dir);
         c.name = self.name.clone();
-        c.create_blocks = self.create_blocks;
-        c.list_fail_whole = self.list_fail_whole;
+        c.declared = self.profile;
+        c.credentials = match self.profile.credentials() {
+            Credentials::MountedFiles => CredentialSource::MountedFiles,
+            Credentials::Env => CredentialSource::Env(
+                c.sites
+                    .iter()
+                    .map(|s| (token_env_var(&s.name), initial_token(&s.name)))
+                    .collect(),
+            ),
+            Credentials::Inline => CredentialSource::Inline(
+                c.sites
+                    .iter()
+                    .map(|s| (s.name.clone(), initial_token(&s.name)))
+                    .collect(),
+            ),
+        };
         c.verbosity = verbosity;
         c.quirks = self.quirks;
         c
@@ -113,6 +152,9 @@ impl TemplateFixture {
             sites,
             boot_delay: self.boot_delay,
             latency: self.latency,
+            cascade: self.profile.secondary_resources() == SecondaryResources::Cascaded,
+            undefine_delay: (self.profile.delete_return() == DeleteReturn::Early)
+                .then_some(UNDEFINE_DELAY),
             ..BackendConfig::default()
         }
     }
@@ -163,6 +205,13 @@ impl Fixture for TemplateFixture {
             ("backend".into(), "in-memory simulated backend".into()),
             ("bootDelay".into(), format!("{:?}", self.boot_delay)),
             ("callLatency".into(), format!("{:?}", self.latency)),
+            (
+                "undefineDelay".into(),
+                match self.profile.delete_return() {
+                    DeleteReturn::Waits => "none".into(),
+                    DeleteReturn::Early => format!("{UNDEFINE_DELAY:?}"),
+                },
+            ),
         ])
     }
 
@@ -181,6 +230,7 @@ impl Fixture for TemplateFixture {
             let backend = SimBackend::new(&self.backend_config(sites));
             let provider = (self.build)(TemplateProvider::new(config.clone(), backend.clone()));
             Ok(Box::new(TemplateTestbed {
+                credentials: std::sync::Mutex::new(config.credentials.clone()),
                 config,
                 backend,
                 provider,
@@ -195,6 +245,9 @@ impl Fixture for TemplateFixture {
 /// One rule's backend, credential directory and provider.
 pub struct TemplateTestbed {
     config: TemplateConfig,
+    /// The credentials a provider constructed now gets: with `env` and `inline`, a
+    /// rotation lands here and reaches a provider only when it is constructed again.
+    credentials: std::sync::Mutex<CredentialSource>,
     backend: SimBackend,
     provider: Arc<dyn Provider>,
     build: Build,
@@ -206,6 +259,55 @@ impl TemplateTestbed {
     /// The backend under this testbed.
     pub fn backend(&self) -> &SimBackend {
         &self.backend
+    }
+
+    fn current_credentials(&self) -> CredentialSource {
+        self.credentials
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Hands `token` to `location` wherever this testbed's credentials live: the file
+    /// (read by the running provider at its next dial), or the environment map or
+    /// inline tokens (read by the next provider constructed).
+    fn hand_out(&self, location: &str, token: &str) -> HookResult<()> {
+        let mut creds = self.credentials.lock().unwrap_or_else(|e| e.into_inner());
+        match &mut *creds {
+            CredentialSource::MountedFiles => {
+                std::fs::write(self.config.token_file(location), token)
+                    .map_err(|e| HookError::new(format!("writing the credential file: {e}")))
+            }
+            CredentialSource::Env(env) => {
+                env.insert(token_env_var(location), token.to_owned());
+                Ok(())
+            }
+            CredentialSource::Inline(tokens) => {
+                tokens.insert(location.to_owned(), token.to_owned());
+                Ok(())
+            }
+        }
+    }
+
+    /// The token a provider constructed now would present to `location`.
+    fn held_token(&self, location: &str) -> HookResult<String> {
+        match self.current_credentials() {
+            CredentialSource::MountedFiles => {
+                let path = self.config.token_file(location);
+                std::fs::read_to_string(&path)
+                    .map(|t| t.trim().to_owned())
+                    .map_err(|e| HookError::new(format!("reading {}: {e}", path.display())))
+            }
+            CredentialSource::Env(env) => {
+                env.get(&token_env_var(location)).cloned().ok_or_else(|| {
+                    HookError::new(format!("no token for {location} in the environment map"))
+                })
+            }
+            CredentialSource::Inline(tokens) => tokens
+                .get(location)
+                .cloned()
+                .ok_or_else(|| HookError::new(format!("no inline token for {location}"))),
+        }
     }
 }
 
@@ -219,8 +321,10 @@ impl Testbed for TemplateTestbed {
     }
 
     fn restart(&self) -> HookResult<Arc<dyn Provider>> {
+        let mut config = self.config.clone();
+        config.credentials = self.current_credentials();
         Ok((self.build)(TemplateProvider::new(
-            self.config.clone(),
+            config,
             self.backend.clone(),
         )))
     }
@@ -417,8 +521,7 @@ impl Rotation for TemplateTestbed {
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
                 + 1;
             let token = format!("token-{location}-{n}");
-            std::fs::write(self.config.token_file(location), &token)
-                .map_err(|e| HookError::new(format!("writing the credential file: {e}")))?;
+            self.hand_out(location, &token)?;
             hook(self.backend.set_token(location, token))
         })
     }
@@ -449,6 +552,13 @@ impl Rotation for TemplateTestbed {
                     self.backend
                         .set_identity(location, format!("foreign-identity-{location}")),
                 )?,
+                // Environment and inline tokens were handed over at construction: a
+                // running provider cannot lose them.
+                AccessBreak::RemoveCredentials
+                    if self.current_credentials() != CredentialSource::MountedFiles =>
+                {
+                    return Ok(false);
+                }
                 // The token file goes aside, as a secret not mounted yet.
                 AccessBreak::RemoveCredentials => {
                     let file = self.config.token_file(location);
@@ -477,13 +587,11 @@ impl Rotation for TemplateTestbed {
                 r.map_err(|e| HookError::new(format!("putting the credential file back: {e}")))?;
             }
             // The site accepts what the provider holds and presents what it trusts.
-            let read = |path: std::path::PathBuf| {
-                std::fs::read_to_string(&path)
-                    .map(|t| t.trim().to_owned())
-                    .map_err(|e| HookError::new(format!("reading {}: {e}", path.display())))
-            };
-            hook(self.backend.set_token(location, read(file)?))?;
-            let trusted = read(self.config.known_host_file(location))?;
+            hook(self.backend.set_token(location, self.held_token(location)?))?;
+            let path = self.config.known_host_file(location);
+            let trusted = std::fs::read_to_string(&path)
+                .map(|t| t.trim().to_owned())
+                .map_err(|e| HookError::new(format!("reading {}: {e}", path.display())))?;
             hook(self.backend.set_identity(location, trusted))
         })
     }

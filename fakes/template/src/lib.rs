@@ -62,7 +62,7 @@ pub mod mutants;
 mod provider;
 
 pub use backend::{BackendConfig, SimBackend};
-pub use config::{LogTier, SiteConfig, TemplateConfig};
+pub use config::{CredentialSource, LogTier, SiteConfig, TemplateConfig, token_env_var};
 pub use fixture::{TemplateFixture, TemplateTestbed};
 pub use id::{instance_id, parse_id};
 pub use provider::{CONTAINER_MISSING, Failure, TemplateProvider, classify, state_of};

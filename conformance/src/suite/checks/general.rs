@@ -742,6 +742,8 @@ pub async fn gen_model(cx: &Cx) -> CheckResult {
                     }
                 }
                 result?;
+                // With delete-return=early the last Deletes may still be under way.
+                cx.settle_deletions().await;
                 for n in &names {
                     if let Some(left) = cx
                         .inventory_for(

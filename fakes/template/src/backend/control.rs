@@ -209,6 +209,9 @@ impl SimBackend {
             name.to_owned(),
             Record {
                 mark,
+                defined_at: std::time::SystemTime::now(),
+                embedded: None,
+                removing: None,
                 power: Power::Running,
                 started: Some(Instant::now()),
                 booted: true,

@@ -168,6 +168,10 @@ pub struct InstanceInfo {
     pub disk: bool,
     /// The digest of its seed's bytes, when the seed exists.
     pub seed: Option<u64>,
+    /// Whether its guest finished booting (the backend's own word, addresses aside).
+    pub booted: bool,
+    /// When the backend defined it (what `created-at=backend-reported` reports).
+    pub defined_at: SystemTime,
 }
 
 /// What a list entry reports.
@@ -177,6 +181,8 @@ pub struct Listed {
     pub name: String,
     /// Its power state.
     pub power: Power,
+    /// When the backend defined it.
+    pub defined_at: SystemTime,
 }
 
 /// A 64-bit FNV-1a digest, as the backend reports for volume contents.
@@ -199,6 +205,12 @@ pub fn seed_volume(name: &str) -> String {
 #[derive(Clone, Debug)]
 struct Record {
     mark: Option<Mark>,
+    defined_at: SystemTime,
+    /// The disk size and seed bytes of an instance that keeps them inside its record
+    /// (`secondary-resources=none`): no volume of its own.
+    embedded: Option<(u64, Vec<u8>)>,
+    /// Set when a deferred undefine was accepted: when the record goes.
+    removing: Option<Instant>,
     power: Power,
     started: Option<Instant>,
     booted: bool,
@@ -281,7 +293,13 @@ impl Site {
     }
 
     fn free(&self) -> u64 {
-        let used: u64 = self.volumes.values().map(|v| v.size).sum();
+        let embedded: u64 = self
+            .instances
+            .values()
+            .filter_map(|r| r.embedded.as_ref())
+            .map(|(disk, seed)| disk + seed.len() as u64)
+            .sum();
+        let used: u64 = self.volumes.values().map(|v| v.size).sum::<u64>() + embedded;
         self.free_override
             .unwrap_or_else(|| self.capacity.saturating_sub(used))
     }
@@ -292,6 +310,10 @@ struct World {
     boot_held: bool,
     boot_delay: Duration,
     next_ip: u32,
+    /// Whether removing an instance removes its volumes too.
+    cascade: bool,
+    /// How long an accepted undefine takes to remove the record, if it is deferred.
+    undefine_delay: Option<Duration>,
 }
 
 impl World {
@@ -308,6 +330,40 @@ impl World {
             && r.started.is_some_and(|t| t.elapsed() >= delay)
         {
             r.booted = true;
+        }
+    }
+
+    /// Carries out the deferred removals whose time came.
+    fn remove_due(&mut self) {
+        if self.undefine_delay.is_none() {
+            return;
+        }
+        let now = Instant::now();
+        let due: Vec<(String, String)> = self
+            .sites
+            .iter()
+            .flat_map(|(site, s)| {
+                s.instances
+                    .iter()
+                    .filter(|(_, r)| r.removing.is_some_and(|t| t <= now))
+                    .map(|(name, _)| (site.clone(), name.clone()))
+            })
+            .collect();
+        for (site, name) in due {
+            self.remove_instance(&site, &name);
+        }
+    }
+
+    /// Removes an instance record, and with cascading its volumes.
+    fn remove_instance(&mut self, site: &str, name: &str) {
+        let cascade = self.cascade;
+        if let Some(s) = self.sites.get_mut(site) {
+            s.instances.remove(name);
+            if cascade && s.container {
+                s.volumes.retain(|_, v| {
+                    v.instance.as_deref() != Some(name) || v.kind == VolumeKind::Image
+                });
+            }
         }
     }
 
@@ -378,6 +434,11 @@ pub struct BackendConfig {
     pub boot_delay: Duration,
     /// Latency added to every call.
     pub latency: Duration,
+    /// Removing an instance removes its disk and seed (`secondary-resources=cascaded`).
+    pub cascade: bool,
+    /// An undefine is accepted at once and takes effect this much later
+    /// (`delete-return=early`); `None` removes the record before the call returns.
+    pub undefine_delay: Option<Duration>,
 }
 
 impl Default for BackendConfig {
@@ -387,6 +448,8 @@ impl Default for BackendConfig {
             capacity: 1 << 40,
             boot_delay: Duration::from_millis(5),
             latency: Duration::from_micros(200),
+            cascade: false,
+            undefine_delay: None,
         }
     }
 }
@@ -426,6 +489,8 @@ impl SimBackend {
                     boot_held: false,
                     boot_delay: config.boot_delay,
                     next_ip: 0,
+                    cascade: config.cascade,
+                    undefine_delay: config.undefine_delay,
                 }),
                 faults: Mutex::default(),
                 released: tokio::sync::watch::Sender::new(0),
@@ -436,8 +501,12 @@ impl SimBackend {
         }
     }
 
+    /// The world, with every deferred removal that fell due carried out first: however
+    /// it is looked at, a removal accepted long enough ago has happened.
     fn world(&self) -> MutexGuard<'_, World> {
-        self.inner.world.lock().unwrap_or_else(|e| e.into_inner())
+        let mut w = self.inner.world.lock().unwrap_or_else(|e| e.into_inner());
+        w.remove_due();
+        w
     }
 
     fn faults(&self) -> MutexGuard<'_, FaultTable> {

@@ -7,7 +7,7 @@ use tokio::time::Instant;
 
 use super::{
     BackendError, ConnId, InstanceInfo, Listed, Mark, Proc, Record, SimBackend, VolumeKind,
-    add_volume, disk_volume, remove_volume, seed_volume,
+    add_volume, digest, disk_volume, remove_volume, seed_volume,
 };
 
 impl SimBackend {
@@ -24,14 +24,22 @@ impl SimBackend {
                 .instances
                 .get(name)
                 .ok_or_else(|| BackendError::NoObject(format!("instance {name}")))?;
-            Ok(InstanceInfo {
+            let embedded = r.embedded.as_ref().map(|(_, seed)| digest(seed));
+            let info = InstanceInfo {
                 power: r.power,
-                disk: s.container && s.volumes.contains_key(&disk_volume(name)),
-                seed: s
-                    .container
-                    .then(|| s.volumes.get(&seed_volume(name)).map(|v| v.digest))
-                    .flatten(),
-            })
+                disk: embedded.is_some()
+                    || s.container && s.volumes.contains_key(&disk_volume(name)),
+                seed: embedded.or_else(|| {
+                    s.container
+                        .then(|| s.volumes.get(&seed_volume(name)).map(|v| v.digest))
+                        .flatten()
+                }),
+                booted: false,
+                defined_at: r.defined_at,
+            };
+            w.progress(site, name);
+            let booted = w.sites[site].instances.get(name).is_some_and(|r| r.booted);
+            Ok(InstanceInfo { booted, ..info })
         })
         .await
     }
@@ -44,16 +52,55 @@ impl SimBackend {
         name: &str,
         mark: Mark,
     ) -> Result<(), BackendError> {
+        self.define_record(c, site, name, mark, None).await
+    }
+
+    /// Creates an instance record with its mark, its disk of `parts.0` bytes and its
+    /// seed holding `parts.1` inside it, powered off (`secondary-resources=none`).
+    pub async fn define_whole(
+        &self,
+        c: ConnId,
+        site: &str,
+        name: &str,
+        mark: Mark,
+        parts: (u64, &[u8]),
+    ) -> Result<(), BackendError> {
+        let embedded = (parts.0, parts.1.to_vec());
+        self.define_record(c, site, name, mark, Some(embedded))
+            .await
+    }
+
+    async fn define_record(
+        &self,
+        c: ConnId,
+        site: &str,
+        name: &str,
+        mark: Mark,
+        embedded: Option<(u64, Vec<u8>)>,
+    ) -> Result<(), BackendError> {
         self.invoke(c, site, Proc::Define, |w| {
             let ip = w.allocate_ip();
             let s = w.sites.get_mut(site).expect("checked by the seam");
             if s.instances.contains_key(name) {
                 return Err(BackendError::Exists(format!("instance {name}")));
             }
+            if let Some((disk, seed)) = &embedded {
+                let (free, needed) = (s.free(), disk + seed.len() as u64);
+                if needed > free {
+                    return Err(BackendError::NoSpace {
+                        what: format!("volume store at {site}"),
+                        available: free,
+                        needed,
+                    });
+                }
+            }
             s.instances.insert(
                 name.to_owned(),
                 Record {
                     mark: Some(mark),
+                    defined_at: std::time::SystemTime::now(),
+                    embedded,
+                    removing: None,
                     power: Power::Stopped,
                     started: None,
                     booted: false,
@@ -113,9 +160,10 @@ impl SimBackend {
     pub async fn start(&self, c: ConnId, site: &str, name: &str) -> Result<(), BackendError> {
         self.invoke(c, site, Proc::Start, |w| {
             let s = w.sites.get_mut(site).expect("checked by the seam");
-            let has_parts = s.container
-                && s.volumes.contains_key(&disk_volume(name))
-                && s.volumes.contains_key(&seed_volume(name));
+            let has_parts = s.instances.get(name).is_some_and(|r| r.embedded.is_some())
+                || s.container
+                    && s.volumes.contains_key(&disk_volume(name))
+                    && s.volumes.contains_key(&seed_volume(name));
             let r = s
                 .instances
                 .get_mut(name)
@@ -181,18 +229,26 @@ impl SimBackend {
         .await
     }
 
-    /// Removes `name`'s record; a running instance is refused.
+    /// Removes `name`'s record (and with cascading its volumes); a running instance is
+    /// refused. With a deferred undefine the call is accepted at once and the record
+    /// stays, powered off, until the delay passed.
     pub async fn undefine(&self, c: ConnId, site: &str, name: &str) -> Result<(), BackendError> {
         self.invoke(c, site, Proc::Undefine, |w| {
+            let delay = w.undefine_delay;
             let s = w.sites.get_mut(site).expect("checked by the seam");
             let r = s
                 .instances
-                .get(name)
+                .get_mut(name)
                 .ok_or_else(|| BackendError::NoObject(format!("instance {name}")))?;
             if r.power != Power::Stopped {
                 return Err(BackendError::Busy(format!("{name} must be stopped first")));
             }
-            s.instances.remove(name);
+            match delay {
+                None => w.remove_instance(site, name),
+                Some(d) => {
+                    r.removing.get_or_insert(Instant::now() + d);
+                }
+            }
             Ok(())
         })
         .await
@@ -236,6 +292,7 @@ impl SimBackend {
                 .map(|(name, r)| Listed {
                     name: name.clone(),
                     power: r.power,
+                    defined_at: r.defined_at,
                 })
                 .collect())
         })

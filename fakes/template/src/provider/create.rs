@@ -5,6 +5,7 @@
 use std::time::{Duration, SystemTime};
 
 use conformance::fixture::{Power, Verbosity};
+use conformance::profile::{CreateReturn, CreatedAt, QuotaMode, SecondaryResources};
 use conformance::{
     CreateRequest, Ctx, Error, ErrorKind, Op, ProviderId, Quota, validate_name, validate_request,
     validate_tag,
@@ -161,7 +162,7 @@ impl TemplateProvider {
             }
         }
         self.converge(&s, req, existing.as_ref(), fail).await?;
-        if self.config.create_blocks {
+        if self.config.declared.create_return() == CreateReturn::Blocking {
             self.wait_running(&s, name)
                 .await
                 .map_err(|f| fail(&format!("waiting for {name} to boot"), f))?;
@@ -169,8 +170,9 @@ impl TemplateProvider {
         Ok(id)
     }
 
-    /// Makes whatever of the instance is missing: the quota precheck, then define,
-    /// disk, seed and start, each skipped when already done.
+    /// Makes whatever of the instance is missing: the quota precheck (`quota=detected`),
+    /// then define, disk, seed and start, each skipped when already done. With
+    /// `secondary-resources=none` the define carries the disk and the seed itself.
     pub(super) async fn converge(
         &self,
         s: &Session<'_>,
@@ -180,11 +182,13 @@ impl TemplateProvider {
     ) -> Result<(), Error> {
         let (site, name, q) = (s.site, req.name.as_str(), self.config.quirks);
         let payload = req.cloud_init.expose().as_bytes();
+        let whole = self.config.declared.secondary_resources() == SecondaryResources::None;
         let need_disk = existing.is_none_or(|i| !i.disk);
         let need_seed = existing.is_none_or(|i| i.seed.is_none());
         let needed = if need_disk { self.config.disk_bytes } else { 0 }
             + if need_seed { payload.len() as u64 } else { 0 };
-        if needed > 0 && !q.no_quota_precheck {
+        let precheck = self.config.declared.quota() == QuotaMode::Detected;
+        if needed > 0 && precheck && !q.no_quota_precheck {
             let free = s
                 .call(Proc::Capacity, self.backend.capacity(s.conn, site))
                 .await
@@ -209,7 +213,9 @@ impl TemplateProvider {
             let mark = Mark {
                 tag: req.tag.clone(),
                 uid: req.uid.clone(),
-                created_at: (!q.no_created_at).then(SystemTime::now),
+                created_at: (!q.no_created_at
+                    && self.config.declared.created_at() == CreatedAt::WrittenAtCreate)
+                    .then(SystemTime::now),
             };
             if q.created_at_in_memory {
                 self.written
@@ -220,11 +226,20 @@ impl TemplateProvider {
                         mark.created_at.unwrap_or(SystemTime::UNIX_EPOCH),
                     );
             }
-            s.call(Proc::Define, self.backend.define(s.conn, site, name, mark))
+            let define = if whole {
+                let parts = (self.config.disk_bytes, payload);
+                s.call(
+                    Proc::Define,
+                    self.backend.define_whole(s.conn, site, name, mark, parts),
+                )
                 .await
-                .map_err(|f| fail(&format!("defining {name}"), f))?;
+            } else {
+                s.call(Proc::Define, self.backend.define(s.conn, site, name, mark))
+                    .await
+            };
+            define.map_err(|f| fail(&format!("defining {name}"), f))?;
         }
-        if need_disk {
+        if need_disk && !whole {
             match s
                 .call(
                     Proc::CreateDisk,
@@ -237,7 +252,7 @@ impl TemplateProvider {
                 Err(f) => return Err(fail(&format!("creating the disk of {name}"), f)),
             }
         }
-        if need_seed {
+        if need_seed && !whole {
             if q.log_cloud_init && self.verbosity() >= Verbosity::V2 {
                 debug!(parent: s.span, user_data = req.cloud_init.expose(), "writing seed");
             }

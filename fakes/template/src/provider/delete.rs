@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use conformance::fixture::Power;
+use conformance::profile::SecondaryResources;
 use conformance::{Ctx, Error, ErrorKind, Op, ProviderId};
 use tracing::Span;
 
@@ -85,6 +86,12 @@ impl TemplateProvider {
         self.remove_parts(&s, name, !q.delete_requires_parts).await
     }
 
+    /// Whether Delete removes the disk and the seed itself
+    /// (`secondary-resources=explicit`); the backend does it otherwise, or there are none.
+    fn owns_parts(&self) -> bool {
+        self.config.declared.secondary_resources() == SecondaryResources::Explicit
+    }
+
     /// Deletes the disk and the seed of `name`; with `tolerant`, parts (or the whole
     /// volume store) already gone are fine.
     pub(super) async fn remove_parts(
@@ -93,6 +100,9 @@ impl TemplateProvider {
         name: &str,
         tolerant: bool,
     ) -> Result<(), Error> {
+        if !self.owns_parts() {
+            return Ok(());
+        }
         let site = s.site;
         let disk = s
             .call(

@@ -3,6 +3,7 @@
 use std::net::IpAddr;
 
 use conformance::fixture::Power;
+use conformance::profile::{CreatedAt, IpSource};
 use conformance::{Ctx, Error, ErrorKind, Instance, Op, ProviderId, State};
 use tracing::Span;
 
@@ -63,6 +64,15 @@ impl TemplateProvider {
             })?;
         let (state, ipv4) = match info.power {
             Power::Paused if q.paused_is_provisioning => (State::Provisioning, None),
+            // ip-source=none: the backend's word that the guest booted makes it Running.
+            Power::Running if self.config.declared.ip_source() == IpSource::None => {
+                let state = if info.booted {
+                    State::Running
+                } else {
+                    State::Provisioning
+                };
+                (state, None)
+            }
             Power::Running => match s
                 .call(Proc::Addresses, self.backend.addresses(s.conn, site, name))
                 .await
@@ -89,7 +99,11 @@ impl TemplateProvider {
                 .get(name)
                 .copied()
         } else {
-            mark.created_at
+            match self.config.declared.created_at() {
+                CreatedAt::WrittenAtCreate => mark.created_at,
+                CreatedAt::BackendReported => Some(info.defined_at),
+                CreatedAt::None => None,
+            }
         };
         Ok(Instance {
             id: id.clone(),

@@ -1,5 +1,6 @@
 //! ListByTag: every site at once, each under part of the caller's deadline.
 
+use conformance::profile::{CreatedAt, ListPartial};
 use conformance::{Ctx, Error, Instance, Listing, Op, UnreachableLocation};
 use futures_util::future::join_all;
 use tracing::{Span, warn};
@@ -10,6 +11,11 @@ use crate::id::instance_id;
 use super::{Failure, TemplateProvider, state_of};
 
 impl TemplateProvider {
+    /// Whether one unreadable site fails the whole listing (`list-partial=fail-whole`).
+    fn fail_whole(&self) -> bool {
+        self.config.declared.list_partial() == ListPartial::FailWhole
+    }
+
     pub(super) async fn list_op(
         &self,
         ctx: &Ctx,
@@ -19,10 +25,7 @@ impl TemplateProvider {
         // A partial listing must come back before the caller's deadline with a silent
         // site named, so each site gets three quarters of the time left.
         let site_ctx = match ctx.remaining() {
-            Some(left)
-                if !self.config.list_fail_whole
-                    && !self.config.quirks.list_waits_for_every_site =>
-            {
+            Some(left) if !self.fail_whole() && !self.config.quirks.list_waits_for_every_site => {
                 ctx.narrowed(left * 3 / 4)
             }
             _ => ctx.clone(),
@@ -47,11 +50,13 @@ impl TemplateProvider {
         for (site, r) in self.config.sites.iter().zip(per_site) {
             match r {
                 Ok(mut found) => listing.instances.append(&mut found),
-                Err(f) if self.config.list_fail_whole => {
+                Err(f) if self.fail_whole() => {
                     return Err(self.fail(Op::ListByTag, format!("listing {}", site.name), f));
                 }
                 Err(f) => {
-                    warn!(parent: span, site = %site.name, error = %f, "site skipped");
+                    if self.logs() {
+                        warn!(parent: span, site = %site.name, error = %f, "site skipped");
+                    }
                     listing.unreachable.push(UnreachableLocation {
                         location: site.name.clone(),
                         reason: f.to_string(),
@@ -95,12 +100,19 @@ impl TemplateProvider {
                 Err(Failure::Backend(BackendError::Unreadable(what)))
                     if !q.list_unreadable_fatal =>
                 {
-                    warn!(parent: span, site, instance = %item.name, "skipping {what}");
+                    if self.logs() {
+                        warn!(parent: span, site, instance = %item.name, "skipping {what}");
+                    }
                     continue;
                 }
                 Err(f) => return Err(f),
             };
             let (state, _) = state_of(item.power, None);
+            let created_at = match self.config.declared.created_at() {
+                CreatedAt::WrittenAtCreate => mark.created_at,
+                CreatedAt::BackendReported => Some(item.defined_at),
+                CreatedAt::None => None,
+            };
             out.push(Instance {
                 id: instance_id(site, &item.name),
                 name: item.name,
@@ -108,7 +120,7 @@ impl TemplateProvider {
                 ipv4: None,
                 uid: mark.uid,
                 tag: mark.tag,
-                created_at: mark.created_at,
+                created_at,
             });
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));

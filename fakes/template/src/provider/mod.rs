@@ -27,6 +27,7 @@ use std::sync::Mutex;
 use std::time::SystemTime;
 
 use conformance::fixture::Verbosity;
+use conformance::profile::Logging;
 use conformance::{
     BoxFuture, Checker, CreateRequest, Ctx, Error, ErrorKind, HostHealth, Instance, Listing, Op,
     Profile, Provider, ProviderId,
@@ -98,6 +99,11 @@ impl TemplateProvider {
         self.config.verbosity.get()
     }
 
+    /// Whether the provider logs at all (`logging=tiered`; `none` writes no line).
+    pub(super) fn logs(&self) -> bool {
+        self.config.declared.logging() == Logging::Tiered
+    }
+
     pub(super) fn error(&self, op: Op, kind: ErrorKind, message: impl Into<String>) -> Error {
         Error::new(self.config.name.as_str(), op, kind, message)
     }
@@ -110,6 +116,7 @@ impl TemplateProvider {
     /// warning on failure at every tier.
     pub(super) fn outcome<T>(&self, span: &Span, op: Op, r: &Result<T, Error>) {
         match r {
+            _ if !self.logs() => {}
             Ok(_) if self.verbosity() >= Verbosity::V1 => {
                 info!(parent: span, op = op.as_str(), "succeeded")
             }

@@ -5,9 +5,11 @@ use std::future::Future;
 
 use conformance::Ctx;
 use conformance::fixture::Verbosity;
+use conformance::profile::ChildSpans;
 use tracing::{Instrument, Span, debug, info};
 
 use crate::backend::{BackendError, ConnId, Proc};
+use crate::config::{CredentialSource, token_env_var};
 
 use super::{Failure, Slot, TemplateProvider};
 
@@ -69,12 +71,15 @@ impl TemplateProvider {
         fut: impl Future<Output = Result<T, BackendError>>,
     ) -> Result<T, Failure> {
         let q = self.config.quirks;
+        // child-spans=none: the backend call runs in the operation's span.
+        let no_call_spans =
+            q.no_call_spans || self.config.declared.child_spans() == ChildSpans::None;
         let parent = if q.detached_call_spans {
             None
         } else {
             op_span.id()
         };
-        let span = if q.no_call_spans {
+        let span = if no_call_spans {
             Span::none()
         } else {
             call_span!(parent, proc, site;
@@ -88,14 +93,14 @@ impl TemplateProvider {
                 Ping => "template.ping",
             )
         };
-        let line_parent = if q.no_call_spans || q.detached_call_spans {
+        let line_parent = if no_call_spans || q.detached_call_spans {
             op_span
         } else {
             &span
         };
         if q.log_calls_at_v0 {
             info!(parent: line_parent, site, call = proc.as_str(), "backend call");
-        } else if self.verbosity() >= Verbosity::V2 {
+        } else if self.logs() && self.verbosity() >= Verbosity::V2 {
             debug!(parent: line_parent, site, call = proc.as_str(), "backend call");
         }
         match ctx.run(fut.instrument(span)).await {
@@ -120,7 +125,8 @@ impl TemplateProvider {
         }
     }
 
-    /// Reads the credential token of `site` from its file (on every dial).
+    /// The credential token of `site`: from its file (re-read on every dial), or from the
+    /// environment map or inline tokens the provider was constructed with.
     pub(super) fn read_token(&self, site: &str) -> Result<String, BackendError> {
         if self.config.quirks.credentials_read_once
             && let Some(t) = self
@@ -131,10 +137,25 @@ impl TemplateProvider {
         {
             return Ok(t.clone());
         }
-        let path = self.config.token_file(site);
-        let token = std::fs::read_to_string(&path)
-            .map(|t| t.trim().to_owned())
-            .map_err(|_| BackendError::CredentialsMissing(path.display().to_string()))?;
+        let token = match &self.config.credentials {
+            CredentialSource::MountedFiles => {
+                let path = self.config.token_file(site);
+                std::fs::read_to_string(&path)
+                    .map(|t| t.trim().to_owned())
+                    .map_err(|_| BackendError::CredentialsMissing(path.display().to_string()))?
+            }
+            CredentialSource::Env(env) => {
+                let var = token_env_var(site);
+                env.get(&var)
+                    .cloned()
+                    .ok_or(BackendError::CredentialsMissing(format!(
+                        "environment variable {var}"
+                    )))?
+            }
+            CredentialSource::Inline(tokens) => tokens.get(site).cloned().ok_or_else(|| {
+                BackendError::CredentialsMissing(format!("the inline token of {site}"))
+            })?,
+        };
         if self.config.quirks.credentials_read_once {
             self.tokens
                 .lock()
