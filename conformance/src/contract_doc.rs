@@ -90,8 +90,9 @@ pub fn render() -> String {
         for r in CATALOGUE.iter().filter(|r| r.area == area) {
             let _ = writeln!(out, "#### {} — {}\n\n{}\n", r.id, r.title, r.text);
             let mut facts = Vec::new();
-            if let Some((a, v)) = r.gate {
-                facts.push(format!("applies when `{a}={v}`"));
+            if let Some((a, vs)) = r.gate {
+                let when: Vec<String> = vs.iter().map(|v| format!("`{a}={v}`")).collect();
+                facts.push(format!("applies when {}", when.join(" or ")));
             }
             if !r.axes.is_empty() {
                 facts.push(format!(

@@ -96,7 +96,7 @@ pub struct Rule {
     /// Axes whose declared value changes what the rule expects.
     pub axes: &'static [Axis],
     /// The rule applies only when this axis has this value; otherwise NotApplicable.
-    pub gate: Option<(Axis, &'static str)>,
+    pub gate: Option<(Axis, &'static [&'static str])>,
     /// Fixture hooks the rule's check needs; without them it is Skipped.
     pub hooks: &'static [Hook],
     /// Other needs; without them it is NotApplicable (Checker) or Skipped.
@@ -150,7 +150,7 @@ rules! {
         axes: [], gate: None, hooks: [Planting], needs: [],
         "An existing resource of the requested name that is not ours (it carries no mark, or a non-empty uid other than the request's) makes Create fail with Permanent, and the resource is left untouched. A marked resource with an empty uid is the same instance: its ID is returned and it is not changed.";
     "CRE-QUOTA", Create, "Short capacity is QuotaExceeded before anything is made",
-        axes: [QuotaMode], gate: Some((Axis::QuotaMode, "detected")), hooks: [Capacity], needs: [],
+        axes: [QuotaMode], gate: Some((Axis::QuotaMode, &["detected"])), hooks: [Capacity], needs: [],
         "With quota=detected, a Create that does not fit in the location's free capacity fails with QuotaExceeded naming what is short, how much is available and how much is needed, before anything is created.";
     "CRE-BACKEND-NOTFOUND", Create, "Backend answers inside Create keep their kind",
         axes: [], gate: None, hooks: [Faults, Observation], needs: [],
@@ -195,7 +195,7 @@ rules! {
         axes: [], gate: None, hooks: [], needs: [],
         "Deleting an instance twice succeeds both times, and deleting a well-formed ID that was never created succeeds.";
     "DEL-COMPLETE", Delete, "Nothing of a deleted instance is left",
-        axes: [SecondaryResources], gate: Some((Axis::SecondaryResources, "explicit")), hooks: [Inventory], needs: [],
+        axes: [SecondaryResources], gate: Some((Axis::SecondaryResources, &["explicit"])), hooks: [Inventory], needs: [],
         "With secondary-resources=explicit, once Delete has returned (and settled, with delete-return=early), no resource of the instance is left: no disk, seed or firmware state.";
     "DEL-RUNNING", Delete, "A Running instance is stopped and deleted",
         axes: [], gate: None, hooks: [], needs: [],
@@ -228,7 +228,7 @@ rules! {
         axes: [ListPartial], gate: None, hooks: [Faults], needs: [TwoLocations],
         "With list-partial=fail-whole, one unreachable location fails the call with Transient. With list-partial=partial, the call returns before its deadline with the reachable locations' instances and the unreachable location named, for a refused location and for a black-holed one alike; a whole-call Transient is a violation. With every location reachable, nothing is named unreachable.";
     "LST-UNREADABLE", List, "An unreadable resource is skipped",
-        axes: [], gate: None, hooks: [Planting], needs: [],
+        axes: [], gate: Some((Axis::GcMark, &["written-metadata", "backend-tags"])), hooks: [Planting], needs: [],
         "A marked resource that cannot be read is skipped; the call still succeeds and lists the others. Likewise a resource that vanishes while the listing reads it (a not-found answer to its per-resource read) is skipped, not fatal.";
     "LST-AGREES", List, "Listing agrees with Get",
         axes: [], gate: None, hooks: [], needs: [],
@@ -240,16 +240,16 @@ rules! {
         axes: [], gate: None, hooks: [], needs: [],
         "Every error names the configured provider and the operation it came from.";
     "GEN-LOGGING", General, "Logging follows the verbosity tiers",
-        axes: [Logging], gate: Some((Axis::Logging, "tiered")), hooks: [Observation], needs: [],
+        axes: [Logging], gate: Some((Axis::Logging, &["tiered"])), hooks: [Observation], needs: [],
         "At V0 a successful operation logs nothing; at V1 it logs exactly one line at info level and nothing finer; at V2 it logs at least one debug line per backend call.";
     "GEN-SPANS", General, "One span per operation, one child per backend call",
-        axes: [ChildSpans], gate: Some((Axis::ChildSpans, "span-decorator")), hooks: [Observation], needs: [],
+        axes: [ChildSpans], gate: Some((Axis::ChildSpans, &["span-decorator"])), hooks: [Observation], needs: [],
         "Each operation opens exactly one span under the caller's span, and every backend call it makes has its own span below that one, named after the call.";
     "GEN-NO-IO-AT-NEW", General, "Constructing a provider does no I/O",
         axes: [], gate: None, hooks: [Observation], needs: [],
         "Building a provider makes no backend call and opens no connection, even when a location is unreachable.";
     "GEN-ROTATION", General, "Rotated credentials are used without restart",
-        axes: [Credentials], gate: Some((Axis::Credentials, "mounted-files")), hooks: [Rotation, Faults, Observation], needs: [],
+        axes: [Credentials], gate: Some((Axis::Credentials, &["mounted-files"])), hooks: [Rotation, Faults, Observation], needs: [],
         "With credentials=mounted-files, credentials replaced on disk are used by the next connection the provider opens, without a restart.";
     "GEN-PARALLEL", General, "Different names run concurrently",
         axes: [], gate: None, hooks: [Faults], needs: [],
@@ -292,10 +292,10 @@ mod tests {
             );
             assert!(r.area >= last_area, "{} is out of area order", r.id);
             last_area = r.area;
-            if let Some((axis, value)) = r.gate {
+            if let Some((axis, values)) = r.gate {
                 assert!(
-                    axis.values().contains(&value),
-                    "{}: gate value {value}",
+                    !values.is_empty() && values.iter().all(|v| axis.values().contains(v)),
+                    "{}: gate values {values:?}",
                     r.id
                 );
             }

@@ -116,10 +116,13 @@ pub fn applicability(fixture: &dyn Fixture, rule: &Rule) -> Option<(Outcome, Str
     let profile = fixture.profile();
     if let Some((axis, want)) = rule.gate {
         let have = profile.value(axis);
-        if have != want {
+        if !want.contains(&have) {
             return Some((
                 Outcome::NotApplicable,
-                format!("profile declares {axis}={have}; the rule applies to {axis}={want}"),
+                format!(
+                    "profile declares {axis}={have}; the rule applies to {axis}={}",
+                    want.join(" or ")
+                ),
             ));
         }
     }

@@ -13,7 +13,8 @@ use conformance::fixture::{
     Resource, Rotation, StateControl, Testbed, Verbosity,
 };
 use conformance::profile::{
-    CreateReturn, Credentials, DeleteReturn, ListPartial, ProvisioningState, SecondaryResources,
+    CreateReturn, Credentials, DeleteReturn, GcMark, ListPartial, ProvisioningState,
+    SecondaryResources,
 };
 use conformance::{BoxFuture, CloudInit, CreateRequest, Profile, Provider, ProviderId};
 
@@ -153,6 +154,7 @@ impl TemplateFixture {
             boot_delay: self.boot_delay,
             latency: self.latency,
             cascade: self.profile.secondary_resources() == SecondaryResources::Cascaded,
+            name_marks: self.profile.gc_mark() == GcMark::NamePrefix,
             undefine_delay: (self.profile.delete_return() == DeleteReturn::Early)
                 .then_some(UNDEFINE_DELAY),
             ..BackendConfig::default()

@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use tracing::Level;
 
 use crate::fixture::{FaultKind, FaultSpec, Trigger, Verbosity};
-use crate::profile::ListPartial;
+use crate::profile::{DeleteReturn, ListPartial};
 use crate::suite::checks::create::{create_steps, exists_once};
 use crate::suite::checks::steps::sample_steps;
 use crate::suite::cx::{CheckError, CheckResult, Cx, describe, describe_result, kind_of};
@@ -571,6 +571,9 @@ enum Model {
     Absent,
     Present,
     Unknown,
+    /// Deleted under `delete-return=early`: Get may still return it and a listing may
+    /// still show it, until it is gone.
+    Going,
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -604,6 +607,10 @@ pub async fn gen_model(cx: &Cx) -> CheckResult {
                 let ids: Vec<ProviderId> =
                     names.iter().map(|n| cx.tb.id_for(&loc.name, n)).collect();
                 let mut model = [Model::Absent; 3];
+                let deleted = match cx.profile.delete_return() {
+                    DeleteReturn::Waits => Model::Absent,
+                    DeleteReturn::Early => Model::Going,
+                };
                 let mut p = cx.p.clone();
                 let mut log = Vec::new();
                 let result = async {
@@ -652,13 +659,15 @@ pub async fn gen_model(cx: &Cx) -> CheckResult {
                             Step::Get(i) => {
                                 let r = p.get(&cx.ctx(), &ids[*i]).await;
                                 match (&r, model[*i]) {
-                                    (Ok(inst), Model::Present | Model::Unknown) => {
+                                    (Ok(inst), Model::Present | Model::Unknown | Model::Going) => {
                                         if inst.name != names[*i] || inst.tag != tag {
                                             return bad(format!("wrong instance {inst:?}"));
                                         }
-                                        model[*i] = Model::Present;
+                                        if model[*i] != Model::Going {
+                                            model[*i] = Model::Present;
+                                        }
                                     }
-                                    (Err(e), Model::Absent | Model::Unknown)
+                                    (Err(e), Model::Absent | Model::Unknown | Model::Going)
                                         if e.is_not_found() =>
                                     {
                                         model[*i] = Model::Absent
@@ -674,7 +683,7 @@ pub async fn gen_model(cx: &Cx) -> CheckResult {
                                 }
                             }
                             Step::Delete(i) => match p.delete(&cx.ctx(), &ids[*i]).await {
-                                Ok(()) => model[*i] = Model::Absent,
+                                Ok(()) => model[*i] = deleted,
                                 Err(e) if faulty && e.is_transient() => model[*i] = Model::Unknown,
                                 Err(e) => return bad(describe(&e)),
                             },
@@ -708,6 +717,7 @@ pub async fn gen_model(cx: &Cx) -> CheckResult {
                                             (Model::Unknown, l) => {
                                                 *m = if l { Model::Present } else { Model::Absent }
                                             }
+                                            (Model::Going, false) => *m = Model::Absent,
                                             _ => {}
                                         }
                                     }
@@ -741,9 +751,9 @@ pub async fn gen_model(cx: &Cx) -> CheckResult {
                         )));
                     }
                 }
-                result?;
                 // With delete-return=early the last Deletes may still be under way.
                 cx.settle_deletions().await;
+                result?;
                 for n in &names {
                     if let Some(left) = cx
                         .inventory_for(

@@ -8,8 +8,8 @@ use conformance::fixture::{BackendCall, FaultId, FaultSpec, Plant, Power, Reacha
 use tokio::time::Instant;
 
 use super::{
-    Injection, Mark, Record, SimBackend, VolumeKind, add_volume, disk_volume, record_mut,
-    seed_volume, site_mut,
+    Injection, Mark, Record, SimBackend, VolumeKind, add_volume, disk_volume, instance_key,
+    name_with_mark, record_mut, seed_volume, short_name, site_mut,
 };
 
 impl SimBackend {
@@ -142,7 +142,7 @@ impl SimBackend {
             .instances
             .keys()
             .map(|n| Resource {
-                instance: Some(n.clone()),
+                instance: Some(short_name(n).to_owned()),
                 kind: "instance".into(),
                 primary: true,
                 name: n.clone(),
@@ -173,8 +173,9 @@ impl SimBackend {
     pub fn plant(&self, site: &str, name: &str, what: Plant) -> Result<(), String> {
         let mut w = self.world();
         let ip = w.allocate_ip();
+        let name_marks = w.name_marks;
         let s = site_mut(&mut w, site)?;
-        if s.instances.contains_key(name) {
+        if instance_key(s, name).is_some() {
             return Err(format!("{name} already exists at {site}"));
         }
         let now = Some(SystemTime::now());
@@ -205,8 +206,13 @@ impl SimBackend {
                 true,
             ),
         };
+        // A backend that keeps marks in names only: the mark becomes the name's prefix.
+        let (key, mark) = match mark {
+            Some(m) if name_marks => (name_with_mark(&m, name), None),
+            m => (name.to_owned(), m),
+        };
         s.instances.insert(
-            name.to_owned(),
+            key,
             Record {
                 mark,
                 defined_at: std::time::SystemTime::now(),
@@ -256,7 +262,7 @@ impl SimBackend {
             .filter(|(_, v)| v.instance.as_deref() == Some(name))
             .map(|(n, v)| format!("{n}:{}:{}", v.size, v.digest))
             .collect();
-        let rec = s.instances.get(name);
+        let rec = instance_key(s, name).and_then(|k| s.instances.get(&k));
         if rec.is_none() && parts.is_empty() {
             return Ok(None);
         }
@@ -276,7 +282,11 @@ impl SimBackend {
 
     /// Removes the record of `name`, leaving its parts.
     pub fn remove_primary(&self, site: &str, name: &str) -> Result<(), String> {
-        site_mut(&mut self.world(), site)?.instances.remove(name);
+        let mut w = self.world();
+        let s = site_mut(&mut w, site)?;
+        if let Some(key) = instance_key(s, name) {
+            s.instances.remove(&key);
+        }
         Ok(())
     }
 

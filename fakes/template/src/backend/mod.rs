@@ -172,6 +172,8 @@ pub struct InstanceInfo {
     pub booted: bool,
     /// When the backend defined it (what `created-at=backend-reported` reports).
     pub defined_at: SystemTime,
+    /// Whether an accepted undefine is still being carried out.
+    pub removing: bool,
 }
 
 /// What a list entry reports.
@@ -192,14 +194,47 @@ pub fn digest(bytes: &[u8]) -> u64 {
     })
 }
 
-/// The disk volume name of an instance.
-pub fn disk_volume(name: &str) -> String {
-    format!("{name}-disk")
+/// What separates the mark from the name in a backend name that carries its mark
+/// (`<tag>~<uid>~<name>`, `gc-mark=name-prefix`); no name, tag or uid contains it.
+pub const NAME_MARK_SEP: char = '~';
+
+/// The instance name inside a backend name: the part after the last
+/// [`NAME_MARK_SEP`], or the whole name when it carries no mark.
+pub fn short_name(name: &str) -> &str {
+    name.rsplit(NAME_MARK_SEP).next().unwrap_or(name)
 }
 
-/// The seed volume name of an instance.
+/// The backend name of `name` carrying `mark` in its prefix.
+pub fn name_with_mark(mark: &Mark, name: &str) -> String {
+    let sep = NAME_MARK_SEP;
+    format!("{}{sep}{}{sep}{name}", mark.tag, mark.uid)
+}
+
+/// The mark a backend name carries in its prefix, and the instance name; the mark is
+/// `None` for a name without a prefix (or with one that does not parse).
+pub fn mark_in_name(name: &str) -> (Option<Mark>, &str) {
+    let mut parts = name.splitn(3, NAME_MARK_SEP);
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(tag), Some(uid), Some(short)) if !tag.is_empty() => (
+            Some(Mark {
+                tag: tag.to_owned(),
+                uid: uid.to_owned(),
+                created_at: None,
+            }),
+            short,
+        ),
+        _ => (None, name),
+    }
+}
+
+/// The disk volume name of an instance (named after its instance name, prefix or not).
+pub fn disk_volume(name: &str) -> String {
+    format!("{}-disk", short_name(name))
+}
+
+/// The seed volume name of an instance (named after its instance name, prefix or not).
 pub fn seed_volume(name: &str) -> String {
-    format!("{name}-seed")
+    format!("{}-seed", short_name(name))
 }
 
 #[derive(Clone, Debug)]
@@ -314,6 +349,8 @@ struct World {
     cascade: bool,
     /// How long an accepted undefine takes to remove the record, if it is deferred.
     undefine_delay: Option<Duration>,
+    /// Whether the backend keeps marks in instance names only.
+    name_marks: bool,
 }
 
 impl World {
@@ -360,8 +397,9 @@ impl World {
         if let Some(s) = self.sites.get_mut(site) {
             s.instances.remove(name);
             if cascade && s.container {
+                let short = short_name(name);
                 s.volumes.retain(|_, v| {
-                    v.instance.as_deref() != Some(name) || v.kind == VolumeKind::Image
+                    v.instance.as_deref() != Some(short) || v.kind == VolumeKind::Image
                 });
             }
         }
@@ -439,6 +477,10 @@ pub struct BackendConfig {
     /// An undefine is accepted at once and takes effect this much later
     /// (`delete-return=early`); `None` removes the record before the call returns.
     pub undefine_delay: Option<Duration>,
+    /// The backend has nowhere to keep a mark but the instance's name
+    /// (`gc-mark=name-prefix`): a define keeps no mark, and planted instances carry
+    /// theirs as a `<tag>~<uid>~` prefix.
+    pub name_marks: bool,
 }
 
 impl Default for BackendConfig {
@@ -450,6 +492,7 @@ impl Default for BackendConfig {
             latency: Duration::from_micros(200),
             cascade: false,
             undefine_delay: None,
+            name_marks: false,
         }
     }
 }
@@ -491,6 +534,7 @@ impl SimBackend {
                     next_ip: 0,
                     cascade: config.cascade,
                     undefine_delay: config.undefine_delay,
+                    name_marks: config.name_marks,
                 }),
                 faults: Mutex::default(),
                 released: tokio::sync::watch::Sender::new(0),
@@ -693,10 +737,17 @@ fn site_mut<'a>(w: &'a mut World, site: &str) -> Result<&'a mut Site, String> {
 }
 
 fn record_mut<'a>(w: &'a mut World, site: &str, name: &str) -> Result<&'a mut Record, String> {
-    site_mut(w, site)?
-        .instances
-        .get_mut(name)
-        .ok_or_else(|| format!("no instance {name} at {site}"))
+    let s = site_mut(w, site)?;
+    let key = instance_key(s, name).ok_or_else(|| format!("no instance {name} at {site}"))?;
+    Ok(s.instances.get_mut(&key).expect("found just now"))
+}
+
+/// The backend name of the instance named `name` (itself, or with a mark prefix).
+fn instance_key(s: &Site, name: &str) -> Option<String> {
+    if s.instances.contains_key(name) {
+        return Some(name.to_owned());
+    }
+    s.instances.keys().find(|k| short_name(k) == name).cloned()
 }
 
 fn add_volume(
@@ -728,7 +779,7 @@ fn add_volume(
     s.volumes.insert(
         volume.to_owned(),
         Volume {
-            instance: Some(owner.to_owned()),
+            instance: Some(short_name(owner).to_owned()),
             kind,
             size,
             digest: digest(&data),

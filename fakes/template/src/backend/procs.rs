@@ -36,6 +36,7 @@ impl SimBackend {
                 }),
                 booted: false,
                 defined_at: r.defined_at,
+                removing: r.removing.is_some(),
             };
             w.progress(site, name);
             let booted = w.sites[site].instances.get(name).is_some_and(|r| r.booted);
@@ -94,10 +95,13 @@ impl SimBackend {
                     });
                 }
             }
+            // A backend that keeps marks in names only has nowhere to put this one.
+            let mark = (!w.name_marks).then_some(mark);
+            let s = w.sites.get_mut(site).expect("checked by the seam");
             s.instances.insert(
                 name.to_owned(),
                 Record {
-                    mark: Some(mark),
+                    mark,
                     defined_at: std::time::SystemTime::now(),
                     embedded,
                     removing: None,

@@ -93,17 +93,17 @@ impl TemplateProvider {
             .session(ctx, span, site)
             .await
             .map_err(|f| fail(&format!("connecting to {site}"), f))?;
-        let existing = match s
-            .call(Proc::Lookup, self.backend.lookup(s.conn, site, name))
-            .await
-        {
-            Ok(info) => Some(info),
-            Err(f) if f.is_no_object() => None,
+        let (key, existing) = match self.look_up_settled(&s, name).await {
+            Ok((key, info)) => (key, Some(info)),
+            Err(f) if f.is_no_object() => {
+                (self.backend_name(req, &Self::mark_for(req, None)), None)
+            }
             Err(f) => return Err(fail(&format!("looking up {name}"), f)),
         };
+        let key = key.as_str();
         if let Some(info) = &existing {
-            let mark = s
-                .call(Proc::ReadMark, self.backend.read_mark(s.conn, site, name))
+            let mark = self
+                .mark_of(&s, key)
                 .await
                 .map_err(|f| fail(&format!("reading the mark of {name}"), f))?;
             match mark {
@@ -130,10 +130,10 @@ impl TemplateProvider {
                             created_at: Some(SystemTime::now()),
                             ..m.clone()
                         };
-                        s.call(Proc::Undefine, self.backend.undefine(s.conn, site, name))
+                        s.call(Proc::Undefine, self.backend.undefine(s.conn, site, key))
                             .await
                             .map_err(|f| fail(&format!("restamping {name}"), f))?;
-                        s.call(Proc::Define, self.backend.define(s.conn, site, name, fresh))
+                        s.call(Proc::Define, self.backend.define(s.conn, site, key, fresh))
                             .await
                             .map_err(|f| fail(&format!("restamping {name}"), f))?;
                     }
@@ -147,7 +147,7 @@ impl TemplateProvider {
                             self.backend.create_seed(
                                 s.conn,
                                 site,
-                                name,
+                                key,
                                 &format!("{name}-seed-update"),
                                 req.cloud_init.expose().as_bytes(),
                             ),
@@ -161,9 +161,9 @@ impl TemplateProvider {
                 _ => return Ok(id),
             }
         }
-        self.converge(&s, req, existing.as_ref(), fail).await?;
+        self.converge(&s, req, key, existing.as_ref(), fail).await?;
         if self.config.declared.create_return() == CreateReturn::Blocking {
-            self.wait_running(&s, name)
+            self.wait_running(&s, key)
                 .await
                 .map_err(|f| fail(&format!("waiting for {name} to boot"), f))?;
         }
@@ -177,6 +177,7 @@ impl TemplateProvider {
         &self,
         s: &Session<'_>,
         req: &CreateRequest,
+        key: &str,
         existing: Option<&InstanceInfo>,
         fail: impl Fn(&str, Failure) -> Error,
     ) -> Result<(), Error> {
@@ -210,13 +211,9 @@ impl TemplateProvider {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
             // The mark travels with the define: no instance of ours is ever unmarked.
-            let mark = Mark {
-                tag: req.tag.clone(),
-                uid: req.uid.clone(),
-                created_at: (!q.no_created_at
-                    && self.config.declared.created_at() == CreatedAt::WrittenAtCreate)
-                    .then(SystemTime::now),
-            };
+            let written =
+                !q.no_created_at && self.config.declared.created_at() == CreatedAt::WrittenAtCreate;
+            let mark = Self::mark_for(req, written.then(SystemTime::now));
             if q.created_at_in_memory {
                 self.written
                     .lock()
@@ -230,11 +227,11 @@ impl TemplateProvider {
                 let parts = (self.config.disk_bytes, payload);
                 s.call(
                     Proc::Define,
-                    self.backend.define_whole(s.conn, site, name, mark, parts),
+                    self.backend.define_whole(s.conn, site, key, mark, parts),
                 )
                 .await
             } else {
-                s.call(Proc::Define, self.backend.define(s.conn, site, name, mark))
+                s.call(Proc::Define, self.backend.define(s.conn, site, key, mark))
                     .await
             };
             define.map_err(|f| fail(&format!("defining {name}"), f))?;
@@ -244,7 +241,7 @@ impl TemplateProvider {
                 .call(
                     Proc::CreateDisk,
                     self.backend
-                        .create_disk(s.conn, site, name, self.config.disk_bytes),
+                        .create_disk(s.conn, site, key, self.config.disk_bytes),
                 )
                 .await
             {
@@ -260,7 +257,7 @@ impl TemplateProvider {
                 .call(
                     Proc::CreateSeed,
                     self.backend
-                        .create_seed(s.conn, site, name, &seed_volume(name), payload),
+                        .create_seed(s.conn, site, key, &seed_volume(name), payload),
                 )
                 .await
             {
@@ -270,7 +267,7 @@ impl TemplateProvider {
         }
         if existing.is_none_or(|i| i.power == Power::Stopped) {
             let started = s
-                .call(Proc::Start, self.backend.start(s.conn, site, name))
+                .call(Proc::Start, self.backend.start(s.conn, site, key))
                 .await;
             let started = match started {
                 Err(Failure::Backend(BackendError::Closed)) if q.retry_start_blindly => {
@@ -279,7 +276,7 @@ impl TemplateProvider {
                         .await
                         .map_err(|f| fail(&format!("reconnecting to {site}"), f))?;
                     again
-                        .call(Proc::Start, self.backend.start(again.conn, site, name))
+                        .call(Proc::Start, self.backend.start(again.conn, site, key))
                         .await
                 }
                 r => r,
@@ -287,6 +284,34 @@ impl TemplateProvider {
             started.map_err(|f| fail(&format!("starting {name}"), f))?;
         }
         Ok(())
+    }
+
+    /// Looks `name` up, waiting (under the deadline) while a removal the backend
+    /// accepted is still under way (`delete-return=early`): a Create after a Delete
+    /// makes a new instance instead of reviving the one going away.
+    async fn look_up_settled(
+        &self,
+        s: &Session<'_>,
+        name: &str,
+    ) -> Result<(String, InstanceInfo), Failure> {
+        loop {
+            let found = self.look_up(s, name).await?;
+            if !found.1.removing {
+                return Ok(found);
+            }
+            s.ctx
+                .run(tokio::time::sleep(Duration::from_millis(5)))
+                .await?;
+        }
+    }
+
+    /// The mark an instance of `req` carries.
+    fn mark_for(req: &CreateRequest, created_at: Option<SystemTime>) -> Mark {
+        Mark {
+            tag: req.tag.clone(),
+            uid: req.uid.clone(),
+            created_at,
+        }
     }
 
     /// Polls the addresses of `name` until it reports a usable IPv4.

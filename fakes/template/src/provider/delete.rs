@@ -38,19 +38,13 @@ impl TemplateProvider {
             .session(ctx, span, site)
             .await
             .map_err(|f| fail(format!("connecting to {site}"), f))?;
-        let info = match s
-            .call(Proc::Lookup, self.backend.lookup(s.conn, site, name))
-            .await
-        {
-            Ok(info) => info,
+        let (key, info) = match self.look_up(&s, name).await {
+            Ok(found) => found,
             Err(f) if f.is_no_object() && q.delete_done_without_primary => return Ok(()),
             Err(f) if f.is_no_object() => return self.remove_parts(&s, name, true).await,
             Err(f) => return Err(fail(format!("looking up {name}"), f)),
         };
-        let mark = match s
-            .call(Proc::ReadMark, self.backend.read_mark(s.conn, site, name))
-            .await
-        {
+        let mark = match self.mark_of(&s, &key).await {
             Ok(m) => m,
             Err(f) if f.is_no_object() => return self.remove_parts(&s, name, true).await,
             Err(f) => return Err(fail(format!("reading the mark of {name}"), f)),
@@ -67,7 +61,7 @@ impl TemplateProvider {
         }
         if info.power != Power::Stopped && !q.delete_without_stop {
             match s
-                .call(Proc::Stop, self.backend.stop(s.conn, site, name))
+                .call(Proc::Stop, self.backend.stop(s.conn, site, &key))
                 .await
             {
                 Ok(()) => {}
@@ -76,7 +70,7 @@ impl TemplateProvider {
             }
         }
         match s
-            .call(Proc::Undefine, self.backend.undefine(s.conn, site, name))
+            .call(Proc::Undefine, self.backend.undefine(s.conn, site, &key))
             .await
         {
             Ok(()) => {}

@@ -47,12 +47,12 @@ impl TemplateProvider {
             .session(ctx, span, site)
             .await
             .map_err(|f| fail(format!("connecting to {site}"), f))?;
-        let info = s
-            .call(Proc::Lookup, self.backend.lookup(s.conn, site, name))
+        let (key, info) = self
+            .look_up(&s, name)
             .await
             .map_err(|f| fail(format!("looking up {name}"), f))?;
-        let mark = s
-            .call(Proc::ReadMark, self.backend.read_mark(s.conn, site, name))
+        let mark = self
+            .mark_of(&s, &key)
             .await
             .map_err(|f| fail(format!("reading the mark of {name}"), f))?
             .ok_or_else(|| {
@@ -74,7 +74,7 @@ impl TemplateProvider {
                 (state, None)
             }
             Power::Running => match s
-                .call(Proc::Addresses, self.backend.addresses(s.conn, site, name))
+                .call(Proc::Addresses, self.backend.addresses(s.conn, site, &key))
                 .await
             {
                 Ok(addrs) if q.any_address_is_usable => match addrs.first() {

@@ -5,7 +5,7 @@ use conformance::{Ctx, Error, Instance, Listing, Op, UnreachableLocation};
 use futures_util::future::join_all;
 use tracing::{Span, warn};
 
-use crate::backend::{BackendError, Mark, Proc};
+use crate::backend::{BackendError, Listed, Mark, Proc, mark_in_name};
 use crate::id::instance_id;
 
 use super::{Failure, TemplateProvider, state_of};
@@ -83,6 +83,20 @@ impl TemplateProvider {
             .read(Proc::List, || self.backend.list(s.conn, site))
             .await?;
         for item in items {
+            if self.marks_in_names() {
+                let (mark, short) = mark_in_name(&item.name);
+                let mark = match mark {
+                    Some(m) if m.tag == tag => m,
+                    None if q.list_unmarked => Mark {
+                        tag: String::new(),
+                        uid: String::new(),
+                        created_at: None,
+                    },
+                    _ => continue,
+                };
+                out.push(self.listed(site, short, &item, mark));
+                continue;
+            }
             let mark = match s
                 .read(Proc::ReadMark, || {
                     self.backend.read_mark(s.conn, site, &item.name)
@@ -107,23 +121,28 @@ impl TemplateProvider {
                 }
                 Err(f) => return Err(f),
             };
-            let (state, _) = state_of(item.power, None);
-            let created_at = match self.config.declared.created_at() {
-                CreatedAt::WrittenAtCreate => mark.created_at,
-                CreatedAt::BackendReported => Some(item.defined_at),
-                CreatedAt::None => None,
-            };
-            out.push(Instance {
-                id: instance_id(site, &item.name),
-                name: item.name,
-                state,
-                ipv4: None,
-                uid: mark.uid,
-                tag: mark.tag,
-                created_at,
-            });
+            out.push(self.listed(site, &item.name, &item, mark));
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
+    }
+
+    /// A listed instance, as ListByTag reports it: no address, state from power alone.
+    fn listed(&self, site: &str, name: &str, item: &Listed, mark: Mark) -> Instance {
+        let (state, _) = state_of(item.power, None);
+        let created_at = match self.config.declared.created_at() {
+            CreatedAt::WrittenAtCreate => mark.created_at,
+            CreatedAt::BackendReported => Some(item.defined_at),
+            CreatedAt::None => None,
+        };
+        Instance {
+            id: instance_id(site, name),
+            name: name.to_owned(),
+            state,
+            ipv4: None,
+            uid: mark.uid,
+            tag: mark.tag,
+            created_at,
+        }
     }
 }

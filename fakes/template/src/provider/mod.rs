@@ -13,6 +13,7 @@ mod delete;
 mod errors;
 mod get;
 mod list;
+mod lookup;
 mod session;
 mod state;
 
