@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use crate::expectations::{MEANINGS, of_rule};
 use crate::fixture::Hook;
 use crate::profile::{Axis, AxisClass};
 use crate::rules::{Area, CATALOGUE, Need};
@@ -75,6 +76,10 @@ pub fn render() -> String {
         );
     }
     out.push_str("\nIllegal combinations are rejected when a profile is built: `create-return=early` with `provisioning-state=create-blocks` (an early Create leaves provisioning to Get), `create-return=blocking` with `provisioning-state=get-reports` (a Create that returns once Running leaves Get nothing to report as Provisioning, so no check could tell it from `create-blocks`), and `created-at=written-at-create` with `gc-mark=name-prefix` (a name prefix has nowhere to write a time).\n");
+    out.push_str("\n### What each value promises\n\nEach rule below says what each value of the axes it names changes in its expectation.\n\n| axis | value | promise |\n|---|---|---|\n");
+    for m in MEANINGS {
+        let _ = writeln!(out, "| `{}` | {} | {} |", m.axis.key(), m.value, m.promise);
+    }
     out.push_str("\n## Fixture hooks\n\nA provider author writes one fixture. Each optional hook enables the rules that need it; without it they are Skipped.\n\n| hook | rules |\n|---|---|\n");
     for h in Hook::ALL {
         let rules: Vec<_> = CATALOGUE
@@ -130,6 +135,12 @@ pub fn render() -> String {
                     format!("; {}.", facts.join("; "))
                 }
             );
+            for e in of_rule(r.id) {
+                let _ = writeln!(out, "- `{}={}`: {}", e.axis.key(), e.value, e.expects);
+            }
+            if of_rule(r.id).next().is_some() {
+                out.push('\n');
+            }
         }
     }
     out

@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 pub mod contract_doc;
+pub mod expectations;
 mod ctx;
 mod error;
 pub mod fixture;

@@ -195,8 +195,8 @@ rules! {
         axes: [], gate: None, hooks: [], needs: [],
         "Deleting an instance twice succeeds both times, and deleting a well-formed ID that was never created succeeds.";
     "DEL-COMPLETE", Delete, "Nothing of a deleted instance is left",
-        axes: [SecondaryResources], gate: Some((Axis::SecondaryResources, &["explicit"])), hooks: [Inventory], needs: [],
-        "With secondary-resources=explicit, once Delete has returned (and settled, with delete-return=early), no resource of the instance is left: no disk, seed or firmware state.";
+        axes: [SecondaryResources], gate: None, hooks: [Inventory], needs: [],
+        "Once Delete has returned (and settled, with delete-return=early), no resource of the instance is left: no disk, seed or firmware state, whether the provider deletes them (secondary-resources=explicit) or the backend does (cascaded); with secondary-resources=none the instance has no resource but its primary one.";
     "DEL-RUNNING", Delete, "A Running instance is stopped and deleted",
         axes: [], gate: None, hooks: [], needs: [],
         "Delete of a Running instance stops it and deletes it; Get then returns NotFound.";
@@ -248,9 +248,9 @@ rules! {
     "GEN-NO-IO-AT-NEW", General, "Constructing a provider does no I/O",
         axes: [], gate: None, hooks: [Observation], needs: [],
         "Building a provider makes no backend call and opens no connection, even when a location is unreachable.";
-    "GEN-ROTATION", General, "Rotated credentials are used without restart",
-        axes: [Credentials], gate: Some((Axis::Credentials, &["mounted-files"])), hooks: [Rotation, Faults, Observation], needs: [],
-        "With credentials=mounted-files, credentials replaced on disk are used by the next connection the provider opens, without a restart.";
+    "GEN-ROTATION", General, "Rotated credentials are used",
+        axes: [Credentials], gate: None, hooks: [Rotation, Faults, Observation], needs: [],
+        "Rotated credentials are used: with credentials=mounted-files, credentials replaced on disk are used by the next connection the provider opens, without a restart; with credentials=env or inline, a provider constructed after the rotation uses the new ones.";
     "GEN-PARALLEL", General, "Different names run concurrently",
         axes: [], gate: None, hooks: [Faults], needs: [],
         "An operation on one name does not wait for a stalled operation on another name: there is no global lock.";

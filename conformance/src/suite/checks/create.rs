@@ -762,6 +762,13 @@ pub async fn cre_mark(cx: &Cx) -> CheckResult {
                 format!("{t:?}"),
             );
         }
+        (CreatedAtMode::None, Some(t)) => {
+            cx.violate(
+                "Get: created_at",
+                "no creation time (created-at=none)",
+                format!("{t:?}"),
+            );
+        }
         (CreatedAtMode::WrittenAtCreate | CreatedAtMode::BackendReported, None) => {
             cx.violate(
                 "Get: created_at",

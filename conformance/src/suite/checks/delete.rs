@@ -2,6 +2,7 @@
 
 use crate::ProviderId;
 use crate::fixture::{Part, Plant};
+use crate::profile::SecondaryResources;
 use crate::suite::checks::get::{arbitrary_ids, gone_after_delete};
 use crate::suite::checks::steps::{count_calls, interrupt, none_counted, plan, resumer};
 use crate::suite::cx::{CheckError, CheckResult, Cx, describe, describe_result, kind_of};
@@ -78,12 +79,29 @@ pub async fn del_complete(cx: &Cx) -> CheckResult {
         .into_iter()
         .filter(|r| r.instance.as_deref() == Some(req.name.as_str()))
         .collect();
-    if !res.iter().any(|r| !r.primary) {
-        cx.cleanup(&[id]).await;
-        return Err(CheckError::Harness(format!(
-            "the inventory shows no secondary resource of {} ({res:?}); completeness cannot be judged",
-            req.name
-        )));
+    let secondary: Vec<String> = res
+        .iter()
+        .filter(|r| !r.primary)
+        .map(|r| format!("{}:{}", r.kind, r.name))
+        .collect();
+    match (cx.profile.secondary_resources(), secondary.is_empty()) {
+        // Nothing but the primary to delete: it alone is judged below.
+        (SecondaryResources::None, true) => {}
+        (SecondaryResources::None, false) => {
+            cx.violate(
+                "before Delete",
+                "no secondary resource (secondary-resources=none)",
+                format!("{} has {secondary:?}", req.name),
+            );
+        }
+        (_, true) => {
+            cx.cleanup(&[id]).await;
+            return Err(CheckError::Harness(format!(
+                "the inventory shows no secondary resource of {} ({res:?}); completeness cannot be judged",
+                req.name
+            )));
+        }
+        (_, false) => {}
     }
     cx.note(format!(
         "before Delete: {:?}",

@@ -1,0 +1,206 @@
+//! What each value of a behaviour-checked axis promises, and what it changes in the
+//! expectation of each rule whose catalogue entry names the axis: the tables the
+//! contract document renders (a test keeps them complete).
+
+use crate::profile::Axis;
+
+/// What a provider promises by declaring `value` on `axis`.
+pub struct Meaning {
+    /// The axis.
+    pub axis: Axis,
+    /// One of its values.
+    pub value: &'static str,
+    /// What the value promises, or that it promises nothing.
+    pub promise: &'static str,
+}
+
+/// What `value` on `axis` makes rule `rule` expect.
+pub struct Expectation {
+    /// The rule's ID.
+    pub rule: &'static str,
+    /// The axis.
+    pub axis: Axis,
+    /// One of its values.
+    pub value: &'static str,
+    /// The expectation under that value (or why the rule does not apply).
+    pub expects: &'static str,
+}
+
+macro_rules! meanings {
+    ($($axis:ident $value:literal => $promise:literal;)*) => {
+        /// Every value of every behaviour-checked axis.
+        pub const MEANINGS: &[Meaning] = &[
+            $(Meaning { axis: Axis::$axis, value: $value, promise: $promise },)*
+        ];
+    };
+}
+
+macro_rules! expectations {
+    ($($rule:literal $axis:ident $value:literal => $expects:literal;)*) => {
+        /// Every value of every axis a rule names (its `axes` and its gate).
+        pub const EXPECTATIONS: &[Expectation] = &[
+            $(Expectation { rule: $rule, axis: Axis::$axis, value: $value, expects: $expects },)*
+        ];
+    };
+}
+
+meanings! {
+    CreateReturn "blocking" => "Create returns once the instance is Running.";
+    CreateReturn "early" => "Create returns once the instance exists; Get reports Provisioning until it runs.";
+    ProvisioningState "create-blocks" => "Provisioning happens inside Create (only with create-return=blocking).";
+    ProvisioningState "get-reports" => "Get reports Provisioning while the instance boots (only with create-return=early).";
+    ChildSpans "span-decorator" => "Every backend call gets a child span of the operation's span.";
+    ChildSpans "none" => "Promises nothing about spans below the operation.";
+    QuotaMode "detected" => "Create checks capacity before it creates anything and fails with QuotaExceeded naming what is short.";
+    QuotaMode "backend-reported" => "The backend refuses what does not fit, and Create surfaces that refusal as QuotaExceeded with the backend's figures.";
+    QuotaMode "none" => "Promises nothing about capacity.";
+    Credentials "mounted-files" => "Credentials are files re-read on every new connection: a rotation needs no restart.";
+    Credentials "env" => "Credentials come from environment variables read when the provider is constructed: a rotation reaches a provider constructed after it.";
+    Credentials "inline" => "Credentials are written in the configuration: a rotation reaches a provider constructed after it.";
+    GcMark "written-metadata" => "uid, tag and created_at are metadata written on the primary resource with its definition, read per resource.";
+    GcMark "backend-tags" => "uid, tag and created_at are the backend's own tags or labels on the resource.";
+    GcMark "name-prefix" => "The mark is a prefix of the resource's backend name carrying tag and uid; a resource whose name lacks it is unmarked; it holds no time (created-at is backend-reported or none).";
+    CreatedAt "written-at-create" => "created_at is written with the mark at create and never changes.";
+    CreatedAt "backend-reported" => "created_at is the time the backend reports for the resource.";
+    CreatedAt "none" => "Instances carry no created_at.";
+    IpSource "discovered" => "The address is discovered from the running guest; Running means a usable IPv4 is known.";
+    IpSource "allocated" => "The address is allocated by the backend; Running means a usable IPv4 is known.";
+    IpSource "none" => "No address is reported; Running follows the backend's word that the guest booted.";
+    ListPartial "fail-whole" => "A location that cannot be read fails the whole listing with Transient.";
+    ListPartial "partial" => "A location that cannot be read is named in `unreachable`, and the others are listed within the caller's deadline.";
+    DeleteReturn "waits" => "Delete returns once the instance and its parts are gone.";
+    DeleteReturn "early" => "Delete returns once the backend accepted the removal; Get reaches NotFound, and nothing is left, within the suite's settle time.";
+    SecondaryResources "explicit" => "The provider deletes each secondary resource (disks, seed, firmware state).";
+    SecondaryResources "cascaded" => "The backend deletes the secondary resources with the instance.";
+    SecondaryResources "none" => "An instance has no resource but its primary one.";
+    Logging "tiered" => "V0 warnings and errors only, V1 one outcome line per operation, V2 one line per backend call.";
+    Logging "none" => "The provider writes no log line.";
+}
+
+expectations! {
+    "CRE-RETURN" CreateReturn "blocking" => "Get right after Create returns is Running with a usable address.";
+    "CRE-RETURN" CreateReturn "early" => "Get right after Create may be Provisioning, and reaches Running within the settle time.";
+    "CRE-RETURN" ProvisioningState "create-blocks" => "As create-return=blocking (the two are declared together).";
+    "CRE-RETURN" ProvisioningState "get-reports" => "As create-return=early (the two are declared together).";
+    "CRE-QUOTA" QuotaMode "detected" => "Too little capacity makes Create fail with QuotaExceeded naming what is short, before anything is created.";
+    "CRE-QUOTA" QuotaMode "backend-reported" => "Not applicable: the rule checks a precheck the provider does not promise.";
+    "CRE-QUOTA" QuotaMode "none" => "Not applicable: the provider promises nothing about capacity.";
+    "CRE-SECRET" Logging "tiered" => "The payload appears in no log line, span or error, and Create's own log lines must have been seen (else the check could not look).";
+    "CRE-SECRET" Logging "none" => "The payload appears in no span or error; no log line is expected.";
+    "CRE-MARK" CreatedAt "written-at-create" => "created_at is a time during the Create call, and the same on the next Get.";
+    "CRE-MARK" CreatedAt "backend-reported" => "created_at is a time no later than the end of the Create call, and the same on the next Get.";
+    "CRE-MARK" CreatedAt "none" => "created_at is absent.";
+    "GET-AFTER-DELETE" DeleteReturn "waits" => "Get right after Delete returned is NotFound.";
+    "GET-AFTER-DELETE" DeleteReturn "early" => "Get reaches NotFound within the settle time after Delete returned.";
+    "GET-STATE" IpSource "discovered" => "Running carries a usable IPv4; a guest reporting only unusable addresses is Provisioning.";
+    "GET-STATE" IpSource "allocated" => "Running carries a usable IPv4; a guest reporting only unusable addresses is Provisioning.";
+    "GET-STATE" IpSource "none" => "Running carries no address.";
+    "GET-STATE" ProvisioningState "create-blocks" => "No change: the state follows the backend's power and the address.";
+    "GET-STATE" ProvisioningState "get-reports" => "No change: the state follows the backend's power and the address.";
+    "GET-STATELESS" CreatedAt "written-at-create" => "A new provider reports the same created_at.";
+    "GET-STATELESS" CreatedAt "backend-reported" => "A new provider reports the same created_at.";
+    "GET-STATELESS" CreatedAt "none" => "Both report no created_at.";
+    "DEL-COMPLETE" SecondaryResources "explicit" => "The instance had secondary resources; none is left once Delete returned (and settled).";
+    "DEL-COMPLETE" SecondaryResources "cascaded" => "The instance had secondary resources; none is left once Delete returned (and settled): the backend took them.";
+    "DEL-COMPLETE" SecondaryResources "none" => "The instance has no secondary resource; its primary is gone once Delete returned (and settled).";
+    "DEL-RESUME" DeleteReturn "waits" => "After the next Delete, Get is NotFound at once and nothing is left.";
+    "DEL-RESUME" DeleteReturn "early" => "After the next Delete, Get reaches NotFound and nothing is left within the settle time.";
+    "LST-MARKED-ONLY" GcMark "written-metadata" => "Resources without the metadata mark are not listed.";
+    "LST-MARKED-ONLY" GcMark "backend-tags" => "Resources without the tags are not listed.";
+    "LST-MARKED-ONLY" GcMark "name-prefix" => "Resources whose backend name lacks the prefix are not listed.";
+    "LST-PARTIAL" ListPartial "fail-whole" => "One unreadable location fails the listing with Transient.";
+    "LST-PARTIAL" ListPartial "partial" => "One unreadable location is named in `unreachable` with a reason; the others are listed, within the caller's deadline.";
+    "LST-UNREADABLE" GcMark "written-metadata" => "A marked resource whose mark cannot be read, or that vanishes while it is read, is skipped.";
+    "LST-UNREADABLE" GcMark "backend-tags" => "A marked resource whose tags cannot be read, or that vanishes while they are read, is skipped.";
+    "LST-UNREADABLE" GcMark "name-prefix" => "Not applicable: the mark is read with the name, by the listing itself.";
+    "GEN-CANCEL" ListPartial "fail-whole" => "A listing cut off by its deadline fails with Transient.";
+    "GEN-CANCEL" ListPartial "partial" => "A listing cut off by its deadline fails with Transient or returns the locations read so far, naming the others.";
+    "GEN-LOGGING" Logging "tiered" => "The tiers hold: nothing at V0 on success, one line per operation at V1, one more per backend call at V2.";
+    "GEN-LOGGING" Logging "none" => "Not applicable: the provider writes no log line.";
+    "GEN-SPANS" ChildSpans "span-decorator" => "Every backend call runs in a child span of its operation's span.";
+    "GEN-SPANS" ChildSpans "none" => "Not applicable: the provider promises no child spans.";
+    "GEN-ROTATION" Credentials "mounted-files" => "After rotation and a dropped connection, the running provider succeeds over a new connection, without restart.";
+    "GEN-ROTATION" Credentials "env" => "After rotation, a provider constructed again succeeds over a new connection.";
+    "GEN-ROTATION" Credentials "inline" => "After rotation, a provider constructed again succeeds over a new connection.";
+    "GEN-MODEL" DeleteReturn "waits" => "A deleted instance is absent from the next Get and listing.";
+    "GEN-MODEL" DeleteReturn "early" => "A deleted instance may still appear in Get and listings until it is gone, then never again.";
+}
+
+/// The expectations of `rule`, in table order.
+pub fn of_rule(rule: &str) -> impl Iterator<Item = &'static Expectation> + '_ {
+    EXPECTATIONS.iter().filter(move |e| e.rule == rule)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::AxisClass;
+    use crate::rules::CATALOGUE;
+
+    #[test]
+    fn every_value_of_every_behaviour_checked_axis_has_a_meaning() {
+        for a in Axis::ALL
+            .iter()
+            .filter(|a| a.class() == AxisClass::BehaviourChecked)
+        {
+            for v in a.values() {
+                let n = MEANINGS
+                    .iter()
+                    .filter(|m| m.axis == *a && m.value == *v)
+                    .count();
+                assert_eq!(n, 1, "{a}={v} has {n} meanings");
+            }
+        }
+        for m in MEANINGS {
+            assert!(m.axis.values().contains(&m.value), "{}={}", m.axis, m.value);
+        }
+    }
+
+    #[test]
+    fn every_rule_states_every_value_of_the_axes_it_names_and_no_other() {
+        for r in CATALOGUE {
+            let mut named: Vec<Axis> = r.axes.to_vec();
+            if let Some((g, _)) = r.gate
+                && !named.contains(&g)
+            {
+                named.push(g);
+            }
+            for a in &named {
+                for v in a.values() {
+                    let n = of_rule(r.id)
+                        .filter(|e| e.axis == *a && e.value == *v)
+                        .count();
+                    assert_eq!(n, 1, "{} under {a}={v}: {n} expectations", r.id);
+                }
+            }
+            for e in of_rule(r.id) {
+                assert!(named.contains(&e.axis), "{} does not name {}", r.id, e.axis);
+            }
+        }
+        for e in EXPECTATIONS {
+            assert!(
+                CATALOGUE.iter().any(|r| r.id == e.rule),
+                "unknown rule {}",
+                e.rule
+            );
+        }
+    }
+
+    #[test]
+    fn a_gate_and_the_expectations_agree_on_what_is_not_applicable() {
+        for r in CATALOGUE {
+            if let Some((g, values)) = r.gate {
+                for e in of_rule(r.id).filter(|e| e.axis == g) {
+                    let na = e.expects.starts_with("Not applicable");
+                    assert_eq!(
+                        na,
+                        !values.contains(&e.value),
+                        "{} under {g}={}",
+                        r.id,
+                        e.value
+                    );
+                }
+            }
+        }
+    }
+}
