@@ -136,6 +136,16 @@ macro_rules! axes {
                 pub fn $setter(mut self, v: $ty) -> Self { self.0.$field = v; self }
             )*
         }
+
+        impl WatchedProfile {
+            $(
+                #[doc = concat!("The declared `", $key, "`; the read is recorded.")]
+                pub fn $field(&self) -> $ty {
+                    self.note(Axis::$ty);
+                    self.profile.$field()
+                }
+            )*
+        }
     };
 }
 
@@ -265,6 +275,47 @@ axes! {
         IntegrationTag = "integration-tag",
         /// None.
         None = "none",
+    }
+}
+
+/// A profile whose reads are recorded: the suite hands one to each check, so that what
+/// a check's verdict depends on can be compared with the axes its rule names.
+pub struct WatchedProfile {
+    profile: Profile,
+    on_read: Box<dyn Fn(Axis) + Send + Sync>,
+}
+
+impl WatchedProfile {
+    /// Watches `profile`, calling `on_read` with each axis a check reads.
+    pub fn new(profile: Profile, on_read: impl Fn(Axis) + Send + Sync + 'static) -> Self {
+        WatchedProfile {
+            profile,
+            on_read: Box::new(on_read),
+        }
+    }
+
+    fn note(&self, axis: Axis) {
+        (self.on_read)(axis);
+    }
+
+    /// The declared value of `axis`, as text; the read is recorded.
+    pub fn value(&self, axis: Axis) -> &'static str {
+        self.note(axis);
+        self.profile.value(axis)
+    }
+
+    /// The profile itself, for the harness around the checks: reads through it are not
+    /// recorded.
+    pub fn unwatched(&self) -> Profile {
+        self.profile
+    }
+}
+
+impl fmt::Debug for WatchedProfile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WatchedProfile")
+            .field("profile", &self.profile)
+            .finish_non_exhaustive()
     }
 }
 

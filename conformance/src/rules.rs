@@ -150,7 +150,7 @@ rules! {
         axes: [], gate: None, hooks: [Planting], needs: [],
         "An existing resource of the requested name that is not ours (it carries no mark, or a non-empty uid other than the request's) makes Create fail with Permanent, and the resource is left untouched. A marked resource with an empty uid is the same instance: its ID is returned and it is not changed.";
     "CRE-QUOTA", Create, "Short capacity is QuotaExceeded before anything is made",
-        axes: [QuotaMode], gate: Some((Axis::QuotaMode, &["detected"])), hooks: [Capacity], needs: [],
+        axes: [], gate: Some((Axis::QuotaMode, &["detected"])), hooks: [Capacity], needs: [],
         "With quota=detected, a Create that does not fit in the location's free capacity fails with QuotaExceeded naming what is short, how much is available and how much is needed, before anything is created.";
     "CRE-BACKEND-NOTFOUND", Create, "Backend answers inside Create keep their kind",
         axes: [], gate: None, hooks: [Faults, Observation], needs: [],
@@ -171,13 +171,13 @@ rules! {
         axes: [DeleteReturn], gate: None, hooks: [], needs: [],
         "With delete-return=waits, Get returns NotFound as soon as Delete has returned. With delete-return=early, Get returns NotFound within the suite's settle time.";
     "GET-DURING-DELETE", Get, "Get during Delete is the instance or NotFound",
-        axes: [], gate: None, hooks: [], needs: [],
+        axes: [DeleteReturn], gate: None, hooks: [], needs: [],
         "While a Delete is in flight, Get returns the instance or NotFound, never another error kind.";
     "GET-BUSY", Get, "A busy backend is Transient, never NotFound",
         axes: [], gate: None, hooks: [Faults], needs: [],
         "When the backend is busy, hangs past the deadline, drops the connection or cannot be reached, Get fails with Transient, never with NotFound.";
     "GET-STATE", Get, "State follows the backend and the address",
-        axes: [IpSource, ProvisioningState], gate: None, hooks: [StateControl], needs: [],
+        axes: [IpSource], gate: None, hooks: [StateControl], needs: [],
         "A Running instance has a usable IPv4 address, neither loopback nor link-local (unless ip-source=none). A running instance without one is Provisioning, as is one whose address lookup fails. A stopped or paused instance is Stopped.";
     "GET-MALFORMED", Get, "Malformed IDs are Permanent; no input panics",
         axes: [], gate: None, hooks: [], needs: [],
@@ -186,28 +186,28 @@ rules! {
         axes: [], gate: None, hooks: [], needs: [],
         "Get of a well-formed ID naming a location the configuration does not have fails with Permanent.";
     "GET-STATELESS", Get, "A new provider sees the same instance",
-        axes: [CreatedAt], gate: None, hooks: [], needs: [],
+        axes: [], gate: None, hooks: [], needs: [],
         "A new provider instance over the same backend reports the same name, uid, tag and created_at for an instance: all state lives in the backend.";
     "DEL-MALFORMED", Delete, "Malformed IDs are Permanent",
         axes: [], gate: None, hooks: [], needs: [],
         "Delete of a malformed ID fails with Permanent and never panics.";
     "DEL-IDEMPOTENT", Delete, "Delete twice, or of nothing, succeeds",
-        axes: [], gate: None, hooks: [], needs: [],
+        axes: [DeleteReturn], gate: None, hooks: [], needs: [],
         "Deleting an instance twice succeeds both times, and deleting a well-formed ID that was never created succeeds.";
     "DEL-COMPLETE", Delete, "Nothing of a deleted instance is left",
-        axes: [SecondaryResources], gate: None, hooks: [Inventory], needs: [],
+        axes: [DeleteReturn, SecondaryResources], gate: None, hooks: [Inventory], needs: [],
         "Once Delete has returned (and settled, with delete-return=early), no resource of the instance is left: no disk, seed or firmware state, whether the provider deletes them (secondary-resources=explicit) or the backend does (cascaded); with secondary-resources=none the instance has no resource but its primary one.";
     "DEL-RUNNING", Delete, "A Running instance is stopped and deleted",
-        axes: [], gate: None, hooks: [], needs: [],
+        axes: [DeleteReturn], gate: None, hooks: [], needs: [],
         "Delete of a Running instance stops it and deletes it; Get then returns NotFound.";
     "DEL-PARTIAL", Delete, "Delete tolerates missing parts",
-        axes: [], gate: None, hooks: [Planting], needs: [],
+        axes: [DeleteReturn], gate: None, hooks: [Planting], needs: [],
         "Delete succeeds when parts of the instance are already gone: its secondary resources, the primary resource, or even their container.";
     "DEL-UNCONFIGURED", Delete, "An unconfigured location is a no-op",
         axes: [], gate: None, hooks: [], needs: [],
         "Delete of a well-formed ID naming a location the configuration does not have succeeds and does nothing.";
     "DEL-CONCURRENT", Delete, "Concurrent Deletes all succeed",
-        axes: [], gate: None, hooks: [], needs: [],
+        axes: [DeleteReturn], gate: None, hooks: [], needs: [],
         "Several Deletes of one instance running at once all succeed, and nothing of the instance is left.";
     "DEL-RESUME", Delete, "Interrupted Delete is completed by the next",
         axes: [DeleteReturn], gate: None, hooks: [Faults, Observation], needs: [],
@@ -216,7 +216,7 @@ rules! {
         axes: [], gate: None, hooks: [Planting], needs: [],
         "Delete never destroys or changes a resource that does not carry our mark; it either refuses with Permanent or leaves it alone and succeeds.";
     "LST-MARKED-ONLY", List, "Only marked resources with the tag are listed",
-        axes: [GcMark], gate: None, hooks: [Planting], needs: [],
+        axes: [], gate: None, hooks: [Planting], needs: [],
         "ListByTag returns the instances carrying the tag and excludes unmarked resources and instances with other tags.";
     "LST-EMPTY-UID", List, "Marked resources with an empty uid are listed",
         axes: [], gate: None, hooks: [Planting], needs: [],
@@ -240,10 +240,10 @@ rules! {
         axes: [], gate: None, hooks: [], needs: [],
         "Every error names the configured provider and the operation it came from.";
     "GEN-LOGGING", General, "Logging follows the verbosity tiers",
-        axes: [Logging], gate: Some((Axis::Logging, &["tiered"])), hooks: [Observation], needs: [],
+        axes: [], gate: Some((Axis::Logging, &["tiered"])), hooks: [Observation], needs: [],
         "At V0 a successful operation logs nothing; at V1 it logs exactly one line at info level and nothing finer; at V2 it logs at least one debug line per backend call.";
     "GEN-SPANS", General, "One span per operation, one child per backend call",
-        axes: [ChildSpans], gate: Some((Axis::ChildSpans, &["span-decorator"])), hooks: [Observation], needs: [],
+        axes: [], gate: Some((Axis::ChildSpans, &["span-decorator"])), hooks: [Observation], needs: [],
         "Each operation opens exactly one span under the caller's span, and every backend call it makes has its own span below that one, named after the call.";
     "GEN-NO-IO-AT-NEW", General, "Constructing a provider does no I/O",
         axes: [], gate: None, hooks: [Observation], needs: [],

@@ -2,6 +2,7 @@
 //! names and tags scoped to the rule, evidence, capture) and the small helpers that
 //! keep checks short.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,6 +13,7 @@ use tracing::Span;
 use super::capture::Capture;
 use super::outcome::{NotChecked, PropertyFailure, Violation};
 use crate::fixture::{FaultId, FaultSpec, Faults, HookError, Location, Testbed};
+use crate::profile::{Axis, WatchedProfile};
 use crate::rules::Rule;
 use crate::{CreateRequest, Ctx, Error, ErrorKind, Instance, Profile, Provider, ProviderId, State};
 
@@ -72,6 +74,22 @@ impl Timing {
     }
 }
 
+static AXES_READ: Mutex<BTreeMap<&'static str, Vec<Axis>>> = Mutex::new(BTreeMap::new());
+
+fn note_read(rule: &'static str, axis: Axis) {
+    let mut read = AXES_READ.lock().unwrap_or_else(|e| e.into_inner());
+    let axes = read.entry(rule).or_default();
+    if !axes.contains(&axis) {
+        axes.push(axis);
+    }
+}
+
+/// Every profile axis each rule's check has read in this process so far, by rule ID:
+/// what its verdicts depend on, to compare with the axes its catalogue entry names.
+pub fn axes_read() -> BTreeMap<&'static str, Vec<Axis>> {
+    AXES_READ.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
 /// One rule's view of the run.
 pub struct Cx {
     /// The rule being checked.
@@ -80,8 +98,8 @@ pub struct Cx {
     pub tb: Box<dyn Testbed>,
     /// The provider under test.
     pub p: Arc<dyn Provider>,
-    /// Its declared profile.
-    pub profile: Profile,
+    /// Its declared profile; what a check reads of it is recorded ([`axes_read`]).
+    pub profile: WatchedProfile,
     /// Its provider name.
     pub provider_name: String,
     /// The configured locations.
@@ -133,7 +151,10 @@ impl Cx {
             rule: parts.rule,
             p,
             tb: parts.tb,
-            profile: parts.profile,
+            profile: {
+                let rule = parts.rule.id;
+                WatchedProfile::new(parts.profile, move |axis| note_read(rule, axis))
+            },
             provider_name: parts.provider_name,
             locations: parts.locations,
             seed: parts.seed,
@@ -414,7 +435,7 @@ impl Cx {
     /// judges what a finished deletion left, not one still under way. Under
     /// `delete-return=waits` it returns at once: Delete already waited.
     pub async fn settle_deletions(&self) {
-        if self.profile.delete_return() != crate::profile::DeleteReturn::Early {
+        if self.profile.unwatched().delete_return() != crate::profile::DeleteReturn::Early {
             return;
         }
         let tags = self.tags.lock().unwrap().clone();

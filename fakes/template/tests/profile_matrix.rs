@@ -5,7 +5,10 @@
 //! The set exercises every value of every behaviour-checked axis, and every pair of the interacting axes (create-return × provisioning-state,
 //! delete-return × secondary-resources, gc-mark × list-partial, gc-mark × created-at).
 //! A trial passes when every rule is Pass or NotApplicable with a reason; the
-//! `coverage` trial checks the set itself and prints it.
+//! `coverage` trial checks the set itself and prints it. The `axis-lists` trial runs
+//! the suite under every profile of the set at once and checks that each rule's
+//! catalogue axes are exactly the axes its check read (gates aside: the runner reads
+//! those), so the contract document claims no dependency that does not exist.
 
 use std::collections::BTreeSet;
 use std::process::ExitCode;
@@ -14,6 +17,8 @@ use std::sync::Arc;
 use conformance::Profile;
 use conformance::fixture::Fixture;
 use conformance::profile::{Axis, AxisClass};
+use conformance::rules::CATALOGUE;
+use conformance::suite::cx::axes_read;
 use conformance::suite::outcome::Outcome;
 use conformance::suite::runner::{RunOptions, run};
 use libtest_mimic::{Arguments, Failed, Trial};
@@ -145,6 +150,61 @@ fn axis(key: &str) -> Axis {
         .expect("a known axis")
 }
 
+fn axis_lists() -> Result<(), Failed> {
+    let profiles = rows()
+        .iter()
+        .map(|r| profile(r))
+        .collect::<Result<Vec<_>, _>>()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let reports = rt.block_on(futures_util::future::join_all(profiles.into_iter().map(
+        |p| {
+            let fixture: Arc<dyn Fixture> = Arc::new(TemplateFixture::default().with_profile(p));
+            let opts = RunOptions {
+                concurrency: 8,
+                ..RunOptions::default()
+            };
+            async move { run(fixture, opts, &mut |_| {}).await }
+        },
+    )));
+    let ran: BTreeSet<&str> = reports
+        .iter()
+        .flat_map(|r| r.results.iter())
+        .filter(|r| r.outcome == Outcome::Pass)
+        .map(|r| r.id.as_str())
+        .collect();
+    let read = axes_read();
+    let mut wrong = Vec::new();
+    for rule in CATALOGUE {
+        if !ran.contains(rule.id) {
+            wrong.push(format!(
+                "{}: never passed under the matrix, so its reads are unknown",
+                rule.id
+            ));
+            continue;
+        }
+        let named: BTreeSet<&str> = rule.axes.iter().map(|a| a.key()).collect();
+        let got: BTreeSet<&str> = read
+            .get(rule.id)
+            .map(|v| v.iter().map(|a| a.key()).collect())
+            .unwrap_or_default();
+        if named != got {
+            wrong.push(format!(
+                "{}: the catalogue names {named:?}, the check read {got:?}",
+                rule.id
+            ));
+        }
+    }
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(wrong.join("\n").into())
+    }
+}
+
 fn judge(pairs: &str) -> Result<(), Failed> {
     let profile = profile(pairs)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -190,7 +250,10 @@ fn main() -> ExitCode {
     if args.test_threads.is_none() {
         args.test_threads = Some(3);
     }
-    let mut trials = vec![Trial::test("coverage", coverage)];
+    let mut trials = vec![
+        Trial::test("coverage", coverage),
+        Trial::test("axis-lists", axis_lists),
+    ];
     trials.extend(
         rows()
             .into_iter()

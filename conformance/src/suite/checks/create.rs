@@ -208,7 +208,9 @@ pub async fn cre_return(cx: &Cx) -> CheckResult {
                     "Create to block until Running (create-return=blocking)",
                     format!("returned while boot was held: {}", describe_result(&res)),
                 );
-            } else if let Ok(id) = &res {
+            } else if let Ok(id) = &res
+                && cx.profile.provisioning_state() == crate::profile::ProvisioningState::GetReports
+            {
                 let got = cx.p.get(&cx.ctx(), id).await;
                 match &got {
                     Ok(i) if i.state == State::Provisioning => {
