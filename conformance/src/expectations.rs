@@ -69,12 +69,12 @@ meanings! {
     ListPartial "fail-whole" => "A location that cannot be read fails the whole listing with Transient.";
     ListPartial "partial" => "A location that cannot be read is named in `unreachable`, and the others are listed within the caller's deadline.";
     DeleteReturn "waits" => "Delete returns once the instance and its parts are gone.";
-    DeleteReturn "early" => "Delete returns once the backend accepted the removal; Get reaches NotFound, and nothing is left, within the suite's settle time.";
+    DeleteReturn "early" => "Promises nothing beyond what every provider owes: Delete may return once the backend accepted the removal; Get reaches NotFound, and nothing is left, within the suite's settle time.";
     SecondaryResources "explicit" => "The provider deletes each secondary resource (disks, seed, firmware state).";
     SecondaryResources "cascaded" => "The backend deletes the secondary resources with the instance.";
     SecondaryResources "none" => "An instance has no resource but its primary one.";
     Logging "tiered" => "V0 warnings and errors only, V1 one outcome line per operation, V2 one line per backend call.";
-    Logging "none" => "The provider writes no log line.";
+    Logging "none" => "Promises nothing about log lines: the provider may write none.";
 }
 
 expectations! {
@@ -83,8 +83,10 @@ expectations! {
     "CRE-RETURN" ProvisioningState "create-blocks" => "As create-return=blocking (the two are declared together).";
     "CRE-RETURN" ProvisioningState "get-reports" => "As create-return=early (the two are declared together).";
     "CRE-QUOTA" QuotaMode "detected" => "Too little capacity makes Create fail with QuotaExceeded naming what is short, before anything is created.";
-    "CRE-QUOTA" QuotaMode "backend-reported" => "Not applicable: the rule checks a precheck the provider does not promise.";
+    "CRE-QUOTA" QuotaMode "backend-reported" => "Too little capacity makes Create fail with QuotaExceeded carrying the backend's figures (needed > available); a Delete then leaves nothing of what was made.";
     "CRE-QUOTA" QuotaMode "none" => "Not applicable: the provider promises nothing about capacity.";
+    "CRE-QUOTA" DeleteReturn "waits" => "With quota=backend-reported, Get is NotFound right after the Delete of what the refused Create made.";
+    "CRE-QUOTA" DeleteReturn "early" => "With quota=backend-reported, Get reaches NotFound within the settle time after the Delete of what the refused Create made.";
     "CRE-SECRET" Logging "tiered" => "The payload appears in no log line, span or error, and Create's own log lines must have been seen (else the check could not look).";
     "CRE-SECRET" Logging "none" => "The payload appears in no span or error; no log line is expected.";
     "CRE-MARK" CreatedAt "written-at-create" => "created_at is a time during the Create call, and the same on the next Get.";

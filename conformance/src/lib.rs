@@ -12,9 +12,9 @@
 #![deny(missing_docs)]
 
 pub mod contract_doc;
-pub mod expectations;
 mod ctx;
 mod error;
+pub mod expectations;
 pub mod fixture;
 pub mod profile;
 mod provider;

@@ -149,9 +149,9 @@ rules! {
     "CRE-ADOPT-GUARD", Create, "Create never adopts what is not ours",
         axes: [], gate: None, hooks: [Planting], needs: [],
         "An existing resource of the requested name that is not ours (it carries no mark, or a non-empty uid other than the request's) makes Create fail with Permanent, and the resource is left untouched. A marked resource with an empty uid is the same instance: its ID is returned and it is not changed.";
-    "CRE-QUOTA", Create, "Short capacity is QuotaExceeded before anything is made",
-        axes: [], gate: Some((Axis::QuotaMode, &["detected"])), hooks: [Capacity], needs: [],
-        "With quota=detected, a Create that does not fit in the location's free capacity fails with QuotaExceeded naming what is short, how much is available and how much is needed, before anything is created.";
+    "CRE-QUOTA", Create, "Short capacity is QuotaExceeded",
+        axes: [QuotaMode, DeleteReturn], gate: Some((Axis::QuotaMode, &["detected", "backend-reported"])), hooks: [Capacity], needs: [],
+        "A Create that does not fit in the location's free capacity fails with QuotaExceeded naming what is short, how much is available and how much is needed: with quota=detected before anything is created; with quota=backend-reported as the backend refused, after which a Delete leaves nothing of what was made.";
     "CRE-BACKEND-NOTFOUND", Create, "Backend answers inside Create keep their kind",
         axes: [], gate: None, hooks: [Faults, Observation], needs: [],
         "When a backend call inside Create reports that something is missing (a base volume vanished, say), or a part of the instance is removed out of band between Create's steps, Create fails with Transient or recovers; it never returns NotFound. A backend's Permanent answer to any of Create's calls surfaces as Permanent unless Create recovers, and an authentication that fails because access was revoked surfaces as Permanent too.";

@@ -84,6 +84,8 @@ pub struct TemplateConfig {
     pub verbosity: LogTier,
     /// Deliberate defects, for the mutants only.
     pub(crate) quirks: Quirks,
+    /// A profile reported instead of the one behaved as, for the mutants only.
+    pub(crate) claimed: Option<Profile>,
 }
 
 impl TemplateConfig {
@@ -108,6 +110,7 @@ impl TemplateConfig {
             declared: TemplateConfig::default_profile(),
             verbosity: LogTier::default(),
             quirks: Quirks::default(),
+            claimed: None,
         }
     }
 
@@ -158,6 +161,9 @@ impl TemplateConfig {
     /// The profile this configuration declares: [`TemplateConfig::declared`] with the
     /// `credentials` value of its [`CredentialSource`].
     pub fn profile(&self) -> Profile {
+        if let Some(claimed) = self.claimed {
+            return claimed;
+        }
         let credentials = match self.credentials {
             CredentialSource::MountedFiles => Credentials::MountedFiles,
             CredentialSource::Env(_) => Credentials::Env,
@@ -280,6 +286,8 @@ pub(crate) struct Quirks {
     pub create_auth_failure_transient: bool,
     /// A backend's Permanent answer inside Create surfaces as Transient.
     pub create_permanent_as_transient: bool,
+    /// The backend's capacity refusal inside Create surfaces as Transient.
+    pub quota_refusal_transient: bool,
     /// A partial listing waits for every site until the caller's deadline, so a silent
     /// site fails the whole call.
     pub list_waits_for_every_site: bool,

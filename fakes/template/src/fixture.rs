@@ -48,6 +48,22 @@ pub struct TemplateFixture {
     profile: Profile,
     quirks: Quirks,
     build: Build,
+    /// What the mutants change around the provider: a claimed profile, the backend's
+    /// cascading, a restart that ignores rotated credentials.
+    pub(crate) twists: FixtureTwists,
+}
+
+/// Fixture-level changes the declaration mutants make.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct FixtureTwists {
+    /// Report this profile instead of the one behaved as.
+    pub claim: Option<Profile>,
+    /// Whether the backend cascades, whatever the profile says.
+    pub cascade: Option<bool>,
+    /// A restarted provider gets the credentials of the testbed's start.
+    pub restart_keeps_credentials: bool,
+    /// How long an accepted undefine takes, whatever the profile says.
+    pub undefine_delay: Option<Duration>,
 }
 
 impl Default for TemplateFixture {
@@ -60,6 +76,7 @@ impl Default for TemplateFixture {
             profile: TemplateConfig::default_profile(),
             quirks: Quirks::default(),
             build: plain,
+            twists: FixtureTwists::default(),
         }
     }
 }
@@ -145,6 +162,7 @@ impl TemplateFixture {
         };
         c.verbosity = verbosity;
         c.quirks = self.quirks;
+        c.claimed = self.twists.claim;
         c
     }
 
@@ -153,10 +171,16 @@ impl TemplateFixture {
             sites,
             boot_delay: self.boot_delay,
             latency: self.latency,
-            cascade: self.profile.secondary_resources() == SecondaryResources::Cascaded,
+            cascade: self
+                .twists
+                .cascade
+                .unwrap_or(self.profile.secondary_resources() == SecondaryResources::Cascaded),
             name_marks: self.profile.gc_mark() == GcMark::NamePrefix,
-            undefine_delay: (self.profile.delete_return() == DeleteReturn::Early)
-                .then_some(UNDEFINE_DELAY),
+            undefine_delay:
+                self.twists
+                    .undefine_delay
+                    .or((self.profile.delete_return() == DeleteReturn::Early)
+                        .then_some(UNDEFINE_DELAY)),
             ..BackendConfig::default()
         }
     }
@@ -233,6 +257,7 @@ impl Fixture for TemplateFixture {
             let provider = (self.build)(TemplateProvider::new(config.clone(), backend.clone()));
             Ok(Box::new(TemplateTestbed {
                 credentials: std::sync::Mutex::new(config.credentials.clone()),
+                restart_keeps_credentials: self.twists.restart_keeps_credentials,
                 config,
                 backend,
                 provider,
@@ -250,6 +275,7 @@ pub struct TemplateTestbed {
     /// The credentials a provider constructed now gets: with `env` and `inline`, a
     /// rotation lands here and reaches a provider only when it is constructed again.
     credentials: std::sync::Mutex<CredentialSource>,
+    restart_keeps_credentials: bool,
     backend: SimBackend,
     provider: Arc<dyn Provider>,
     build: Build,
@@ -324,7 +350,9 @@ impl Testbed for TemplateTestbed {
 
     fn restart(&self) -> HookResult<Arc<dyn Provider>> {
         let mut config = self.config.clone();
-        config.credentials = self.current_credentials();
+        if !self.restart_keeps_credentials {
+            config.credentials = self.current_credentials();
+        }
         Ok((self.build)(TemplateProvider::new(
             config,
             self.backend.clone(),

@@ -58,6 +58,7 @@ mod config;
 mod fixture;
 mod id;
 mod locks;
+mod matrix;
 pub mod mutants;
 mod provider;
 
@@ -65,4 +66,5 @@ pub use backend::{BackendConfig, SimBackend};
 pub use config::{CredentialSource, LogTier, SiteConfig, TemplateConfig, token_env_var};
 pub use fixture::{TemplateFixture, TemplateTestbed};
 pub use id::{instance_id, parse_id};
+pub use matrix::{covering_profiles, covering_rows};
 pub use provider::{CONTAINER_MISSING, Failure, TemplateProvider, classify, state_of};

@@ -18,7 +18,8 @@ use conformance::{
 };
 
 use crate::config::Quirks;
-use crate::fixture::TemplateFixture;
+use crate::config::TemplateConfig;
+use crate::fixture::{FixtureTwists, TemplateFixture};
 use crate::id::parse_id;
 use crate::provider::TemplateProvider;
 
@@ -385,11 +386,176 @@ fn dials_at_new(p: TemplateProvider) -> Arc<dyn Provider> {
     Arc::new(p)
 }
 
+/// A declaration mutant: declares `claim`, behaves as `behaves` (each `axis=value`
+/// pairs over the default profile), with `twist` applied to the fixture.
+fn declares(claim: &str, behaves: &str, twist: fn(&mut FixtureTwists)) -> TemplateFixture {
+    let base = TemplateConfig::default_profile();
+    let legal = |pairs: &str| {
+        base.with_pairs(pairs)
+            .unwrap_or_else(|e| panic!("mutant profile {pairs}: {e}"))
+    };
+    let mut f = TemplateFixture::default().with_profile(legal(behaves));
+    f.twists.claim = Some(legal(claim));
+    twist(&mut f.twists);
+    f
+}
+
 fn quirk(set: fn(&mut Quirks)) -> TemplateFixture {
     let mut q = Quirks::default();
     set(&mut q);
     TemplateFixture::default().with_quirks(q)
 }
+
+/// The rules whose catalogue entry names `delete-return`: what a declaration mutant of
+/// that axis runs, and breaks.
+const DELETE_RETURN_RULES: &[&str] = &[
+    "GET-AFTER-DELETE",
+    "GET-DURING-DELETE",
+    "DEL-IDEMPOTENT",
+    "DEL-COMPLETE",
+    "DEL-RUNNING",
+    "DEL-PARTIAL",
+    "DEL-CONCURRENT",
+    "DEL-RESUME",
+    "GEN-MODEL",
+];
+
+/// Declaration mutants, each with the axis its declaration is about: its kill-matrix
+/// trial runs only the rules whose catalogue entry names that axis (as its `axes` or
+/// its gate); the profile matrix's axis-lists trial shows those are exactly the rules
+/// whose checks read it.
+pub static DECLARED_AXIS: &[(&str, &str)] = &[
+    ("declares-delete-waits-returns-early", "delete-return"),
+    (
+        "declares-cascaded-backend-keeps-parts",
+        "secondary-resources",
+    ),
+    ("declares-no-secondary-has-parts", "secondary-resources"),
+    ("declares-env-restart-keeps-old", "credentials"),
+    ("declares-inline-restart-keeps-old", "credentials"),
+    ("declares-allocated-reports-none", "ip-source"),
+    ("declares-discovered-reports-none", "ip-source"),
+    ("declares-no-ip-reports-one", "ip-source"),
+    ("declares-no-created-at-reports-one", "created-at"),
+    ("declares-backend-created-at-reports-none", "created-at"),
+    ("declares-tags-behaves-name-prefix", "gc-mark"),
+    ("declares-metadata-behaves-name-prefix", "gc-mark"),
+    ("declares-tiered-logs-nothing", "logging"),
+    ("declares-span-decorator-no-spans", "child-spans"),
+    ("declares-quota-detected-no-precheck", "quota"),
+    ("backend-quota-refusal-is-transient", "quota"),
+];
+
+/// For every value of a behaviour-checked axis that promises a behaviour, the mutants
+/// that declare it and break the promise. The kill matrix prints this as its axis
+/// coverage table and fails when a promising value has none.
+pub static PROMISES: &[(&str, &str, &[&str])] = &[
+    ("create-return", "blocking", &["blocking-declares-early"]),
+    ("create-return", "early", &["early-declares-blocking"]),
+    (
+        "provisioning-state",
+        "create-blocks",
+        &["blocking-declares-early"],
+    ),
+    (
+        "provisioning-state",
+        "get-reports",
+        &["early-declares-blocking"],
+    ),
+    (
+        "child-spans",
+        "span-decorator",
+        &[
+            "declares-span-decorator-no-spans",
+            "no-call-spans",
+            "call-spans-detached",
+        ],
+    ),
+    (
+        "quota",
+        "detected",
+        &["declares-quota-detected-no-precheck", "no-quota-precheck"],
+    ),
+    (
+        "quota",
+        "backend-reported",
+        &["backend-quota-refusal-is-transient"],
+    ),
+    ("credentials", "mounted-files", &["credentials-read-once"]),
+    ("credentials", "env", &["declares-env-restart-keeps-old"]),
+    (
+        "credentials",
+        "inline",
+        &["declares-inline-restart-keeps-old"],
+    ),
+    (
+        "gc-mark",
+        "written-metadata",
+        &["declares-metadata-behaves-name-prefix"],
+    ),
+    (
+        "gc-mark",
+        "backend-tags",
+        &["declares-tags-behaves-name-prefix", "list-leaks-unmarked"],
+    ),
+    ("gc-mark", "name-prefix", &["name-prefix-lists-unprefixed"]),
+    ("created-at", "written-at-create", &["no-created-at"]),
+    (
+        "created-at",
+        "backend-reported",
+        &["declares-backend-created-at-reports-none"],
+    ),
+    (
+        "created-at",
+        "none",
+        &["declares-no-created-at-reports-one"],
+    ),
+    (
+        "ip-source",
+        "discovered",
+        &["declares-discovered-reports-none"],
+    ),
+    (
+        "ip-source",
+        "allocated",
+        &["declares-allocated-reports-none", "link-local-is-usable"],
+    ),
+    ("ip-source", "none", &["declares-no-ip-reports-one"]),
+    (
+        "list-partial",
+        "fail-whole",
+        &["partial-declares-fail-whole"],
+    ),
+    (
+        "list-partial",
+        "partial",
+        &[
+            "fail-whole-declares-partial",
+            "partial-waits-for-every-site",
+        ],
+    ),
+    (
+        "delete-return",
+        "waits",
+        &["declares-delete-waits-returns-early"],
+    ),
+    ("secondary-resources", "explicit", &["delete-keeps-seed"]),
+    (
+        "secondary-resources",
+        "cascaded",
+        &["declares-cascaded-backend-keeps-parts"],
+    ),
+    (
+        "secondary-resources",
+        "none",
+        &["declares-no-secondary-has-parts"],
+    ),
+    (
+        "logging",
+        "tiered",
+        &["declares-tiered-logs-nothing", "logs-every-call-at-v0"],
+    ),
+];
 
 /// Every rule whose check deletes an instance it created: the leak is seen by the
 /// check itself or by the runner's sweep, which fails any rule that leaves a resource
@@ -535,4 +701,29 @@ mutants! {
     "check-no-credentials-is-auth-failed" &["CHK-REASONS"] => || TemplateFixture::default().with_build(check_no_credentials_is_auth_failed);
     "check-says-unreachable-for-everything" &["CHK-REASONS", "CHK-DEADLINE"] => || TemplateFixture::default().with_build(check_everything_unreachable);
     "check-on-the-operations-connection" &["CHK-ISOLATED"] => || quirk(|q| q.check_on_cached_connection = true);
+    // Declaration mutants: each declares one value and behaves as another of the axis.
+    "declares-delete-waits-returns-early" DELETE_RETURN_RULES => || declares("delete-return=waits", "delete-return=early", |t| t.undefine_delay = Some(Duration::from_secs(1)));
+    "declares-cascaded-backend-keeps-parts" &["DEL-COMPLETE"] => || declares("secondary-resources=cascaded", "secondary-resources=cascaded", |t| t.cascade = Some(false));
+    "declares-no-secondary-has-parts" &["DEL-COMPLETE"] => || declares("secondary-resources=none", "secondary-resources=explicit", |_| {});
+    "declares-env-restart-keeps-old" &["GEN-ROTATION"] => || declares("credentials=env", "credentials=env", |t| t.restart_keeps_credentials = true);
+    "declares-inline-restart-keeps-old" &["GEN-ROTATION"] => || declares("credentials=inline", "credentials=inline", |t| t.restart_keeps_credentials = true);
+    "declares-allocated-reports-none" &["GET-STATE"] => || declares("ip-source=allocated", "ip-source=none", |_| {});
+    "declares-discovered-reports-none" &["GET-STATE"] => || declares("ip-source=discovered", "ip-source=none", |_| {});
+    "declares-no-ip-reports-one" &["GET-STATE"] => || declares("ip-source=none", "ip-source=allocated", |_| {});
+    "declares-no-created-at-reports-one" &["CRE-MARK"] => || declares("created-at=none", "created-at=written-at-create", |_| {});
+    "declares-backend-created-at-reports-none" &["CRE-MARK"] => || declares("created-at=backend-reported", "created-at=none", |_| {});
+    "declares-tags-behaves-name-prefix" &["LST-UNREADABLE"] => || declares("gc-mark=backend-tags,created-at=backend-reported", "gc-mark=name-prefix,created-at=backend-reported", |_| {});
+    "declares-metadata-behaves-name-prefix" &["LST-UNREADABLE"] => || declares("gc-mark=written-metadata,created-at=backend-reported", "gc-mark=name-prefix,created-at=backend-reported", |_| {});
+    "name-prefix-lists-unprefixed" &["LST-MARKED-ONLY"] => || {
+        let mut f = declares("gc-mark=name-prefix,created-at=none", "gc-mark=name-prefix,created-at=none", |_| {});
+        f = f.with_quirks(Quirks { list_unmarked: true, ..Quirks::default() });
+        f
+    };
+    "declares-tiered-logs-nothing" &["GEN-LOGGING", "CRE-SECRET"] => || declares("logging=tiered", "logging=none", |_| {});
+    "declares-span-decorator-no-spans" &["GEN-SPANS"] => || declares("child-spans=span-decorator", "child-spans=none", |_| {});
+    "declares-quota-detected-no-precheck" &["CRE-QUOTA"] => || declares("quota=detected", "quota=backend-reported", |_| {});
+    "backend-quota-refusal-is-transient" &["CRE-QUOTA"] => || {
+        let f = declares("quota=backend-reported", "quota=backend-reported", |_| {});
+        f.with_quirks(Quirks { quota_refusal_transient: true, ..Quirks::default() })
+    };
 }

@@ -9,15 +9,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use conformance::expectations::MEANINGS;
 use conformance::fixture::Fixture;
+use conformance::profile::{Axis, AxisClass};
 use conformance::rules::CATALOGUE;
 use conformance::suite::outcome::{Outcome, Report};
 use conformance::suite::runner::{RunOptions, run};
 use libtest_mimic::{Arguments, Failed, Trial};
 use template_provider::TemplateFixture;
-use template_provider::mutants::MUTANTS;
+use template_provider::covering_profiles;
+use template_provider::mutants::{DECLARED_AXIS, MUTANTS, Mutant, PROMISES};
 
-fn run_suite(fixture: TemplateFixture) -> Report {
+fn run_suite(fixture: TemplateFixture, rules: Option<Vec<String>>) -> Report {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -26,6 +29,7 @@ fn run_suite(fixture: TemplateFixture) -> Report {
     let fixture: Arc<dyn Fixture> = Arc::new(fixture);
     let opts = RunOptions {
         concurrency: 8,
+        rules,
         ..RunOptions::default()
     };
     rt.block_on(run(fixture, opts, &mut |_| {}))
@@ -56,9 +60,47 @@ fn explain(report: &Report, ids: &BTreeSet<String>) -> String {
         .collect()
 }
 
+/// The rules whose catalogue entry names `axis`, as its axes or its gate.
+fn rules_naming(axis: &str) -> Vec<String> {
+    CATALOGUE
+        .iter()
+        .filter(|r| {
+            r.axes.iter().any(|a| a.key() == axis) || r.gate.is_some_and(|(g, _)| g.key() == axis)
+        })
+        .map(|r| r.id.to_owned())
+        .collect()
+}
+
+/// Runs the suite (only the rules naming the mutant's declared axis, for a declaration
+/// mutant) and compares the failed rules with `declared`.
+fn judge_mutant(m: &Mutant) -> Result<(), Failed> {
+    let rules = DECLARED_AXIS
+        .iter()
+        .find(|(n, _)| *n == m.name)
+        .map(|(_, axis)| rules_naming(axis));
+    if let Some(rules) = &rules
+        && let Some(outside) = m.declared.iter().find(|d| !rules.iter().any(|r| r == *d))
+    {
+        return Err(format!(
+            "{} declares {outside}, which does not name its axis",
+            m.name
+        )
+        .into());
+    }
+    judge_on((m.build)(), m.declared, rules)
+}
+
 /// Runs the suite and compares the failed rules with `declared`.
 fn judge(fixture: TemplateFixture, declared: &[&str]) -> Result<(), Failed> {
-    let report = run_suite(fixture);
+    judge_on(fixture, declared, None)
+}
+
+fn judge_on(
+    fixture: TemplateFixture,
+    declared: &[&str],
+    rules: Option<Vec<String>>,
+) -> Result<(), Failed> {
+    let report = run_suite(fixture, rules);
     let failed = outcomes(&report, Outcome::Fail);
     let errored = outcomes(&report, Outcome::Error);
     let declared: BTreeSet<String> = declared.iter().map(|s| s.to_string()).collect();
@@ -113,6 +155,84 @@ fn coverage() -> Result<(), Failed> {
     }
 }
 
+/// The axis coverage table: for every value of every behaviour-checked axis, the
+/// covering profiles that exercise it, and for every value that promises a behaviour
+/// the mutants that break the promise and the rules that kill them (the mutants'
+/// trials check the kills). Printed and written beside the test's output; below 100 %
+/// of promising values it fails.
+fn axis_coverage() -> Result<(), Failed> {
+    let rows = covering_profiles();
+    let mut table = String::from(
+        "| axis | value | exercised by (profile matrix rows) | mutants | killed by |\n|---|---|---|---|---|\n",
+    );
+    let (mut promising, mut covered, mut missing) = (0, 0, Vec::new());
+    for axis in Axis::ALL
+        .iter()
+        .filter(|a| a.class() == AxisClass::BehaviourChecked)
+    {
+        for value in axis.values() {
+            let exercised: Vec<String> = rows
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.value(*axis) == *value)
+                .map(|(i, _)| format!("#{i}"))
+                .collect();
+            let promise = MEANINGS
+                .iter()
+                .find(|m| m.axis == *axis && m.value == *value)
+                .map(|m| m.promise)
+                .unwrap_or_default();
+            let (mutants, killed) = if promise.starts_with("Promises nothing") {
+                ("(promises nothing)".to_owned(), "—".to_owned())
+            } else {
+                promising += 1;
+                let names = PROMISES
+                    .iter()
+                    .find(|(a, v, _)| *a == axis.key() && v == value)
+                    .map(|(_, _, m)| *m)
+                    .unwrap_or_default();
+                let mut killers = BTreeSet::new();
+                for n in names {
+                    let m = MUTANTS
+                        .iter()
+                        .find(|m| m.name == *n)
+                        .ok_or_else(|| format!("PROMISES names unknown mutant {n}"))?;
+                    killers.extend(m.declared.iter().copied());
+                }
+                if names.is_empty() {
+                    missing.push(format!("{axis}={value}"));
+                } else {
+                    covered += 1;
+                }
+                (
+                    names.join(", "),
+                    killers.into_iter().collect::<Vec<_>>().join(", "),
+                )
+            };
+            table.push_str(&format!(
+                "| `{axis}` | {value} | {} | {mutants} | {killed} |\n",
+                exercised.join(" ")
+            ));
+        }
+    }
+    let pct = if promising == 0 {
+        100
+    } else {
+        covered * 100 / promising
+    };
+    table.push_str(&format!(
+        "\n{covered} of {promising} promising values have a mutant ({pct} %).\n"
+    ));
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("axis-coverage.md");
+    std::fs::write(&path, &table).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    println!("\naxis coverage (also in {}):\n{table}", path.display());
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("promising values without a mutant: {missing:?}").into())
+    }
+}
+
 fn main() -> ExitCode {
     let mut args = Arguments::from_args();
     if args.test_threads.is_none() {
@@ -130,10 +250,11 @@ fn main() -> ExitCode {
             judge(TemplateFixture::default().fail_whole(), &[])
         }),
     ];
-    trials.extend(MUTANTS.iter().map(|m| {
-        Trial::test(format!("mutant::{}", m.name), move || {
-            judge((m.build)(), m.declared)
-        })
-    }));
+    trials.push(Trial::test("axis-coverage", axis_coverage));
+    trials.extend(
+        MUTANTS
+            .iter()
+            .map(|m| Trial::test(format!("mutant::{}", m.name), move || judge_mutant(m))),
+    );
     libtest_mimic::run(&args, trials).exit_code()
 }

@@ -22,66 +22,7 @@ use conformance::suite::cx::axes_read;
 use conformance::suite::outcome::Outcome;
 use conformance::suite::runner::{RunOptions, run};
 use libtest_mimic::{Arguments, Failed, Trial};
-use template_provider::{TemplateConfig, TemplateFixture};
-
-/// One profile per row; the pairs of interacting axes are spread over the rows so that
-/// each pair of values meets at least once.
-fn rows() -> Vec<String> {
-    let delete = [
-        ("waits", "explicit"),
-        ("waits", "cascaded"),
-        ("waits", "none"),
-        ("early", "explicit"),
-        ("early", "cascaded"),
-        ("early", "none"),
-        ("waits", "explicit"),
-        ("early", "cascaded"),
-    ];
-    let marks = [
-        ("written-metadata", "written-at-create", "fail-whole"),
-        ("written-metadata", "backend-reported", "partial"),
-        ("written-metadata", "none", "fail-whole"),
-        ("backend-tags", "written-at-create", "partial"),
-        ("backend-tags", "backend-reported", "fail-whole"),
-        ("backend-tags", "none", "partial"),
-        ("name-prefix", "backend-reported", "partial"),
-        ("name-prefix", "none", "fail-whole"),
-    ];
-    let create = [("blocking", "create-blocks"), ("early", "get-reports")];
-    let three = |i: usize, v: [&'static str; 3]| v[i % 3];
-    let two = |i: usize, v: [&'static str; 2]| v[i % 2];
-    (0..delete.len())
-        .map(|i| {
-            let (dr, sr) = delete[i];
-            let (gc, ca, lp) = marks[i];
-            let (cr, ps) = create[i % 2];
-            [
-                format!("create-return={cr}"),
-                format!("provisioning-state={ps}"),
-                format!("child-spans={}", two(i / 2, ["span-decorator", "none"])),
-                format!(
-                    "quota={}",
-                    three(i, ["detected", "backend-reported", "none"])
-                ),
-                format!(
-                    "credentials={}",
-                    three(i + 1, ["mounted-files", "env", "inline"])
-                ),
-                format!("gc-mark={gc}"),
-                format!("created-at={ca}"),
-                format!(
-                    "ip-source={}",
-                    three(i + 2, ["discovered", "allocated", "none"])
-                ),
-                format!("list-partial={lp}"),
-                format!("delete-return={dr}"),
-                format!("secondary-resources={sr}"),
-                format!("logging={}", two(i / 3 + i, ["tiered", "none"])),
-            ]
-            .join(",")
-        })
-        .collect()
-}
+use template_provider::{TemplateConfig, TemplateFixture, covering_profiles, covering_rows};
 
 fn profile(pairs: &str) -> Result<Profile, Failed> {
     TemplateConfig::default_profile()
@@ -90,10 +31,7 @@ fn profile(pairs: &str) -> Result<Profile, Failed> {
 }
 
 fn coverage() -> Result<(), Failed> {
-    let profiles = rows()
-        .iter()
-        .map(|r| profile(r))
-        .collect::<Result<Vec<_>, _>>()?;
+    let profiles = covering_profiles();
     let mut missing = Vec::new();
     println!("\naxis                 value                 profiles");
     for axis in Axis::ALL
@@ -151,10 +89,7 @@ fn axis(key: &str) -> Axis {
 }
 
 fn axis_lists() -> Result<(), Failed> {
-    let profiles = rows()
-        .iter()
-        .map(|r| profile(r))
-        .collect::<Result<Vec<_>, _>>()?;
+    let profiles = covering_profiles();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -255,7 +190,7 @@ fn main() -> ExitCode {
         Trial::test("axis-lists", axis_lists),
     ];
     trials.extend(
-        rows()
+        covering_rows()
             .into_iter()
             .enumerate()
             .map(|(i, pairs)| Trial::test(format!("profile::{i}"), move || judge(&pairs))),

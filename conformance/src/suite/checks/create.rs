@@ -363,6 +363,9 @@ pub async fn cre_adopt_guard(cx: &Cx) -> CheckResult {
 pub async fn cre_quota(cx: &Cx) -> CheckResult {
     let cap = cx.tb.capacity().expect("gated on the capacity hook");
     let loc = cx.loc0().name.clone();
+    // quota=detected promises a precheck; quota=backend-reported only that the backend's
+    // refusal surfaces as QuotaExceeded, after which a Delete takes what was made.
+    let precheck = cx.profile.quota() == crate::profile::QuotaMode::Detected;
     for (case, free) in [("no free capacity", 0u64), ("1 MiB free", 1 << 20)] {
         cap.set_free(&loc, Some(free)).await?;
         let req = cx.request();
@@ -382,13 +385,35 @@ pub async fn cre_quota(cx: &Cx) -> CheckResult {
                         q.what, q.available, q.needed
                     ));
                 }
-                _ => cx.violate(case, "QuotaExceeded", describe(e)),
+                _ => cx.violate(
+                    case,
+                    format!("QuotaExceeded (quota={})", cx.profile.quota()),
+                    describe(e),
+                ),
             },
-            Ok(_) => cx.violate(case, "QuotaExceeded", describe_result(&r)),
+            Ok(_) => cx.violate(
+                case,
+                format!("QuotaExceeded (quota={})", cx.profile.quota()),
+                describe_result(&r),
+            ),
         }
-        nothing_made(cx, &req, case).await?;
-        if let Ok(id) = r {
-            cx.cleanup(&[id]).await;
+        if precheck {
+            nothing_made(cx, &req, case).await?;
+            if let Ok(id) = r {
+                cx.cleanup(&[id]).await;
+            }
+        } else {
+            let id = cx.tb.id_for(&loc, &req.name);
+            cap.set_free(&loc, None).await?;
+            cx.delete_ok(
+                cx.p.as_ref(),
+                &id,
+                &format!("{case}: Delete of what was made"),
+            )
+            .await?;
+            super::get::gone_after_delete(cx, &id, case).await?;
+            super::delete::nothing_left(cx, &req.name, case).await?;
+            cap.set_free(&loc, Some(free)).await?;
         }
     }
     cap.set_free(&loc, None).await?;
@@ -674,8 +699,14 @@ pub async fn cre_secret(cx: &Cx) -> CheckResult {
                 .map(|seq| cap.events_under(seq).len())
                 .unwrap_or(0);
             // A provider that declares logging=none writes no line to leak through;
-            // spans and errors were scanned above all the same.
-            if own == 0 && cx.profile.logging() != crate::profile::Logging::None {
+            // spans and errors were scanned above all the same. One that declares
+            // tiered logging owes lines at V2, where the hook put it.
+            if own == 0 && cx.profile.logging() == crate::profile::Logging::Tiered {
+                if cx.tb.observation().is_some() {
+                    return Err(PropError::Fail(
+                        "declares logging=tiered, yet Create wrote no log line at V2, so a leak could not be looked for".into(),
+                    ));
+                }
                 return Err(PropError::Harness(
                     "the capture saw none of Create's own log lines, so a leak could not be seen; raise the verbosity through the observation hook".into(),
                 ));

@@ -9,7 +9,7 @@ use crate::suite::cx::{CheckError, CheckResult, Cx, describe, describe_result, k
 use crate::suite::props::{PropError, property};
 
 /// Checks that the inventory holds nothing of `name` at the first location.
-async fn nothing_left(cx: &Cx, name: &str, at: &str) -> CheckResult {
+pub(crate) async fn nothing_left(cx: &Cx, name: &str, at: &str) -> CheckResult {
     if let Some(left) = cx
         .inventory_for(
             "nothing of the instance left (inventory)",

@@ -195,7 +195,17 @@ pub async fn get_state(cx: &Cx) -> CheckResult {
     if with_ip && !inst.ipv4.is_some_and(is_usable_ipv4) {
         cx.violate(
             "Running",
-            "a usable IPv4 address",
+            format!(
+                "a usable IPv4 address (ip-source={})",
+                cx.profile.ip_source()
+            ),
+            format!("{:?}", inst.ipv4),
+        );
+    }
+    if !with_ip && inst.ipv4.is_some() {
+        cx.violate(
+            "Running",
+            "no address (ip-source=none)",
             format!("{:?}", inst.ipv4),
         );
     }

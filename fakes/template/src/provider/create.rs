@@ -73,6 +73,8 @@ impl TemplateProvider {
             }
             if (q.create_auth_failure_transient
                 && matches!(f, Failure::Backend(BackendError::AuthFailed)))
+                || (q.quota_refusal_transient
+                    && matches!(f, Failure::Backend(BackendError::NoSpace { .. })))
                 || (q.create_permanent_as_transient
                     && matches!(f, Failure::Backend(BackendError::Denied(_))))
             {
