@@ -44,6 +44,16 @@ fn result(id: &str, area: &str, title: &str, outcome: Outcome, millis: u64) -> R
         not_checked: Vec::new(),
         faults: Vec::new(),
         duration: Duration::from_micros(millis * 1000 + 250),
+        peak_instances: 0,
+        runs: u32::from(!matches!(
+            outcome,
+            Outcome::Skipped | Outcome::NotApplicable
+        )),
+        passes: u32::from(outcome == Outcome::Pass),
+        flaky: false,
+        repeat_seeds: Vec::new(),
+        waiver: None,
+        log: None,
     }
 }
 
@@ -77,6 +87,10 @@ fn sample_events() -> Vec<Event> {
             rule_timeout: Duration::from_secs(120),
             concurrency: 4,
             rule_seeds: BTreeMap::from([("CRE-SECRET".to_owned(), 488_782_666)]),
+            skip: Vec::new(),
+            repeat: 1,
+            max_wall: None,
+            max_instances: None,
         },
         started_at: SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_212_800),
     };
@@ -957,7 +971,24 @@ fn junit_survives_control_characters() {
 #[test]
 fn a_report_reads_back_as_it_was_written() {
     let empty = Report::from_events(&[sample_events().remove(0)]).unwrap();
-    for original in [sample(), empty] {
+    let mut waived = sample();
+    let entries = conformance::suite::baseline::parse(
+        "- rule: CRE-SECRET\n  reason: known leak\n  expires: 2999-01-01\n\
+         - rule: CRE-IDEMPOTENT\n  reason: stale\n  expires: 2999-01-01\n",
+    )
+    .unwrap();
+    conformance::suite::baseline::apply(
+        &mut waived,
+        conformance::suite::outcome::WaiverKind::ExpectedFailure,
+        &entries,
+        jiff::civil::date(2026, 12, 4),
+    );
+    waived.results[0].runs = 3;
+    waived.results[0].passes = 3;
+    waived.results[0].repeat_seeds = vec![1, 2];
+    assert_eq!(waived.waivers.len(), 2);
+    validate(&json_of(&waived)).unwrap();
+    for original in [sample(), empty, waived] {
         let text = report::json::render(&original);
         let read = report::json::parse(&text).expect("a written report reads back");
         assert_eq!(read, original);
@@ -1259,4 +1290,880 @@ fn render_writes_an_earlier_minor_version_in_the_current_format() {
     assert_eq!(written["schema_version"], REPORT_SCHEMA_VERSION);
     assert_eq!(written["run"]["provider_commit"], Value::Null);
     validate(&written).unwrap();
+}
+
+// ---------------------------------------------------------------------------
+// Expected failures, quarantine, skips and repeats, end to end through the CLI.
+
+/// A provider that refuses every Get as Permanent and accepts every Delete: it passes
+/// GET-MALFORMED, GET-UNCONFIGURED and DEL-UNCONFIGURED and fails DEL-MALFORMED. With
+/// `flaky`, every other testbed's Get answers NotFound instead, so GET-UNCONFIGURED
+/// passes and fails by turns.
+#[derive(Default)]
+struct Stub {
+    flaky: bool,
+    opened: std::sync::atomic::AtomicU32,
+    get_delay: Duration,
+    /// Every Get answers QuotaExceeded.
+    quota: bool,
+    real: bool,
+}
+
+impl Stub {
+    fn new(flaky: bool) -> Arc<Stub> {
+        Arc::new(Stub {
+            flaky,
+            ..Stub::default()
+        })
+    }
+}
+
+struct StubProvider {
+    not_found: bool,
+    get_delay: Duration,
+    quota: bool,
+}
+
+impl conformance::Provider for StubProvider {
+    fn name(&self) -> &str {
+        "stub"
+    }
+    fn profile(&self) -> Profile {
+        Profile::builder().build().unwrap()
+    }
+    fn create<'a>(
+        &'a self,
+        ctx: &'a conformance::Ctx,
+        req: &'a conformance::CreateRequest,
+    ) -> BoxFuture<'a, conformance::Result<conformance::ProviderId>> {
+        Box::pin(async move {
+            // The leak the log files are scanned for, in the operation's span.
+            let _in = ctx.span().enter();
+            tracing::debug!(target: "stub", "creating with {}", req.cloud_init.expose());
+            Err(conformance::Error::permanent(
+                "stub",
+                conformance::Op::Create,
+                "no",
+            ))
+        })
+    }
+    fn get<'a>(
+        &'a self,
+        _: &'a conformance::Ctx,
+        _: &'a conformance::ProviderId,
+    ) -> BoxFuture<'a, conformance::Result<conformance::Instance>> {
+        Box::pin(async move {
+            tokio::time::sleep(self.get_delay).await;
+            Err(if self.quota {
+                conformance::Error::quota(
+                    "stub",
+                    conformance::Op::Get,
+                    conformance::Quota {
+                        what: "memory on host-a".into(),
+                        available: 0,
+                        needed: 1,
+                    },
+                )
+            } else if self.not_found {
+                conformance::Error::not_found("stub", conformance::Op::Get, "nothing")
+            } else {
+                conformance::Error::permanent("stub", conformance::Op::Get, "refused")
+            })
+        })
+    }
+    fn delete<'a>(
+        &'a self,
+        _: &'a conformance::Ctx,
+        _: &'a conformance::ProviderId,
+    ) -> BoxFuture<'a, conformance::Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn list_by_tag<'a>(
+        &'a self,
+        _: &'a conformance::Ctx,
+        _: &'a str,
+    ) -> BoxFuture<'a, conformance::Result<conformance::Listing>> {
+        Box::pin(async { Ok(conformance::Listing::default()) })
+    }
+}
+
+struct StubTestbed {
+    provider: Arc<StubProvider>,
+}
+
+impl Testbed for StubTestbed {
+    fn provider(&self) -> Arc<dyn conformance::Provider> {
+        self.provider.clone()
+    }
+    fn restart(&self) -> HookResult<Arc<dyn conformance::Provider>> {
+        Ok(self.provider.clone())
+    }
+    fn request(&self, name: &str, tag: &str, location: &Location) -> conformance::CreateRequest {
+        conformance::CreateRequest {
+            name: name.into(),
+            uid: "u".into(),
+            tag: tag.into(),
+            placement: location.placement.clone(),
+            image: None,
+            cloud_init: conformance::CloudInit::new("#cloud-config\n"),
+        }
+    }
+    fn id_for(&self, location: &str, name: &str) -> conformance::ProviderId {
+        conformance::ProviderId::new(format!("{location}/{name}"))
+    }
+    fn location_of(&self, _: &conformance::ProviderId) -> Option<String> {
+        None
+    }
+    fn malformed_ids(&self) -> Vec<String> {
+        vec![String::new(), "no-slash".into()]
+    }
+    fn unconfigured_id(&self, name: &str) -> conformance::ProviderId {
+        conformance::ProviderId::new(format!("elsewhere/{name}"))
+    }
+}
+
+impl Fixture for Stub {
+    fn provider_name(&self) -> String {
+        "stub".into()
+    }
+    fn profile(&self) -> Profile {
+        Profile::builder().build().unwrap()
+    }
+    fn hooks(&self) -> Vec<Hook> {
+        Vec::new()
+    }
+    fn locations(&self) -> Vec<Location> {
+        vec![Location {
+            name: "only".into(),
+            placement: "zone-a".into(),
+        }]
+    }
+    fn has_checker(&self) -> bool {
+        false
+    }
+    fn is_real_backend(&self) -> bool {
+        self.real
+    }
+    fn environment(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([("backend".to_owned(), "stub-cloud eu-1".to_owned())])
+    }
+    fn open(&self) -> BoxFuture<'_, HookResult<Box<dyn Testbed>>> {
+        let n = self
+            .opened
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let not_found = self.flaky && n % 2 == 1;
+        Box::pin(async move {
+            Ok(Box::new(StubTestbed {
+                provider: Arc::new(StubProvider {
+                    not_found,
+                    get_delay: self.get_delay,
+                    quota: self.quota,
+                }),
+            }) as Box<dyn Testbed>)
+        })
+    }
+}
+
+/// Runs the CLI against `fixture` with `args` into `out`; returns the exit code and
+/// every format as text (JSON parsed and validated against the schema).
+fn run_stub(fixture: Arc<Stub>, out: &Path, args: &[&str]) -> (u8, Value, String, String, String) {
+    let mut all = vec!["conformance", "--seed", "5", "--cases", "2", "--out"];
+    all.push(out.to_str().unwrap());
+    all.extend_from_slice(args);
+    let code = cli::main_with(fixture, all);
+    let read = |f: &str| std::fs::read_to_string(out.join(f)).unwrap();
+    let json: Value = serde_json::from_str(&read("report.json")).unwrap();
+    validate(&json).unwrap();
+    let junit = read("junit.xml");
+    quick_junit::Report::deserialize_from_str(&junit).expect("valid junit");
+    (code, json, junit, read("report.md"), read("report.html"))
+}
+
+fn result_json<'a>(json: &'a Value, id: &str) -> &'a Value {
+    json["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == id)
+        .unwrap_or_else(|| panic!("{id} is not in the report"))
+}
+
+const STUB_RULES: &str = "GET-MALFORMED,GET-UNCONFIGURED,DEL-MALFORMED,DEL-UNCONFIGURED";
+
+/// One expected failure, one stale entry and one expired one: the expected failure
+/// alone leaves the run partial; the stale and the expired entries fail it, and every
+/// format says which entry did what.
+#[test]
+fn a_baseline_excuses_its_failure_and_fails_on_stale_and_expired_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("reports");
+    let expected = dir.path().join("expected.yaml");
+    let only_expected =
+        "- rule: DEL-MALFORMED\n  reason: accepts IDs it cannot parse\n  expires: 2999-12-31\n";
+    std::fs::write(&expected, only_expected).unwrap();
+    let file = expected.to_str().unwrap();
+
+    // Without the baseline the failure fails the run.
+    let (code, json, ..) = run_stub(Stub::new(false), &out, &["--rules", STUB_RULES]);
+    assert_eq!(code, cli::EXIT_FAILED);
+    assert_eq!(json["verdict"], "fail");
+    assert_eq!(result_json(&json, "DEL-MALFORMED")["outcome"], "Fail");
+    assert_eq!(result_json(&json, "GET-MALFORMED")["outcome"], "Pass");
+
+    // The expected failure alone: partial, exit 4, 0 with --allow-partial.
+    let (code, json, junit, md, html) = run_stub(
+        Stub::new(false),
+        &out,
+        &["--rules", STUB_RULES, "--expected-failures", file],
+    );
+    assert_eq!(code, cli::EXIT_PARTIAL, "{json}");
+    assert_eq!(json["verdict"], "partial");
+    let del = result_json(&json, "DEL-MALFORMED");
+    assert_eq!(del["outcome"], "Fail", "the outcome stays one of the five");
+    assert_eq!(del["waiver"]["kind"], "expected-failure");
+    assert_eq!(del["waiver"]["expires"], "2999-12-31");
+    assert_eq!(json["summary"]["fail"], 1);
+    assert_eq!(json["summary"]["waived"], 1);
+    assert_eq!(json["waivers"][0]["status"], "applied");
+    assert!(junit.contains("type=\"ExpectedFailure\""), "{junit}");
+    assert!(!junit.contains("<failure"), "{junit}");
+    assert!(md.contains("| Fail (expected failure) |"), "{md}");
+    assert!(md.contains("## Expected failures and quarantine"), "{md}");
+    assert!(html.contains("Fail (expected failure)"), "{html}");
+    assert!(html.contains("id=\"waivers\""));
+    let (code, ..) = run_stub(
+        Stub::new(false),
+        &out,
+        &[
+            "--rules",
+            STUB_RULES,
+            "--expected-failures",
+            file,
+            "--allow-partial",
+        ],
+    );
+    assert_eq!(code, 0);
+
+    // Plus a stale entry (a rule that passes) and an expired one: fail.
+    std::fs::write(
+        &expected,
+        format!(
+            "{only_expected}- rule: GET-MALFORMED\n  reason: used to crash\n  expires: 2999-12-31\n\
+             - rule: DEL-UNCONFIGURED\n  reason: was broken once\n  expires: 2020-01-31\n"
+        ),
+    )
+    .unwrap();
+    let (code, json, junit, md, html) = run_stub(
+        Stub::new(false),
+        &out,
+        &[
+            "--rules",
+            STUB_RULES,
+            "--expected-failures",
+            file,
+            "--allow-partial",
+        ],
+    );
+    assert_eq!(code, cli::EXIT_FAILED, "{json}");
+    assert_eq!(json["verdict"], "fail");
+    let status = |rule: &str| {
+        json["waivers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["rule"] == rule)
+            .map(|w| {
+                (
+                    w["status"].clone(),
+                    w["message"].as_str().unwrap().to_owned(),
+                )
+            })
+            .unwrap()
+    };
+    assert_eq!(status("DEL-MALFORMED").0, "applied");
+    let (stale, why) = status("GET-MALFORMED");
+    assert_eq!(stale, "stale");
+    assert!(why.contains("remove its entry"), "{why}");
+    let (expired, why) = status("DEL-UNCONFIGURED");
+    assert_eq!(expired, "expired");
+    assert!(why.contains("2020-01-31"), "{why}");
+    assert!(
+        result_json(&json, "DEL-MALFORMED")["waiver"].is_object(),
+        "the valid entry still excuses its rule"
+    );
+    assert!(junit.contains("expected_failure.GET-MALFORMED"), "{junit}");
+    assert!(junit.contains("stale (expires 2999-12-31)"), "{junit}");
+    assert!(junit.contains("expired (expires 2020-01-31)"), "{junit}");
+    let parsed = quick_junit::Report::deserialize_from_str(&junit).unwrap();
+    let failing: Vec<&str> = parsed.test_suites[0]
+        .test_cases
+        .iter()
+        .filter(|c| matches!(c.status, quick_junit::TestCaseStatus::NonSuccess { .. }))
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(
+        failing,
+        [
+            "expected-failures::GET-MALFORMED",
+            "expected-failures::DEL-UNCONFIGURED"
+        ],
+        "the stale and the expired entry fail in JUnit too"
+    );
+    for text in [&md, &html] {
+        assert!(text.contains("remove its entry from the expected failures"));
+        assert!(text.contains("the entry expired on 2020-01-31"));
+    }
+
+    // An expired entry excuses nothing.
+    std::fs::write(
+        &expected,
+        "- rule: DEL-MALFORMED\n  reason: accepts IDs it cannot parse\n  expires: 2020-01-31\n",
+    )
+    .unwrap();
+    let (code, json, ..) = run_stub(
+        Stub::new(false),
+        &out,
+        &["--rules", STUB_RULES, "--expected-failures", file],
+    );
+    assert_eq!(code, cli::EXIT_FAILED);
+    assert!(result_json(&json, "DEL-MALFORMED")["waiver"].is_null());
+    assert_eq!(json["summary"]["waived"], 0);
+}
+
+/// `--skip` skips by ID, prefix or tag, with the pattern in the reason; the verdict
+/// is partial.
+#[test]
+fn a_skipped_rule_names_the_pattern_and_makes_the_run_partial() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("reports");
+    let (code, json, junit, md, _) = run_stub(
+        Stub::new(false),
+        &out,
+        &["--rules", "GET-MALFORMED,DEL-MALFORMED", "--skip", "DEL-*"],
+    );
+    assert_eq!(code, cli::EXIT_PARTIAL);
+    let del = result_json(&json, "DEL-MALFORMED");
+    assert_eq!(del["outcome"], "Skipped");
+    assert_eq!(del["reason"], "skipped on request (--skip DEL-*)");
+    assert_eq!(del["runs"], 0);
+    assert_eq!(json["run"]["options"]["skip"][0], "DEL-*");
+    assert!(junit.contains("skipped on request (--skip DEL-*)"));
+    assert!(md.contains("| Skipped on request | DEL-\\* |"), "{md}");
+}
+
+/// `--repeat` runs each rule on fresh testbeds with seeds derived per repetition; a
+/// rule that passes and fails is flaky in every format, and a quarantine entry keeps
+/// it from failing the run while a rule failing every run stays a failure.
+#[test]
+fn repeated_runs_find_a_flaky_rule_and_quarantine_excuses_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("reports");
+    let (code, json, junit, md, html) = run_stub(
+        Stub::new(true),
+        &out,
+        &["--rules", "GET-UNCONFIGURED", "--repeat", "4"],
+    );
+    assert_eq!(code, cli::EXIT_FAILED);
+    let r = result_json(&json, "GET-UNCONFIGURED");
+    assert_eq!(r["outcome"], "Fail");
+    assert_eq!(
+        (r["runs"].as_u64(), r["passes"].as_u64()),
+        (Some(4), Some(2))
+    );
+    assert_eq!(r["flaky"], true);
+    let seeds: Vec<u64> = r["repeat_seeds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_u64().unwrap())
+        .collect();
+    assert_eq!(seeds.len(), 3);
+    assert!(!seeds.contains(&r["seed"].as_u64().unwrap()));
+    assert_eq!(json["run"]["options"]["repeat"], 4);
+    assert!(junit.contains("name=\"flaky\" value=\"true\""), "{junit}");
+    assert!(
+        md.contains("Fail (flaky)") && md.contains("Flaky: 2 of 4 runs passed"),
+        "{md}"
+    );
+    assert!(html.contains("Fail (flaky)"));
+
+    let quarantine = dir.path().join("quarantine.yaml");
+    std::fs::write(
+        &quarantine,
+        "- rule: GET-UNCONFIGURED\n  reason: races the address lookup\n  expires: 2999-01-01\n\
+         - rule: DEL-MALFORMED\n  reason: not a flake\n  expires: 2999-01-01\n",
+    )
+    .unwrap();
+    let (code, json, junit, ..) = run_stub(
+        Stub::new(true),
+        &out,
+        &[
+            "--rules",
+            "GET-UNCONFIGURED,DEL-MALFORMED",
+            // One rule at a time: the stub alternates by testbed, across rules.
+            "--concurrency",
+            "1",
+            "--repeat",
+            "2",
+            "--quarantine",
+            quarantine.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, cli::EXIT_FAILED, "DEL-MALFORMED failed every run");
+    assert_eq!(
+        result_json(&json, "GET-UNCONFIGURED")["waiver"]["kind"],
+        "quarantine"
+    );
+    assert!(result_json(&json, "DEL-MALFORMED")["waiver"].is_null());
+    assert!(junit.contains("type=\"Quarantined\""), "{junit}");
+    let (code, json, ..) = run_stub(
+        Stub::new(true),
+        &out,
+        &[
+            "--rules",
+            "GET-UNCONFIGURED",
+            "--repeat",
+            "2",
+            "--quarantine",
+            quarantine.to_str().unwrap(),
+            "--allow-partial",
+        ],
+    );
+    assert_eq!(code, 0, "{json}");
+}
+
+/// With `$GITHUB_STEP_SUMMARY` set, a run appends its Markdown summary there, and
+/// with `--previous` what changed since. The variable is set for a child process (this
+/// test binary running this one test), not for the other tests of this binary.
+#[test]
+fn a_run_appends_its_summary_to_the_ci_step_summary() {
+    const CHILD: &str = "CONFORMANCE_TEST_STEP_SUMMARY_CHILD";
+    if let Some(out) = std::env::var_os(CHILD) {
+        let previous = Path::new(&out).join("previous.json");
+        let code = cli::main_with(
+            Stub::new(false),
+            [
+                "conformance".as_ref(),
+                "--seed".as_ref(),
+                "5".as_ref(),
+                "--cases".as_ref(),
+                "2".as_ref(),
+                "--rules".as_ref(),
+                STUB_RULES.as_ref(),
+                "--out".as_ref(),
+                Path::new(&out).join("reports").as_os_str(),
+                "--previous".as_ref(),
+                previous.as_os_str(),
+            ],
+        );
+        std::process::exit(i32::from(code));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // The previous run: DEL-MALFORMED passed and DEL-UNCONFIGURED was not run.
+    let (_, mut prev, ..) = run_stub(
+        Stub::new(false),
+        &dir.path().join("prev"),
+        &["--rules", "GET-MALFORMED,GET-UNCONFIGURED,DEL-MALFORMED"],
+    );
+    let del = prev["results"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|r| r["id"] == "DEL-MALFORMED")
+        .unwrap();
+    del["outcome"] = "Pass".into();
+    del["violations"] = Value::Array(vec![]);
+    del["reason"] = Value::Null;
+    del["property"] = Value::Null;
+    std::fs::write(dir.path().join("previous.json"), prev.to_string()).unwrap();
+    let summary = dir.path().join("step-summary.md");
+    std::fs::write(&summary, "earlier step\n").unwrap();
+    let status = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_run_appends_its_summary_to_the_ci_step_summary",
+            "--nocapture",
+        ])
+        .env(CHILD, dir.path())
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(i32::from(cli::EXIT_FAILED)));
+    let text = std::fs::read_to_string(&summary).unwrap();
+    assert!(
+        text.starts_with("earlier step\n## Conformance: stub"),
+        "{text}"
+    );
+    assert!(text.contains(": **FAIL**"), "{text}");
+    assert!(text.contains("| `DEL-MALFORMED` | Fail |"), "{text}");
+    assert!(
+        text.contains("### Conformance: changes since the previous run"),
+        "{text}"
+    );
+    assert!(text.contains("Got worse: `DEL-MALFORMED`."), "{text}");
+    assert!(
+        text.contains("| `DEL-UNCONFIGURED` | – | Pass | added |"),
+        "{text}"
+    );
+}
+
+/// `diff` names new failures, fixed rules and new violations, as text and Markdown;
+/// `--durations` adds rules that got slower.
+#[test]
+fn diff_compares_violations_and_durations_in_text_and_markdown() {
+    let old = sample();
+    let fail = old
+        .results
+        .iter()
+        .find(|r| r.outcome == Outcome::Fail)
+        .unwrap()
+        .clone();
+    let pass = old
+        .results
+        .iter()
+        .find(|r| r.outcome == Outcome::Pass)
+        .unwrap()
+        .id
+        .clone();
+    let mut new = old.clone();
+    {
+        let r = new.results.iter_mut().find(|r| r.id == fail.id).unwrap();
+        r.violations.push(Violation {
+            rule: fail.id.clone(),
+            location: "Get c0123456789abcdef-x".into(),
+            expected: "NotFound".into(),
+            actual: "Ok".into(),
+        });
+    }
+    let d = cli::ReportDiff::of(&old, &new);
+    assert_eq!(d.changes.len(), 1, "{:?}", d.changes);
+    assert_eq!(d.changes[0].change, cli::Change::Worse);
+    assert!(
+        d.changes[0]
+            .detail
+            .contains("new violation(s): Get #-x / NotFound"),
+        "{:?}",
+        d.changes[0]
+    );
+    assert!(d.regressed());
+    let md = d.markdown();
+    assert!(md.contains(&format!("Got worse: `{}`.", fail.id)), "{md}");
+    assert!(
+        md.contains("| Rule | Old | New | Change | Detail |"),
+        "{md}"
+    );
+    // Names that differ run by run are no new violation.
+    let mut renamed = old.clone();
+    for v in &mut renamed
+        .results
+        .iter_mut()
+        .find(|r| r.id == fail.id)
+        .unwrap()
+        .violations
+    {
+        v.location = v.location.replace("0123", "4567");
+    }
+    assert!(!cli::ReportDiff::of(&old, &renamed).regressed());
+    // The reverse: the violation went away.
+    let back = cli::ReportDiff::of(&new, &old);
+    assert_eq!(back.changes[0].change, cli::Change::Better);
+    assert!(!back.regressed());
+
+    let timed = |millis: u64| {
+        let mut r = old.clone();
+        r.results
+            .iter_mut()
+            .find(|r| r.id == pass)
+            .unwrap()
+            .duration = Duration::from_millis(millis);
+        r
+    };
+    let (before, slow) = (timed(200), timed(600));
+    assert!(
+        !cli::ReportDiff::of(&before, &slow).regressed(),
+        "durations only when asked"
+    );
+    let d = cli::ReportDiff::with_durations(&before, &slow, Some(50.0));
+    assert_eq!(d.changes[0].change, cli::Change::Slower);
+    assert!(d.changes[0].detail.contains("+200 %"), "{:?}", d.changes[0]);
+    assert!(d.regressed());
+    assert!(d.text().contains("1 slower, 0 faster"), "{}", d.text());
+    assert!(!cli::ReportDiff::with_durations(&before, &slow, Some(250.0)).regressed());
+    let d = cli::ReportDiff::with_durations(&slow, &before, Some(50.0));
+    assert_eq!(d.changes[0].change, cli::Change::Faster);
+    assert!(!d.regressed());
+    // Both under 100 ms: noise, not compared.
+    assert!(
+        cli::ReportDiff::with_durations(&timed(10), &timed(90), Some(50.0))
+            .changes
+            .is_empty()
+    );
+}
+
+/// `verify` passes a report as written and names what is wrong with one changed by
+/// hand, made against another catalogue, or of an earlier format.
+#[test]
+fn verify_checks_schema_catalogue_and_digest() {
+    let mut fresh = sample();
+    fresh.run.catalogue_hash = conformance::suite::runner::catalogue_hash();
+    let text = report::json::render(&fresh);
+    let findings = cli::verify_text(&text).unwrap();
+    assert!(findings.iter().all(|f| f.ok), "{findings:?}");
+    assert_eq!(
+        findings.iter().map(|f| f.check).collect::<Vec<_>>(),
+        ["schema", "catalogue", "digest"]
+    );
+    let failed = |text: &str| -> Vec<(&'static str, String)> {
+        cli::verify_text(text)
+            .unwrap()
+            .into_iter()
+            .filter(|f| !f.ok)
+            .map(|f| (f.check, f.detail))
+            .collect()
+    };
+    // An outcome changed by hand.
+    let tampered = text.replacen("\"Fail\"", "\"Pass\"", 1);
+    assert_ne!(tampered, text);
+    let f = failed(&tampered);
+    assert!(
+        f.iter()
+            .any(|(c, d)| *c == "digest" && d.contains("changed after")),
+        "{f:?}"
+    );
+    // Made against another catalogue (the sample's hash is made up).
+    let f = failed(&report::json::render(&sample()));
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(f[0].0 == "catalogue" && f[0].1.contains("stale"), "{f:?}");
+    // An earlier format, without a digest.
+    let mut old = json_of(&fresh);
+    old["schema_version"] = "2.1.0".into();
+    old.as_object_mut().unwrap().remove("digest");
+    let f = failed(&old.to_string());
+    assert!(f.iter().any(|(c, _)| *c == "schema"), "{f:?}");
+    assert!(
+        f.iter()
+            .any(|(c, d)| *c == "digest" && d.contains("no digest")),
+        "{f:?}"
+    );
+    // A report that breaks the schema.
+    let mut broken = json_of(&fresh);
+    broken["verdict"] = "maybe".into();
+    let f = failed(&broken.to_string());
+    assert!(f.iter().any(|(c, _)| *c == "schema"), "{f:?}");
+    assert!(cli::verify_text("{ nope").is_err());
+
+    // Through the command: 0, then 1 for the tampered file, 2 for a missing one.
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.json");
+    std::fs::write(&good, &text).unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, &tampered).unwrap();
+    assert_eq!(cli_code(&["verify".as_ref(), good.as_os_str()]), 0);
+    assert_eq!(
+        cli_code(&["verify".as_ref(), bad.as_os_str()]),
+        cli::EXIT_FAILED
+    );
+    let missing = dir.path().join("missing.json");
+    assert_eq!(
+        cli_code(&["verify".as_ref(), missing.as_os_str()]),
+        cli::EXIT_USAGE
+    );
+}
+
+/// Each rule that ran has a log file; a sentinel in a log line fails CRE-SECRET naming
+/// the file and the line, and the line is written redacted; a failed rule points at
+/// its file.
+#[test]
+fn rule_log_files_are_scanned_for_sentinels_and_failed_rules_point_at_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("reports");
+    let (code, json, junit, md, _) = run_stub(
+        Stub::new(false),
+        &out,
+        &["--rules", "CRE-SECRET,DEL-MALFORMED,GET-MALFORMED"],
+    );
+    assert_eq!(code, cli::EXIT_FAILED);
+    let secret = result_json(&json, "CRE-SECRET");
+    assert_eq!(secret["outcome"], "Fail");
+    let from_logs: Vec<&Value> = secret["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| {
+            v["location"]
+                .as_str()
+                .unwrap()
+                .starts_with("logs/CRE-SECRET.log line ")
+        })
+        .collect();
+    assert!(!from_logs.is_empty(), "{secret}");
+    assert_eq!(secret["log"], "logs/CRE-SECRET.log");
+    let log = std::fs::read_to_string(out.join("logs/CRE-SECRET.log")).unwrap();
+    assert!(log.contains(conformance::suite::logs::REDACTED), "{log}");
+    for s in conformance::suite::checks::create::sentinels() {
+        assert!(!log.contains(&s), "a sentinel was written: {log}");
+    }
+    let del = result_json(&json, "DEL-MALFORMED");
+    assert_eq!(del["log"], "logs/DEL-MALFORMED.log");
+    assert!(
+        out.join("logs/GET-MALFORMED.log").exists(),
+        "a passing rule has its log too"
+    );
+    assert!(result_json(&json, "GET-MALFORMED").get("log").is_none());
+    assert!(junit.contains("name=\"log\" value=\"logs/DEL-MALFORMED.log\""));
+    assert!(
+        md.contains("Log: [logs/DEL-MALFORMED.log](logs/DEL-MALFORMED.log)"),
+        "{md}"
+    );
+}
+
+/// `--log-level` (as `RUST_LOG`) filters what is printed, never what is captured: with
+/// `error`, the provider's debug line leaking the user data still fails CRE-SECRET; with
+/// `debug` it is printed, redacted. Each run is a child process (this test binary
+/// running this one test), since the printer is part of the process's subscriber.
+#[test]
+fn the_log_level_filters_what_is_printed_not_what_is_captured() {
+    const CHILD: &str = "CONFORMANCE_TEST_LOG_LEVEL_CHILD";
+    if let Some(out) = std::env::var_os(CHILD) {
+        let code = cli::main_with(
+            Stub::new(false),
+            [
+                "conformance".as_ref(),
+                "--seed".as_ref(),
+                "5".as_ref(),
+                "--cases".as_ref(),
+                "2".as_ref(),
+                "--rules".as_ref(),
+                "CRE-SECRET".as_ref(),
+                "--out".as_ref(),
+                out.as_os_str(),
+            ],
+        );
+        std::process::exit(i32::from(code));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let run = |level: &str| {
+        let out = dir.path().join(level);
+        let child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "the_log_level_filters_what_is_printed_not_what_is_captured",
+                "--nocapture",
+            ])
+            .env(CHILD, &out)
+            .env("RUST_LOG", level)
+            .env_remove("CONFORMANCE_LOG_LEVEL")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let json: Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap())
+                .unwrap();
+        (
+            child.status.code(),
+            json,
+            String::from_utf8_lossy(&child.stderr).into_owned(),
+        )
+    };
+    let (code, json, stderr) = run("error");
+    assert_eq!(code, Some(i32::from(cli::EXIT_FAILED)), "{stderr}");
+    let secret = result_json(&json, "CRE-SECRET");
+    assert_eq!(secret["outcome"], "Fail");
+    assert!(
+        secret["violations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v["location"]
+                .as_str()
+                .unwrap()
+                .starts_with("logs/CRE-SECRET.log")),
+        "{secret}"
+    );
+    // The printer writes `LEVEL target: message`; the check's own violation quotes the
+    // event differently (`DEBUG event: creating with`).
+    let printed = "stub: creating with";
+    assert!(
+        !stderr.contains(printed),
+        "nothing under error is printed: {stderr}"
+    );
+
+    let (code, _, stderr) = run("debug");
+    assert_eq!(code, Some(i32::from(cli::EXIT_FAILED)));
+    let at = stderr
+        .find(printed)
+        .unwrap_or_else(|| panic!("the debug line is printed: {stderr}"));
+    let line: String = stderr[at..].chars().take(160).collect();
+    assert!(
+        line.contains(&format!("root:{}", conformance::suite::logs::REDACTED))
+            && !line.contains("sentinel-"),
+        "the printed line is redacted: {line}"
+    );
+}
+
+/// `--max-wall`: once spent, no rule starts; the rule running finishes, the others are
+/// Skipped and the verdict is partial.
+#[test]
+fn a_spent_wall_budget_skips_the_rules_not_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let slow = Arc::new(Stub {
+        get_delay: Duration::from_millis(400),
+        ..Stub::default()
+    });
+    let (code, json, ..) = run_stub(
+        slow,
+        &dir.path().join("reports"),
+        &[
+            "--rules",
+            "GET-MALFORMED,GET-UNCONFIGURED,DEL-UNCONFIGURED",
+            "--concurrency",
+            "1",
+            "--max-wall",
+            "1",
+        ],
+    );
+    assert_eq!(code, cli::EXIT_PARTIAL, "{json}");
+    assert_eq!(json["run"]["options"]["max_wall"], 1000.0);
+    assert_eq!(result_json(&json, "GET-MALFORMED")["outcome"], "Pass");
+    for id in ["GET-UNCONFIGURED", "DEL-UNCONFIGURED"] {
+        let r = result_json(&json, id);
+        assert_eq!(r["outcome"], "Skipped", "{r}");
+        assert_eq!(r["reason"], "not started: --max-wall 1.0 s was spent");
+    }
+}
+
+/// A QuotaExceeded the rule did not ask for is an Error naming the environment on a
+/// real backend, and stays a Fail on a fake.
+#[test]
+fn an_unasked_quota_is_the_environment_on_a_real_backend_only() {
+    let dir = tempfile::tempdir().unwrap();
+    for real in [false, true] {
+        let stub = Arc::new(Stub {
+            quota: true,
+            real,
+            ..Stub::default()
+        });
+        let (code, json, ..) = run_stub(
+            stub,
+            &dir.path().join(real.to_string()),
+            &["--rules", "GET-UNCONFIGURED"],
+        );
+        let r = result_json(&json, "GET-UNCONFIGURED");
+        if real {
+            assert_eq!(code, cli::EXIT_ERROR);
+            assert_eq!(r["outcome"], "Error");
+            let reason = r["reason"].as_str().unwrap();
+            assert!(
+                reason.contains("ran out of capacity")
+                    && reason.contains("backend=stub-cloud eu-1"),
+                "{reason}"
+            );
+        } else {
+            assert_eq!(code, cli::EXIT_FAILED);
+            assert_eq!(r["outcome"], "Fail");
+        }
+    }
 }

@@ -65,6 +65,9 @@ pub struct Checkpoint {
     events: usize,
 }
 
+/// A layer that prints log lines, for [`Capture::global_with`].
+pub type Printer = Box<dyn Layer<tracing_subscriber::Registry> + Send + Sync>;
+
 /// The process-wide capture.
 #[derive(Clone)]
 pub struct Capture {
@@ -80,13 +83,20 @@ impl Capture {
     /// Installs the capture as the global subscriber on first use and returns it;
     /// `None` when another global subscriber was installed first.
     pub fn global() -> Option<Capture> {
+        Capture::global_with(None)
+    }
+
+    /// [`Capture::global`], with `printer` beside the capture when this call installs
+    /// it: a layer that prints what its own filter lets through, while the capture
+    /// still records everything.
+    pub fn global_with(printer: Option<Printer>) -> Option<Capture> {
         GLOBAL
             .get_or_init(|| {
                 let cap = Capture {
                     store: Arc::default(),
                 };
                 let layer = CaptureLayer { cap: cap.clone() };
-                let sub = tracing_subscriber::registry().with(layer);
+                let sub = tracing_subscriber::registry().with(printer).with(layer);
                 tracing::subscriber::set_global_default(sub)
                     .ok()
                     .map(|_| cap)

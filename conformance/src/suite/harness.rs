@@ -6,7 +6,9 @@
 //! Set `CONFORMANCE_REPORT_DIR` to write every report format after the trials ran;
 //! `CONFORMANCE_SEED` and `CONFORMANCE_CASES` override the seed and property cases,
 //! and `CONFORMANCE_RULE_SEED` (`ID=N,...`) a single rule's seed, as a failing
-//! property prints it. The closing lines give the run's verdict.
+//! property prints it. `CONFORMANCE_SKIP` (`ID,PREFIX*,tag:NAME`) skips rules, as the
+//! CLI's `--skip` does: libtest's own `--skip` is a substring filter that drops trials
+//! from the run without a word in the report. The closing lines give the run's verdict.
 
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -44,9 +46,26 @@ pub fn main(fixture: Arc<dyn Fixture>) -> ExitCode {
             }
         }
     }
+    if let Ok(entries) = std::env::var("CONFORMANCE_SKIP") {
+        let patterns: Vec<String> = entries
+            .split(',')
+            .map(|p| p.trim().to_owned())
+            .filter(|p| !p.is_empty())
+            .collect();
+        for p in &patterns {
+            if let Err(e) = super::tags::check_pattern(p) {
+                eprintln!("conformance: CONFORMANCE_SKIP: {e}");
+                return ExitCode::from(2);
+            }
+        }
+        opts.skip = patterns;
+    }
     if args.list && args.format != Some(FormatSetting::Terse) {
         for rule in CATALOGUE {
-            match applicability(fixture.as_ref(), rule) {
+            let why = applicability(fixture.as_ref(), rule).or_else(|| {
+                super::runner::skip_reason(rule, &opts.skip).map(|r| (Outcome::Skipped, r))
+            });
+            match why {
                 Some((o, why)) => println!("{}: test  # {}: {why}", rule.trial_name(), o.as_str()),
                 None => println!("{}: test", rule.trial_name()),
             }

@@ -2,12 +2,16 @@
 //! every rule, the runner that turns a [`Fixture`](crate::fixture::Fixture) into
 //! outcomes, the event stream and its reporters, the libtest-mimic harness and a CLI.
 
+pub mod baseline;
+pub mod budget;
 pub mod capture;
 pub mod checks;
 pub mod cli;
 pub mod cx;
 pub mod harness;
+pub mod logs;
 pub mod outcome;
 pub mod props;
 pub mod report;
 pub mod runner;
+pub mod tags;

@@ -10,7 +10,7 @@ use crate::fixture::Hook;
 use crate::profile::Profile;
 
 /// The version of the report format (`report.json` and its schema).
-pub const REPORT_SCHEMA_VERSION: &str = "2.1.0";
+pub const REPORT_SCHEMA_VERSION: &str = "2.2.0";
 
 /// What happened to one rule. Exactly one per rule and run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -165,9 +165,125 @@ pub struct RuleResult {
     pub not_checked: Vec<NotChecked>,
     /// The faults the check injected, in order, and whether each fired.
     pub faults: Vec<InjectedFault>,
-    /// Wall time of the check, cleanup included.
+    /// Wall time of the check, cleanup included (of every repetition together).
     #[serde(serialize_with = "ser_millis", deserialize_with = "de_millis")]
     pub duration: Duration,
+    /// The most instances the check held at once, created through the provider and not
+    /// yet deleted (of the reported run, with `--repeat`).
+    #[serde(default)]
+    pub peak_instances: u32,
+    /// Times the check ran (`--repeat`); 0 for a rule that never ran.
+    #[serde(default)]
+    pub runs: u32,
+    /// Runs that passed.
+    #[serde(default)]
+    pub passes: u32,
+    /// Whether the rule both passed and failed across its runs.
+    #[serde(default)]
+    pub flaky: bool,
+    /// The seed of each run after the first, derived from the rule's seed and the
+    /// repetition (the first run uses the rule's seed); empty without `--repeat`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repeat_seeds: Vec<u64>,
+    /// The baseline or quarantine entry that keeps this rule's Fail from failing the
+    /// run.
+    #[serde(default)]
+    pub waiver: Option<Waiver>,
+    /// The rule's log file, relative to the report directory (`logs/ID.log`), for a
+    /// rule that failed or errored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<String>,
+}
+
+impl RuleResult {
+    /// Whether this result fails the run: a Fail no entry excuses, or an Error.
+    pub fn fails_run(&self) -> bool {
+        match self.outcome {
+            Outcome::Fail => self.waiver.is_none(),
+            Outcome::Error => true,
+            _ => false,
+        }
+    }
+}
+
+/// Which file an entry that excuses a failure comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WaiverKind {
+    /// `--expected-failures`: the rule is known to fail.
+    ExpectedFailure,
+    /// `--quarantine`: the rule is known to be flaky.
+    Quarantine,
+}
+
+impl WaiverKind {
+    /// The kind as reports print it.
+    pub fn label(self) -> &'static str {
+        match self {
+            WaiverKind::ExpectedFailure => "expected failure",
+            WaiverKind::Quarantine => "quarantined",
+        }
+    }
+}
+
+/// Why a rule's Fail does not fail the run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Waiver {
+    /// The file it comes from.
+    pub kind: WaiverKind,
+    /// The entry's reason.
+    pub reason: String,
+    /// The last day the entry holds (`YYYY-MM-DD`, UTC).
+    pub expires: String,
+}
+
+/// What became of one entry of an expected-failures or quarantine file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EntryStatus {
+    /// The rule failed and the entry excused it.
+    Applied,
+    /// The rule passed: the entry is stale and fails the run until it is removed.
+    Stale,
+    /// The entry is past its expiry date: it excuses nothing and fails the run.
+    Expired,
+    /// The rule was not judged Pass or Fail (not selected, skipped, not applicable,
+    /// errored), or passed while quarantined: the entry did nothing.
+    Unused,
+}
+
+impl EntryStatus {
+    /// Whether the entry fails the run.
+    pub fn fails_run(self) -> bool {
+        matches!(self, EntryStatus::Stale | EntryStatus::Expired)
+    }
+
+    /// The status's name (`applied`, `stale`, `expired`, `unused`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntryStatus::Applied => "applied",
+            EntryStatus::Stale => "stale",
+            EntryStatus::Expired => "expired",
+            EntryStatus::Unused => "unused",
+        }
+    }
+}
+
+/// One entry of an expected-failures or quarantine file and what the run made of it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaiverEntry {
+    /// The file it comes from.
+    pub kind: WaiverKind,
+    /// The rule it names.
+    pub rule: String,
+    /// Why the rule is listed.
+    pub reason: String,
+    /// The last day the entry holds (`YYYY-MM-DD`, UTC).
+    pub expires: String,
+    /// What became of it.
+    pub status: EntryStatus,
+    /// The status in a sentence, with what to do about it.
+    pub message: String,
 }
 
 fn ser_millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -228,6 +344,38 @@ pub struct RunSettings {
     pub concurrency: usize,
     /// Rule seeds given explicitly (`--rule-seed ID=N`), by rule ID.
     pub rule_seeds: BTreeMap<String, u64>,
+    /// Patterns of rules skipped on request (`--skip`).
+    #[serde(default)]
+    pub skip: Vec<String>,
+    /// Times each rule's check ran (`--repeat`).
+    #[serde(default = "one")]
+    pub repeat: u32,
+    /// The wall-time budget after which no rule started (`--max-wall`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "ser_opt_millis",
+        deserialize_with = "de_opt_millis"
+    )]
+    pub max_wall: Option<Duration>,
+    /// The most instances the running rules could hold together (`--max-instances`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_instances: Option<u32>,
+}
+
+fn ser_opt_millis<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => ser_millis(d, s),
+        None => s.serialize_none(),
+    }
+}
+
+fn de_opt_millis<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    de_millis(d).map(Some)
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// Reads what [`ser_millis`] writes: milliseconds, kept to the microsecond.
@@ -275,6 +423,10 @@ pub struct Summary {
     pub skipped: usize,
     /// Rules the profile makes moot.
     pub not_applicable: usize,
+    /// Rules counted under `fail` whose failure an expected-failures or quarantine
+    /// entry excused.
+    #[serde(default)]
+    pub waived: usize,
 }
 
 impl Summary {
@@ -289,6 +441,9 @@ impl Summary {
                 Outcome::Skipped => &mut s.skipped,
                 Outcome::NotApplicable => &mut s.not_applicable,
             } += 1;
+            if r.outcome == Outcome::Fail && r.waiver.is_some() {
+                s.waived += 1;
+            }
         }
         s
     }
@@ -298,9 +453,9 @@ impl Summary {
         self.pass + self.fail + self.error + self.skipped + self.not_applicable
     }
 
-    /// Whether the run passed: no Fail and no Error.
+    /// Whether the run passed: no Fail (but excused ones) and no Error.
     pub fn ok(&self) -> bool {
-        self.fail == 0 && self.error == 0
+        self.fail == self.waived && self.error == 0
     }
 }
 
@@ -312,9 +467,10 @@ pub enum Verdict {
     /// sub-assertion was checked.
     Pass,
     /// No Fail and no Error, but something was not checked: a rule was Skipped or not
-    /// selected, or a rule has a sub-assertion it could not check.
+    /// selected, a rule has a sub-assertion it could not check, or a rule failed that
+    /// an expected-failures or quarantine entry excuses.
     Partial,
-    /// A rule failed.
+    /// A rule failed, or an expected-failures or quarantine entry is stale or expired.
     Fail,
     /// No rule failed, but one errored: the harness or the environment broke.
     Error,
@@ -341,14 +497,19 @@ impl Verdict {
 
     /// The verdict of `results` out of a catalogue of `catalogue` rules.
     pub fn of(results: &[RuleResult], catalogue: usize) -> Verdict {
-        if results.iter().any(|r| r.outcome == Outcome::Fail) {
+        if results
+            .iter()
+            .any(|r| r.outcome == Outcome::Fail && r.waiver.is_none())
+        {
             Verdict::Fail
         } else if results.iter().any(|r| r.outcome == Outcome::Error) {
             Verdict::Error
         } else if results.len() < catalogue
-            || results
-                .iter()
-                .any(|r| r.outcome == Outcome::Skipped || !r.not_checked.is_empty())
+            || results.iter().any(|r| {
+                r.outcome == Outcome::Skipped
+                    || r.outcome == Outcome::Fail
+                    || !r.not_checked.is_empty()
+            })
         {
             Verdict::Partial
         } else {
@@ -421,6 +582,10 @@ pub struct Report {
     pub duration: Duration,
     /// Leftovers the final sweep removed.
     pub swept: Vec<String>,
+    /// Every entry of the expected-failures and quarantine files, and what became of
+    /// it.
+    #[serde(default)]
+    pub waivers: Vec<WaiverEntry>,
 }
 
 impl Report {
@@ -481,7 +646,18 @@ impl Report {
             results,
             duration,
             swept,
+            waivers: Vec::new(),
         })
+    }
+
+    /// Counts the outcomes and judges the verdict again, after the results or the
+    /// waivers changed: a stale or expired entry fails the run.
+    pub fn refresh(&mut self) {
+        self.summary = Summary::of(&self.results);
+        self.verdict = Verdict::of(&self.results, crate::rules::CATALOGUE.len());
+        if self.waivers.iter().any(|w| w.status.fails_run()) {
+            self.verdict = Verdict::Fail;
+        }
     }
 }
 

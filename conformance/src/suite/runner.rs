@@ -40,6 +40,21 @@ pub struct RunOptions {
     /// The source commit the provider was built from, for the report; `None` when not
     /// known.
     pub provider_commit: Option<String>,
+    /// Rules skipped on request (`--skip`): IDs, prefixes ending in `*`, `tag:NAME`.
+    /// They are Skipped with the pattern that matched, and the verdict is partial.
+    pub skip: Vec<String>,
+    /// Times each rule's check runs, each on a fresh testbed (`--repeat`); at least 1.
+    pub repeat: u32,
+    /// No rule starts once the run has taken this long (`--max-wall`); the rules left
+    /// are Skipped and the verdict is partial. Rules already running finish.
+    pub max_wall: Option<Duration>,
+    /// No rule starts once this is cancelled (the first Ctrl-C); the rules left are
+    /// Skipped. Rules already running finish and sweep what they made.
+    pub stop: Option<tokio_util::sync::CancellationToken>,
+    /// The most instances the running rules may hold together (`--max-instances`): a
+    /// rule starts only when its declaration ([`budget::held`](super::budget::held))
+    /// fits, and one declaring more is Skipped.
+    pub max_instances: Option<u32>,
 }
 
 impl RunOptions {
@@ -49,6 +64,21 @@ impl RunOptions {
             .get(id)
             .copied()
             .unwrap_or_else(|| rule_seed(self.seed, id))
+    }
+
+    /// Why no more rules start, a run having started at `started`: interrupted, or
+    /// `--max-wall` spent.
+    pub fn stopped(&self, started: Instant) -> Option<String> {
+        if self.stop.as_ref().is_some_and(|t| t.is_cancelled()) {
+            return Some("not started: the run was interrupted".into());
+        }
+        match self.max_wall {
+            Some(limit) if started.elapsed() >= limit => Some(format!(
+                "not started: --max-wall {} was spent",
+                crate::suite::report::human_duration(limit)
+            )),
+            _ => None,
+        }
     }
 
     /// Cases a property runs against `fixture` (capped on a real backend).
@@ -72,6 +102,11 @@ impl Default for RunOptions {
             steps: 40,
             rule_seeds: BTreeMap::new(),
             provider_commit: None,
+            skip: Vec::new(),
+            repeat: 1,
+            max_wall: None,
+            stop: None,
+            max_instances: None,
         }
     }
 }
@@ -100,15 +135,17 @@ pub fn parse_rule_seeds(entries: &[String]) -> Result<BTreeMap<String, u64>, Str
 /// Cases a property runs on a real backend at most, unless asked for fewer.
 pub const REAL_BACKEND_MAX_CASES: u32 = 4;
 
-/// Whether `rule` is selected by `filter`.
+/// Whether `rule` is selected by `filter` (IDs, prefixes ending in `*`, `tag:NAME`).
 pub fn selected(rule: &Rule, filter: &Option<Vec<String>>) -> bool {
     match filter {
         None => true,
-        Some(ids) => ids.iter().any(|f| match f.strip_suffix('*') {
-            Some(prefix) => rule.id.starts_with(prefix),
-            None => rule.id == f,
-        }),
+        Some(patterns) => patterns.iter().any(|f| super::tags::matches(rule, f)),
     }
+}
+
+/// Why `rule` is skipped on request, when one of `skip` matches it.
+pub fn skip_reason(rule: &Rule, skip: &[String]) -> Option<String> {
+    super::tags::first_match(rule, skip).map(|p| format!("skipped on request (--skip {p})"))
 }
 
 /// Why `rule` will not run against `fixture`: `Some((Skipped | NotApplicable, reason))`.
@@ -205,6 +242,10 @@ pub fn run_info(fixture: &dyn Fixture, opts: &RunOptions) -> RunInfo {
             rule_timeout: opts.rule_timeout,
             concurrency: opts.concurrency.max(1),
             rule_seeds: opts.rule_seeds.clone(),
+            skip: opts.skip.clone(),
+            repeat: opts.repeat.max(1),
+            max_wall: opts.max_wall,
+            max_instances: opts.max_instances,
         },
         started_at: SystemTime::now(),
     }
@@ -219,22 +260,52 @@ pub async fn run(
     sink: &mut (dyn FnMut(&Event) + Send),
 ) -> Report {
     let started = Instant::now();
+    // The capture must be in place before the first rule's span is made.
+    let _ = Capture::global();
     let info = run_info(fixture.as_ref(), &opts);
     let mut events = vec![Event::RunStarted(info.clone())];
     sink(&events[0]);
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
     let gate = Arc::new(tokio::sync::Semaphore::new(opts.concurrency.max(1)));
+    let instances = opts
+        .max_instances
+        .map(|n| Arc::new(tokio::sync::Semaphore::new(n as usize)));
     let mut handles = Vec::new();
     for rule in CATALOGUE.iter().filter(|r| selected(r, &opts.rules)) {
-        let (fixture, opts, tx, gate, run_id) = (
+        let (fixture, opts, tx, gate, run_id, instances) = (
             fixture.clone(),
             opts.clone(),
             tx.clone(),
             gate.clone(),
             info.run_id.clone(),
+            instances.clone(),
         );
         handles.push(tokio::spawn(async move {
             let _permit = gate.acquire_owned().await;
+            if let Some(why) = opts.stopped(started) {
+                let seed = opts.seed_of(rule.id);
+                let r = match applicability(fixture.as_ref(), rule) {
+                    Some((outcome, reason)) => skipped(rule, seed, outcome, reason),
+                    None => skipped(rule, seed, Outcome::Skipped, why),
+                };
+                let _ = tx.send(Event::CheckFinished(r));
+                return;
+            }
+            let runs = applicability(fixture.as_ref(), rule).is_none()
+                && skip_reason(rule, &opts.skip).is_none();
+            let mut _held = None;
+            if let (Some(budget), Some(max), true) = (&instances, opts.max_instances, runs) {
+                let need = super::budget::held(rule.id);
+                if need > max {
+                    let why = format!(
+                        "holds up to {need} instances at once; --max-instances {max} allows fewer"
+                    );
+                    let r = skipped(rule, opts.seed_of(rule.id), Outcome::Skipped, why);
+                    let _ = tx.send(Event::CheckFinished(r));
+                    return;
+                }
+                _held = budget.clone().acquire_many_owned(need).await.ok();
+            }
             let _ = tx.send(Event::CheckStarted { id: rule.id.into() });
             let result = run_rule(fixture, rule, &opts, &run_id).await;
             let _ = tx.send(Event::CheckFinished(result));
@@ -298,10 +369,31 @@ fn skipped(rule: &Rule, seed: u64, outcome: Outcome, reason: String) -> RuleResu
         not_checked: Vec::new(),
         faults: Vec::new(),
         duration: Duration::ZERO,
+        peak_instances: 0,
+        runs: 0,
+        passes: 0,
+        flaky: false,
+        repeat_seeds: Vec::new(),
+        waiver: None,
+        log: None,
     }
 }
 
-/// Runs one rule on a testbed of its own and returns its result.
+/// The seed of repetition `k` (from 0) of a rule whose seed is `seed`: the rule's own
+/// seed for the first run, one derived from it and `k` for the others.
+pub fn repeat_seed(seed: u64, k: u32) -> u64 {
+    if k == 0 {
+        seed
+    } else {
+        rule_seed(seed, &format!("repeat-{k}"))
+    }
+}
+
+/// Runs one rule and returns its result: not at all when the profile, the fixture or
+/// `--skip` rule it out, else [`RunOptions::repeat`] times, each on a testbed of its
+/// own. Repeated runs fold into one result: the first failing run's (else erroring,
+/// else skipping, else passing) with the counts of runs and passes, and `flaky` when
+/// the rule both passed and failed.
 pub async fn run_rule(
     fixture: Arc<dyn Fixture>,
     rule: &'static Rule,
@@ -312,6 +404,79 @@ pub async fn run_rule(
     if let Some((outcome, reason)) = applicability(fixture.as_ref(), rule) {
         return skipped(rule, seed, outcome, reason);
     }
+    if let Some(reason) = skip_reason(rule, &opts.skip) {
+        return skipped(rule, seed, Outcome::Skipped, reason);
+    }
+    let repeat = opts.repeat.max(1);
+    let mut runs = Vec::with_capacity(repeat as usize);
+    for k in 0..repeat {
+        let mut r = run_once(fixture.clone(), rule, opts, run_id, repeat_seed(seed, k)).await;
+        r.runs = u32::from(r.outcome != Outcome::Skipped);
+        r.passes = u32::from(r.outcome == Outcome::Pass);
+        runs.push(r);
+    }
+    fold_runs(seed, runs)
+}
+
+/// Folds the results of one rule's repeated runs into one.
+fn fold_runs(seed: u64, runs: Vec<RuleResult>) -> RuleResult {
+    let n = runs.len();
+    if n == 1 {
+        return runs.into_iter().next().expect("one run");
+    }
+    let rank = |o: Outcome| match o {
+        Outcome::Fail => 0,
+        Outcome::Error => 1,
+        Outcome::Skipped => 2,
+        _ => 3,
+    };
+    let passes = runs.iter().filter(|r| r.outcome == Outcome::Pass).count();
+    let fails = runs.iter().filter(|r| r.outcome == Outcome::Fail).count();
+    let judged = runs
+        .iter()
+        .filter(|r| r.outcome != Outcome::Skipped)
+        .count();
+    let seeds: Vec<u64> = runs.iter().map(|r| r.seed).collect();
+    let duration = runs.iter().map(|r| r.duration).sum();
+    let worst_at = (0..n)
+        .min_by_key(|&i| (rank(runs[i].outcome), i))
+        .expect("at least one run");
+    let mut out = runs.into_iter().nth(worst_at).expect("in range");
+    if out.outcome != Outcome::Pass {
+        out.evidence.insert(
+            0,
+            format!(
+                "run {} of {n} (seed {}) is the one reported: {} of {n} runs passed",
+                worst_at + 1,
+                out.seed,
+                passes
+            ),
+        );
+        if let Some(reason) = &out.reason {
+            out.reason = Some(format!(
+                "run {} of {n}, seed {}: {reason}",
+                worst_at + 1,
+                out.seed
+            ));
+        }
+    }
+    out.seed = seed;
+    out.runs = u32::try_from(judged).unwrap_or(u32::MAX);
+    out.passes = u32::try_from(passes).unwrap_or(u32::MAX);
+    out.flaky = passes > 0 && fails > 0;
+    out.repeat_seeds = seeds.into_iter().skip(1).collect();
+    out.duration = duration;
+    out
+}
+
+/// Runs one rule's check once, on a testbed of its own, with `seed`.
+async fn run_once(
+    fixture: Arc<dyn Fixture>,
+    rule: &'static Rule,
+    opts: &RunOptions,
+    run_id: &str,
+    seed: u64,
+) -> RuleResult {
     let Some(check) = checks::check_for(rule.id) else {
         return skipped(
             rule,
@@ -334,6 +499,9 @@ pub async fn run_rule(
             return r;
         }
     };
+    let counted = super::budget::Counted::new(tb);
+    let peak = counted.peak();
+    let tb: Box<dyn crate::fixture::Testbed> = Box::new(counted);
     let real = fixture.is_real_backend();
     let run_short: String = run_id.chars().take(8).collect();
     let span =
@@ -387,7 +555,14 @@ pub async fn run_rule(
     }
     let harness_failure = cx.tb.harness_failure();
     let violations = std::mem::take(&mut *cx.violations.lock().unwrap());
-    let evidence = std::mem::take(&mut *cx.evidence.lock().unwrap());
+    let mut evidence = std::mem::take(&mut *cx.evidence.lock().unwrap());
+    let peak_instances = peak.get();
+    let declared = super::budget::held(rule.id);
+    if peak_instances > declared {
+        evidence.push(format!(
+            "held {peak_instances} instances at once; the rule declares {declared} (--max-instances admits by the declaration)"
+        ));
+    }
     let property = cx.property.lock().unwrap().take();
     let not_checked = std::mem::take(&mut *cx.not_checked.lock().unwrap());
     let (outcome, reason, violations) = match verdict {
@@ -413,6 +588,11 @@ pub async fn run_rule(
         Some(why) => (Outcome::Error, Some(why)),
         None => (outcome, reason),
     };
+    let (outcome, reason) =
+        match environment_quota(fixture.as_ref(), rule, outcome, &violations, &faults) {
+            Some(why) => (Outcome::Error, Some(why)),
+            None => (outcome, reason),
+        };
     RuleResult {
         id: rule.id.into(),
         title: rule.title.into(),
@@ -426,7 +606,52 @@ pub async fn run_rule(
         not_checked,
         faults,
         duration: started.elapsed(),
+        peak_instances,
+        runs: 1,
+        passes: 0,
+        flaky: false,
+        repeat_seeds: Vec::new(),
+        waiver: None,
+        log: None,
     }
+}
+
+/// On a real backend, a failure made only of QuotaExceeded answers that the rule did
+/// not ask for (it needs no capacity hook and injected no quota fault) says the
+/// environment ran out of room, not that the provider broke a rule: the reason for an
+/// Error naming the environment. `None` on a fake, where the backend's capacity is the
+/// fixture's to set, so a QuotaExceeded there stays a Fail.
+fn environment_quota(
+    fixture: &dyn Fixture,
+    rule: &Rule,
+    outcome: Outcome,
+    violations: &[super::outcome::Violation],
+    faults: &[InjectedFault],
+) -> Option<String> {
+    let unasked = !rule.hooks.contains(&crate::fixture::Hook::Capacity)
+        && !faults.iter().any(|f| f.kind == "quota");
+    let all_quota = !violations.is_empty()
+        && violations
+            .iter()
+            .all(|v| v.actual.starts_with("QuotaExceeded"));
+    if !(fixture.is_real_backend() && outcome == Outcome::Fail && unasked && all_quota) {
+        return None;
+    }
+    let env: Vec<String> = fixture
+        .environment()
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    Some(format!(
+        "the environment ran out of capacity, which the rule did not ask for ({}): {}; \
+         free capacity on the backend and run the rule again",
+        if env.is_empty() {
+            format!("provider {}", fixture.provider_name())
+        } else {
+            env.join(", ")
+        },
+        violations[0]
+    ))
 }
 
 fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
@@ -592,6 +817,129 @@ mod tests {
         .await;
         assert_eq!(r.outcome, Outcome::Error);
         assert!(r.reason.unwrap().contains("no backend"));
+    }
+
+    /// After a stop, no rule starts: each is Skipped (or keeps the outcome its
+    /// applicability gives) and the verdict is partial.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_interrupted_run_starts_no_more_rules() {
+        let f: Arc<dyn Fixture> = Arc::new(fixture(&[], &Hook::ALL, true, 2));
+        let token = tokio_util::sync::CancellationToken::new();
+        token.cancel();
+        let opts = RunOptions {
+            rules: Some(vec!["CRE-IDEMPOTENT".into(), "CHK-ORDER".into()]),
+            stop: Some(token),
+            ..RunOptions::default()
+        };
+        let mut started = 0;
+        let report = run(f, opts, &mut |e| {
+            if matches!(e, Event::CheckStarted { .. }) {
+                started += 1;
+            }
+        })
+        .await;
+        assert_eq!(started, 0);
+        let r = &report.results[0];
+        assert_eq!(r.outcome, Outcome::Skipped);
+        assert_eq!(
+            r.reason.as_deref(),
+            Some("not started: the run was interrupted")
+        );
+        assert_eq!(report.verdict, crate::suite::outcome::Verdict::Partial);
+    }
+
+    /// A fixture whose testbeds take a while to fail to open.
+    struct SlowOpen(Declared);
+
+    impl Fixture for SlowOpen {
+        fn provider_name(&self) -> String {
+            self.0.provider_name()
+        }
+        fn profile(&self) -> Profile {
+            self.0.profile()
+        }
+        fn hooks(&self) -> Vec<Hook> {
+            self.0.hooks()
+        }
+        fn locations(&self) -> Vec<Location> {
+            self.0.locations()
+        }
+        fn has_checker(&self) -> bool {
+            self.0.has_checker()
+        }
+        fn open(&self) -> crate::BoxFuture<'_, HookResult<Box<dyn Testbed>>> {
+            Box::pin(async {
+                tokio::time::sleep(Duration::from_millis(40)).await;
+                Err(HookError::new("no backend"))
+            })
+        }
+    }
+
+    /// The most rules running at once in a run of `opts`.
+    async fn overlap(opts: RunOptions) -> (usize, Report) {
+        let f: Arc<dyn Fixture> = Arc::new(SlowOpen(fixture(&[], &Hook::ALL, true, 2)));
+        let (mut now, mut most) = (0usize, 0usize);
+        let report = run(f, opts, &mut |e| match e {
+            Event::CheckStarted { .. } => {
+                now += 1;
+                most = most.max(now);
+            }
+            Event::CheckFinished(r) if r.runs > 0 => now -= 1,
+            _ => {}
+        })
+        .await;
+        (most, report)
+    }
+
+    /// `--max-instances`: rules start only when their declared instances fit; a rule
+    /// declaring more than the budget is Skipped.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_instance_budget_admits_rules_that_fit() {
+        let rules = Some(vec![
+            "CRE-IDEMPOTENT".to_owned(),
+            "CRE-MARK".to_owned(),
+            "GET-STATELESS".to_owned(),
+            "LST-AGREES".to_owned(),
+        ]);
+        let free = RunOptions {
+            rules: rules.clone(),
+            ..RunOptions::default()
+        };
+        let (most, _) = overlap(free).await;
+        assert!(most > 1, "without a budget rules overlap ({most})");
+        let tight = RunOptions {
+            rules,
+            max_instances: Some(1),
+            ..RunOptions::default()
+        };
+        let (most, report) = overlap(tight).await;
+        assert_eq!(most, 1, "one instance at a time");
+        let agrees = report
+            .results
+            .iter()
+            .find(|r| r.id == "LST-AGREES")
+            .unwrap();
+        assert_eq!(agrees.outcome, Outcome::Skipped);
+        assert_eq!(
+            agrees.reason.as_deref(),
+            Some("holds up to 4 instances at once; --max-instances 1 allows fewer")
+        );
+    }
+
+    #[test]
+    fn a_spent_wall_budget_stops_the_run() {
+        let opts = RunOptions {
+            max_wall: Some(Duration::from_millis(5)),
+            ..RunOptions::default()
+        };
+        let t0 = Instant::now();
+        assert_eq!(opts.stopped(t0 + Duration::from_secs(1)), None);
+        let why = opts.stopped(t0 - Duration::from_secs(1)).unwrap();
+        assert_eq!(why, "not started: --max-wall 5 ms was spent");
+        assert_eq!(
+            RunOptions::default().stopped(t0 - Duration::from_secs(9)),
+            None
+        );
     }
 
     #[test]

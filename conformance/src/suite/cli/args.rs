@@ -7,14 +7,17 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::fixture::Fixture;
-use crate::rules::CATALOGUE;
+use crate::suite::baseline::{Entry, load as load_entries};
+use crate::suite::outcome::Report;
 use crate::suite::report::Format;
-use crate::suite::runner::{RunOptions, parse_rule_seeds, selected};
+use crate::suite::runner::{RunOptions, parse_rule_seeds};
+use crate::suite::tags::check_pattern;
 
 /// The flags of a run (and of `list`), parsed and nothing more.
 #[derive(Clone, Debug, clap::Args)]
 pub struct RunArgs {
-    /// Rules to run, comma separated: IDs, or prefixes ending in `*` (`CRE-*`). Default: all.
+    /// Rules to run, comma separated: IDs, prefixes ending in `*` (`CRE-*`), or `tag:NAME`
+    /// (`tag:two-locations`; `catalogue` lists each rule's tags). Default: all.
     #[arg(
         long,
         env = "CONFORMANCE_RULES",
@@ -94,6 +97,86 @@ pub struct RunArgs {
     )]
     pub rule_seed: Vec<String>,
 
+    /// Rules to skip, comma separated, as `--rules` takes them (`GEN-CANCEL,tag:slow`):
+    /// each is Skipped with the pattern named, and the verdict is partial.
+    #[arg(
+        long,
+        env = "CONFORMANCE_SKIP",
+        value_delimiter = ',',
+        value_name = "ID|PREFIX*|tag:NAME,..."
+    )]
+    pub skip: Vec<String>,
+
+    /// Runs each rule's check N times, each on a fresh testbed with a seed derived from
+    /// the rule's seed and the repetition; a rule that both passes and fails is flaky.
+    #[arg(
+        long,
+        env = "CONFORMANCE_REPEAT",
+        value_name = "N",
+        value_parser = clap::value_parser!(u32).range(1..=1000),
+        default_value_t = 1
+    )]
+    pub repeat: u32,
+
+    /// Starts no rule once the run has taken this long (seconds, or a duration such as
+    /// `45m`); rules running then finish, the rest are Skipped (a partial verdict).
+    #[arg(long, env = "CONFORMANCE_MAX_WALL", value_name = "DURATION", value_parser = parse_secs)]
+    pub max_wall: Option<Secs>,
+
+    /// The most instances the running rules may hold together: a rule starts only when
+    /// the instances it declares fit, and one declaring more than N is Skipped.
+    #[arg(
+        long,
+        env = "CONFORMANCE_MAX_INSTANCES",
+        value_name = "N",
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub max_instances: Option<u32>,
+
+    /// A YAML list of expected failures (`- rule: ID`, `reason: …`, `expires:
+    /// YYYY-MM-DD`): a listed rule that fails does not fail the run; one that passes
+    /// (a stale entry) or an expired entry does.
+    #[arg(long, env = "CONFORMANCE_EXPECTED_FAILURES", value_name = "FILE")]
+    pub expected_failures: Option<PathBuf>,
+
+    /// A YAML list of flaky rules, as `--expected-failures` writes it: a listed rule
+    /// that both passed and failed (or ran once and failed) does not fail the run
+    /// until its entry expires.
+    #[arg(long, env = "CONFORMANCE_QUARANTINE", value_name = "FILE")]
+    pub quarantine: Option<PathBuf>,
+
+    /// A previous run's `report.json`: its rule durations make the progress estimate of
+    /// the time left, and the CI summary (`$GITHUB_STEP_SUMMARY`) says what changed.
+    #[arg(long, env = "CONFORMANCE_PREVIOUS", value_name = "REPORT.json")]
+    pub previous: Option<PathBuf>,
+
+    /// Seconds between heartbeat lines when stderr is no terminal.
+    #[arg(
+        long,
+        env = "CONFORMANCE_HEARTBEAT",
+        value_name = "SECS",
+        value_parser = parse_secs,
+        default_value_t = Secs(super::progress::HEARTBEAT),
+        hide = true
+    )]
+    pub heartbeat: Secs,
+
+    /// What to print of the provider's log lines on stderr, as `RUST_LOG` writes it
+    /// (`warn`, `kvm2=debug`); `RUST_LOG` when not given, else nothing. It filters
+    /// only what is printed: the suite captures every line.
+    #[arg(long, env = "CONFORMANCE_LOG_LEVEL", value_name = "FILTER")]
+    pub log_level: Option<String>,
+
+    /// How printed log lines look.
+    #[arg(
+        long,
+        env = "CONFORMANCE_LOG_FORMAT",
+        value_enum,
+        default_value = "text",
+        value_name = "FORMAT"
+    )]
+    pub log_format: super::logging::LogFormat,
+
     /// Exit 0 on a partial verdict (no Fail, no Error, but not everything checked).
     #[arg(long, env = "CONFORMANCE_ALLOW_PARTIAL")]
     pub allow_partial: bool,
@@ -170,6 +253,19 @@ pub struct Plan {
     pub list: bool,
     /// Whether a partial verdict exits 0.
     pub allow_partial: bool,
+    /// The entries of `--expected-failures`.
+    pub expected_failures: Vec<Entry>,
+    /// The entries of `--quarantine`.
+    pub quarantine: Vec<Entry>,
+    /// A previous run's report (`--previous`): its durations make the progress
+    /// estimate, and the CI summary says what changed since.
+    pub previous: Option<Report>,
+    /// The period of the heartbeat line without a terminal.
+    pub heartbeat: Duration,
+    /// What to print of the provider's log lines (`--log-level`, else `RUST_LOG`).
+    pub log_filter: Option<String>,
+    /// How to print them.
+    pub log_format: super::logging::LogFormat,
 }
 
 impl Plan {
@@ -183,15 +279,48 @@ impl Plan {
             .map(|r| r.trim().to_owned())
             .filter(|r| !r.is_empty())
             .collect();
-        for r in &rules {
-            let filter = Some(vec![r.clone()]);
-            if !CATALOGUE.iter().any(|rule| selected(rule, &filter)) {
-                return Err(UsageError {
-                    flag: "--rules",
-                    message: format!("no rule matches {r:?} (`--list` shows them)"),
-                });
+        let patterns = |flag: &'static str, given: &[String]| {
+            let list: Vec<String> = given
+                .iter()
+                .map(|r| r.trim().to_owned())
+                .filter(|r| !r.is_empty())
+                .collect();
+            for r in &list {
+                check_pattern(r).map_err(|message| UsageError { flag, message })?;
             }
+            Ok::<_, UsageError>(list)
+        };
+        let rules = patterns("--rules", &rules)?;
+        let skip = patterns("--skip", &args.skip)?;
+        let load = |flag: &'static str, path: &Option<PathBuf>| match path {
+            None => Ok(Vec::new()),
+            Some(p) => load_entries(p).map_err(|message| UsageError { flag, message }),
+        };
+        let expected_failures = load("--expected-failures", &args.expected_failures)?;
+        let quarantine = load("--quarantine", &args.quarantine)?;
+        let log_filter = args
+            .log_level
+            .clone()
+            .or_else(|| std::env::var("RUST_LOG").ok())
+            .map(|f| f.trim().to_owned())
+            .filter(|f| !f.is_empty());
+        if let Some(f) = &log_filter {
+            tracing_subscriber::EnvFilter::try_new(f).map_err(|e| UsageError {
+                flag: "--log-level",
+                message: format!("{f:?} is not a log filter: {e}"),
+            })?;
         }
+        let previous = match &args.previous {
+            None => None,
+            Some(path) => {
+                Some(
+                    crate::suite::report::json::read(path).map_err(|message| UsageError {
+                        flag: "--previous",
+                        message,
+                    })?,
+                )
+            }
+        };
         let mut formats = Vec::new();
         for f in args.format {
             if !formats.contains(&f) {
@@ -228,7 +357,18 @@ impl Plan {
                     .provider_commit
                     .map(|c| c.trim().to_owned())
                     .filter(|c| !c.is_empty()),
+                skip,
+                repeat: args.repeat.max(1),
+                max_wall: args.max_wall.map(|s| s.0),
+                stop: None,
+                max_instances: args.max_instances,
             },
+            expected_failures,
+            quarantine,
+            previous,
+            heartbeat: args.heartbeat.0,
+            log_filter,
+            log_format: args.log_format,
             formats,
             out,
             random_seed,

@@ -2,11 +2,13 @@
 //! as data) or as the Markdown contract document.
 
 use crate::rules::CATALOGUE;
+use crate::suite::tags::tags_of;
 
 /// What `catalogue` prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum CatalogueFormat {
-    /// Every rule as a JSON object: ID, area, title, text, axes, gate, hooks, needs.
+    /// Every rule as a JSON object: ID, area, title, text, axes, gate, hooks, needs and
+    /// tags.
     Json,
     /// The contract document, as `docs/provider-contract.md` holds it.
     Md,
@@ -17,8 +19,15 @@ pub fn catalogue(format: CatalogueFormat) -> String {
     match format {
         CatalogueFormat::Json => {
             // The catalogue is static plain data with string keys: it always serialises.
-            let mut out =
-                serde_json::to_string_pretty(CATALOGUE).expect("the catalogue serialises");
+            let rules: Vec<serde_json::Value> = CATALOGUE
+                .iter()
+                .map(|r| {
+                    let mut v = serde_json::to_value(r).expect("a rule serialises");
+                    v["tags"] = tags_of(r).into();
+                    v
+                })
+                .collect();
+            let mut out = serde_json::to_string_pretty(&rules).expect("the catalogue serialises");
             out.push('\n');
             out
         }
@@ -42,6 +51,13 @@ mod tests {
         let want: Vec<&str> = CATALOGUE.iter().map(|r| r.id).collect();
         assert_eq!(ids, want);
         assert!(v[0]["text"].as_str().is_some_and(|t| !t.is_empty()));
+        let quota = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == "CRE-QUOTA")
+            .unwrap();
+        assert_eq!(quota["tags"], serde_json::json!(["capacity"]));
     }
 
     #[test]

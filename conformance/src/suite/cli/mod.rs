@@ -18,8 +18,9 @@
 //! process protocol).
 //!
 //! Subcommands: `run` (the default when none is given), `list`, `catalogue`,
-//! `render REPORT.json` (a report made elsewhere written in other formats) and
-//! `diff OLD.json NEW.json` (two runs compared; exit 1 when a rule got worse). When a
+//! `render REPORT.json` (a report made elsewhere written in other formats),
+//! `diff OLD.json NEW.json` (two runs compared; exit 1 when a rule got worse) and
+//! `verify REPORT.json` (schema, catalogue hash and the report's own digest). When a
 //! subcommand is named, the suite's flags follow it (`kvm2 conformance list --rules
 //! 'CRE-*'`).
 //!
@@ -32,20 +33,29 @@
 mod args;
 mod catalogue;
 mod diff;
+mod logging;
+mod progress;
 mod render;
 mod run;
 #[cfg(feature = "remote")]
 mod standalone;
 mod tree;
+mod verify;
 
 pub use args::{Plan, RunArgs, Secs, UsageError};
 pub use catalogue::{CatalogueFormat, catalogue};
-pub use diff::{Change, DIFF_EXIT_HELP, DiffArgs, ReportDiff, RuleChange, diff};
+pub use diff::{Change, DIFF_EXIT_HELP, DiffArgs, DiffFormat, ReportDiff, RuleChange, diff};
+pub use logging::{LogFormat, printer};
+pub use progress::{HEARTBEAT, Progress, Sink};
 pub use render::{RENDER_EXIT_HELP, RenderArgs, render};
-pub use run::{execute, exit_code, listing, not_checked_text, progress_line, summary_text};
+pub use run::{
+    ci_summary, execute, exit_code, listing, not_checked_text, progress_line, runs_note,
+    summary_text, waivers_text,
+};
 #[cfg(feature = "remote")]
 pub use standalone::{ProviderArgs, standalone_main, standalone_main_with};
 pub use tree::{SuiteArgs, SuiteCommand, main, main_with, run_suite};
+pub use verify::{Finding, VERIFY_EXIT_HELP, VerifyArgs, verify, verify_text};
 
 /// Exit code of a run whose verdict is fail.
 pub const EXIT_FAILED: u8 = 1;

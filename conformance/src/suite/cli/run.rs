@@ -1,20 +1,28 @@
 //! Running the suite from the command line: the listing, one progress line per
 //! finished rule on stderr, the summary, the reports and the exit code.
 
-use std::io::Write as _;
+use std::io::IsTerminal as _;
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::args::Plan;
+use super::progress::{Progress, Sink};
 use super::{EXIT_ERROR, EXIT_FAILED, EXIT_PARTIAL};
 use crate::fixture::Fixture;
 use crate::rules::CATALOGUE;
-use crate::suite::outcome::{Event, NOT_SELECTED, Outcome, Report, RuleResult, Verdict};
+use crate::suite::baseline::{apply, day_of};
+use crate::suite::capture::Capture;
+use crate::suite::logs::write_rule_logs;
+use crate::suite::outcome::{
+    Event, NOT_SELECTED, Outcome, Report, RuleResult, Verdict, WaiverKind,
+};
 use crate::suite::report::{find_sentinel, human_duration, write_all};
-use crate::suite::runner::{applicability, run, selected};
+use crate::suite::runner::{applicability, run, selected, skip_reason};
+use crate::suite::tags::tags_of;
 
-/// Every selected rule with its trial name and whether it runs against `fixture`.
-pub fn listing(fixture: &dyn Fixture, rules: &Option<Vec<String>>) -> String {
+/// Every selected rule with whether it runs against `fixture` (or why not: the
+/// profile, a missing hook, or `skip`), and its tags.
+pub fn listing(fixture: &dyn Fixture, rules: &Option<Vec<String>>, skip: &[String]) -> String {
     let chosen: Vec<_> = CATALOGUE.iter().filter(|r| selected(r, rules)).collect();
     let id_w = chosen.iter().map(|r| r.id.len()).max().unwrap_or(0);
     let title_w = chosen
@@ -25,11 +33,20 @@ pub fn listing(fixture: &dyn Fixture, rules: &Option<Vec<String>>) -> String {
     let mut out = String::new();
     for rule in chosen {
         let status = match applicability(fixture, rule) {
-            None => "runs".to_owned(),
+            None => match skip_reason(rule, skip) {
+                None => "runs".to_owned(),
+                Some(why) => format!("Skipped: {why}"),
+            },
             Some((o, why)) => format!("{}: {why}", o.as_str()),
         };
+        let tags = tags_of(rule);
+        let tags = if tags.is_empty() {
+            String::new()
+        } else {
+            format!("  [{}]", tags.join(", "))
+        };
         out.push_str(&format!(
-            "{:<id_w$}  {:<title_w$}  {status}\n",
+            "{:<id_w$}  {:<title_w$}  {status}{tags}\n",
             rule.id, rule.title
         ));
     }
@@ -40,7 +57,7 @@ pub fn listing(fixture: &dyn Fixture, rules: &Option<Vec<String>>) -> String {
 pub fn progress_line(index: usize, total: usize, r: &RuleResult) -> String {
     let w = total.to_string().len();
     let head = format!("[{index:>w$}/{total}] {} ...", r.id);
-    match r.outcome {
+    let line = match r.outcome {
         Outcome::Pass => format!("{head} Pass ({})", human_duration(r.duration)),
         Outcome::Skipped | Outcome::NotApplicable => format!(
             "{head} {}: {}",
@@ -53,7 +70,23 @@ pub fn progress_line(index: usize, total: usize, r: &RuleResult) -> String {
             human_duration(r.duration),
             r.reason.as_deref().unwrap_or("")
         ),
+    };
+    match runs_note(r) {
+        Some(note) => format!("{line} [{note}]"),
+        None => line,
     }
+}
+
+/// `flaky: 2 of 3 runs passed`, or `3 of 3 runs passed`, for a rule run more than once.
+pub fn runs_note(r: &RuleResult) -> Option<String> {
+    (r.runs > 1).then(|| {
+        format!(
+            "{}{} of {} runs passed",
+            if r.flaky { "flaky: " } else { "" },
+            r.passes,
+            r.runs
+        )
+    })
 }
 
 /// The summary printed after the run: counts, then each failure and error.
@@ -68,7 +101,7 @@ pub fn summary_text(report: &Report) -> String {
         s.skipped,
         s.not_applicable
     );
-    for r in report.results.iter().filter(|r| r.outcome.is_failure()) {
+    for r in report.results.iter().filter(|r| r.fails_run()) {
         out.push_str(&format!(
             "  {:<5} {}: {}\n",
             r.outcome.as_str(),
@@ -82,8 +115,49 @@ pub fn summary_text(report: &Report) -> String {
             ));
         }
     }
+    let flaky: Vec<_> = report.results.iter().filter(|r| r.flaky).collect();
+    if !flaky.is_empty() {
+        out.push_str("flaky:\n");
+        for r in flaky {
+            out.push_str(&format!(
+                "  {}: {} of {} runs passed{}\n",
+                r.id,
+                r.passes,
+                r.runs,
+                if r.waiver.is_some() {
+                    " (quarantined)"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+    out.push_str(&waivers_text(report));
     out.push_str(&not_checked_text(report));
     out.push_str(&format!("verdict: {}\n", report.verdict));
+    out
+}
+
+/// The expected-failures and quarantine entries with what became of each, for the
+/// summary; empty without entries.
+pub fn waivers_text(report: &Report) -> String {
+    if report.waivers.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("expected failures and quarantine:\n");
+    for w in &report.waivers {
+        let file = match w.kind {
+            WaiverKind::ExpectedFailure => "expected-failures",
+            WaiverKind::Quarantine => "quarantine",
+        };
+        out.push_str(&format!(
+            "  {:<7} {} ({file}, expires {}): {}\n",
+            w.status.as_str(),
+            w.rule,
+            w.expires,
+            w.message
+        ));
+    }
     out
 }
 
@@ -115,6 +189,105 @@ pub fn not_checked_text(report: &Report) -> String {
     out
 }
 
+/// The run in Markdown for a CI job's summary page (`$GITHUB_STEP_SUMMARY`, which
+/// Gitea and Forgejo honour too): the verdict and counts, every rule that fails the run,
+/// excused failures, flaky rules and baseline entries, and what changed since
+/// `previous` when given.
+pub fn ci_summary(report: &Report, previous: Option<&Report>) -> String {
+    let s = &report.summary;
+    let clip = |t: &str| {
+        let t: String = t.replace(['\n', '\r'], " ").replace('|', "\\|");
+        match t.char_indices().nth(200) {
+            Some((at, _)) => format!("{}…", &t[..at]),
+            None => t,
+        }
+    };
+    let mut out = format!(
+        "## Conformance: {} {}: **{}**\n\n",
+        report.run.provider,
+        report.run.provider_version,
+        report.verdict.as_str().to_uppercase()
+    );
+    out.push_str(&format!(
+        "{} pass, {} fail{}, {} error, {} skipped, {} not applicable; seed {}; {}.\n\n",
+        s.pass,
+        s.fail,
+        if s.waived > 0 {
+            format!(" ({} expected or quarantined)", s.waived)
+        } else {
+            String::new()
+        },
+        s.error,
+        s.skipped,
+        s.not_applicable,
+        report.run.seed,
+        human_duration(report.duration)
+    ));
+    let failing: Vec<_> = report.results.iter().filter(|r| r.fails_run()).collect();
+    if !failing.is_empty() {
+        out.push_str("| Rule | Outcome | Reason |\n| --- | --- | --- |\n");
+        for r in failing {
+            out.push_str(&format!(
+                "| `{}` | {} | {} |\n",
+                r.id,
+                r.outcome.as_str(),
+                clip(r.reason.as_deref().unwrap_or(""))
+            ));
+        }
+        out.push('\n');
+    }
+    for r in report
+        .results
+        .iter()
+        .filter(|r| r.waiver.is_some() || r.flaky)
+    {
+        let mut what = Vec::new();
+        if let Some(w) = &r.waiver {
+            what.push(format!(
+                "{} until {}: {}",
+                w.kind.label(),
+                w.expires,
+                clip(&w.reason)
+            ));
+        }
+        if r.flaky {
+            what.push(format!("flaky, {} of {} runs passed", r.passes, r.runs));
+        }
+        out.push_str(&format!("- `{}` {}\n", r.id, what.join("; ")));
+    }
+    for w in report.waivers.iter().filter(|w| w.status.fails_run()) {
+        out.push_str(&format!(
+            "- `{}` {} entry: {}\n",
+            w.rule,
+            w.status.as_str(),
+            clip(&w.message)
+        ));
+    }
+    if let Some(prev) = previous {
+        out.push('\n');
+        out.push_str(&super::diff::ReportDiff::of(prev, report).markdown());
+    }
+    out.push('\n');
+    out
+}
+
+/// Ctrl-C: the first stops starting rules (those running finish and sweep what they
+/// made, and the report is written, its verdict partial); the second aborts at once.
+async fn interrupt(stop: tokio_util::sync::CancellationToken) {
+    if tokio::signal::ctrl_c().await.is_err() {
+        return;
+    }
+    stop.cancel();
+    eprintln!(
+        "\ninterrupted: no more rules start; the running ones finish and sweep, then the \
+         reports are written (Ctrl-C again aborts)"
+    );
+    if tokio::signal::ctrl_c().await.is_ok() {
+        eprintln!("aborted: nothing more is swept and no report is written");
+        std::process::exit(130);
+    }
+}
+
 /// The exit code a finished run earns: one per verdict (see the module's docs).
 pub fn exit_code(report: &Report, allow_partial: bool) -> u8 {
     match report.verdict {
@@ -130,6 +303,14 @@ pub fn exit_code(report: &Report, allow_partial: bool) -> u8 {
 /// the reports and returns the exit code.
 pub fn execute(fixture: Arc<dyn Fixture>, plan: Plan) -> u8 {
     let started = Instant::now();
+    if let Some(filter) = &plan.log_filter {
+        // Resolving the plan checked the filter.
+        if let Ok(p) = super::logging::printer(filter, plan.log_format, std::io::stderr)
+            && Capture::global_with(Some(p)).is_none()
+        {
+            eprintln!("warning: another tracing subscriber is installed; nothing is captured");
+        }
+    }
     let provider = fixture.provider_name();
     let selected_rules: Vec<_> = CATALOGUE
         .iter()
@@ -138,7 +319,10 @@ pub fn execute(fixture: Arc<dyn Fixture>, plan: Plan) -> u8 {
     let total = selected_rules.len();
     let runnable = selected_rules
         .iter()
-        .filter(|r| applicability(fixture.as_ref(), r).is_none())
+        .filter(|r| {
+            applicability(fixture.as_ref(), r).is_none()
+                && skip_reason(r, &plan.opts.skip).is_none()
+        })
         .count();
     eprintln!(
         "conformance: {provider} {}, {total} rules ({runnable} to run), seed {}{}",
@@ -160,16 +344,52 @@ pub fn execute(fixture: Arc<dyn Fixture>, plan: Plan) -> u8 {
             return EXIT_ERROR;
         }
     };
-    let mut finished = 0usize;
-    let mut sink = move |e: &Event| {
-        if let Event::CheckFinished(r) = e {
-            finished += 1;
-            let mut err = std::io::stderr().lock();
-            let _ = writeln!(err, "{}", progress_line(finished, total, r));
-        }
+    let to_run: Vec<String> = selected_rules
+        .iter()
+        .filter(|r| {
+            applicability(fixture.as_ref(), r).is_none()
+                && skip_reason(r, &plan.opts.skip).is_none()
+        })
+        .map(|r| r.id.to_owned())
+        .collect();
+    let progress_sink = if std::io::stderr().is_terminal() {
+        Sink::Bar(indicatif::ProgressDrawTarget::stderr())
+    } else {
+        Sink::Lines(Box::new(std::io::stderr()), plan.heartbeat)
     };
-    let report = runtime.block_on(run(fixture, plan.opts.clone(), &mut sink));
+    let progress = Progress::start(
+        progress_sink,
+        total,
+        to_run,
+        plan.opts.concurrency.max(1),
+        plan.previous
+            .iter()
+            .flat_map(|r| &r.results)
+            .filter(|r| !matches!(r.outcome, Outcome::Skipped | Outcome::NotApplicable))
+            .map(|r| (r.id.clone(), r.duration))
+            .collect(),
+    );
+    let mut sink = |e: &Event| progress.event(e);
+    let stop = tokio_util::sync::CancellationToken::new();
+    let mut opts = plan.opts.clone();
+    opts.stop = Some(stop.clone());
+    let on_signal = runtime.spawn(interrupt(stop));
+    let mut report = runtime.block_on(run(fixture, opts, &mut sink));
+    on_signal.abort();
+    progress.finish();
     drop(runtime);
+    let today = day_of(report.run.started_at);
+    apply(
+        &mut report,
+        WaiverKind::ExpectedFailure,
+        &plan.expected_failures,
+        today,
+    );
+    apply(&mut report, WaiverKind::Quarantine, &plan.quarantine, today);
+    let sentinels = crate::suite::checks::create::sentinels();
+    if let Err(e) = write_rule_logs(&mut report, &plan.out, &sentinels) {
+        eprintln!("warning: failed to write the rules' log files: {e}");
+    }
     eprint!("\n{}", summary_text(&report));
     let mut code = exit_code(&report, plan.allow_partial);
     match write_all(&report, &plan.out, &plan.formats) {
@@ -187,6 +407,21 @@ pub fn execute(fixture: Arc<dyn Fixture>, plan: Plan) -> u8 {
             if code != EXIT_FAILED {
                 code = EXIT_ERROR;
             }
+        }
+    }
+    if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
+        let text = ci_summary(&report, plan.previous.as_ref());
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+        match appended {
+            Ok(()) => eprintln!("appended the summary to {}", path.to_string_lossy()),
+            Err(e) => eprintln!(
+                "warning: failed to append the summary to {}: {e}",
+                path.to_string_lossy()
+            ),
         }
     }
     eprintln!(

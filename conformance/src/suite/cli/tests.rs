@@ -160,7 +160,7 @@ fn bad_arguments_exit_with_two() {
 
 #[test]
 fn listing_shows_applicability() {
-    let text = listing(&Named, &Some(vec!["CRE-QUOTA".into(), "CHK-*".into()]));
+    let text = listing(&Named, &Some(vec!["CRE-QUOTA".into(), "CHK-*".into()]), &[]);
     let quota = text.lines().find(|l| l.starts_with("CRE-QUOTA")).unwrap();
     assert!(
         quota.contains("NotApplicable: profile declares quota=none"),
@@ -185,6 +185,13 @@ fn progress_lines_pad_the_counter() {
         not_checked: vec![],
         faults: vec![],
         duration: Duration::from_millis(12),
+        peak_instances: 0,
+        runs: 1,
+        passes: 1,
+        flaky: false,
+        repeat_seeds: vec![],
+        waiver: None,
+        log: None,
     };
     assert_eq!(
         progress_line(3, 45, &r),
@@ -302,4 +309,97 @@ fn run_suite_builds_the_fixture_only_when_it_needs_one() {
     let cli = Cli::try_parse_from(["conformance", "list"]).unwrap();
     assert_eq!(run_suite(cli.suite, &make), EXIT_USAGE);
     assert!(built.load(std::sync::atomic::Ordering::SeqCst));
+}
+
+#[test]
+fn rules_and_skip_take_tags() {
+    let p = plan(&["--rules", "tag:two-locations", "--skip", "tag:faults,CHK-*"]).unwrap();
+    assert_eq!(p.opts.rules, Some(vec!["tag:two-locations".to_owned()]));
+    assert_eq!(p.opts.skip, ["tag:faults", "CHK-*"]);
+    for (args, flag, want) in [
+        (&["--rules", "tag:nope"][..], "--rules", "no tag is named"),
+        (&["--skip", "tag:nope"], "--skip", "no tag is named"),
+        (&["--skip", "XYZ-*"], "--skip", "no rule matches"),
+        (&["--repeat", "0"], "--repeat", "0"),
+    ] {
+        let e = plan(args).unwrap_err();
+        assert!(e.contains(flag) && e.contains(want), "{args:?}: {e}");
+    }
+    assert_eq!(plan(&["--repeat", "3"]).unwrap().opts.repeat, 3);
+    assert_eq!(plan(&[]).unwrap().opts.repeat, 1);
+}
+
+#[test]
+fn the_listing_names_a_requested_skip_and_the_tags() {
+    let text = listing(
+        &Named,
+        &Some(vec!["LST-*".into(), "GET-MALFORMED".into()]),
+        &["GET-*".into()],
+    );
+    let get = text
+        .lines()
+        .find(|l| l.starts_with("GET-MALFORMED"))
+        .unwrap();
+    assert!(
+        get.contains("Skipped: skipped on request (--skip GET-*)"),
+        "{get}"
+    );
+    let partial = text.lines().find(|l| l.starts_with("LST-PARTIAL")).unwrap();
+    assert!(partial.ends_with("[faults, two-locations]"), "{partial}");
+}
+
+#[test]
+fn baseline_files_are_read_when_the_plan_resolves() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("expected.yaml");
+    std::fs::write(
+        &good,
+        "- rule: DEL-MALFORMED\n  reason: accepts empty IDs\n  expires: 2999-01-01\n",
+    )
+    .unwrap();
+    let p = plan(&["--expected-failures", good.to_str().unwrap()]).unwrap();
+    assert_eq!(p.expected_failures.len(), 1);
+    assert_eq!(p.expected_failures[0].rule, "DEL-MALFORMED");
+    assert!(p.quarantine.is_empty());
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(&bad, "- rule: NOPE\n  reason: x\n  expires: 2999-01-01\n").unwrap();
+    let e = plan(&["--quarantine", bad.to_str().unwrap()]).unwrap_err();
+    assert!(
+        e.contains("--quarantine") && e.contains("bad.yaml") && e.contains("NOPE"),
+        "{e}"
+    );
+    let e = plan(&["--expected-failures", "/nonexistent/x.yaml"]).unwrap_err();
+    assert!(
+        e.contains("--expected-failures") && e.contains("failed to read"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_repeated_rule_shows_its_runs_on_the_progress_line() {
+    let r = RuleResult {
+        id: "GET-BUSY".into(),
+        title: "t".into(),
+        area: "get".into(),
+        outcome: Outcome::Fail,
+        reason: Some("run 2 of 3, seed 9: boom".into()),
+        violations: vec![],
+        evidence: vec![],
+        property: None,
+        seed: 1,
+        not_checked: vec![],
+        faults: vec![],
+        duration: Duration::from_millis(30),
+        peak_instances: 0,
+        runs: 3,
+        passes: 2,
+        flaky: true,
+        repeat_seeds: vec![9, 10],
+        waiver: None,
+        log: None,
+    };
+    assert_eq!(
+        progress_line(1, 1, &r),
+        "[1/1] GET-BUSY ... Fail (30 ms): run 2 of 3, seed 9: boom [flaky: 2 of 3 runs passed]"
+    );
 }

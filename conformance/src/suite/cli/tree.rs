@@ -13,6 +13,7 @@ use super::catalogue::{CatalogueFormat, catalogue};
 use super::diff::{DIFF_EXIT_HELP, DiffArgs, diff};
 use super::render::{RENDER_EXIT_HELP, RenderArgs, render};
 use super::run::{execute, listing};
+use super::verify::{VERIFY_EXIT_HELP, VerifyArgs, verify};
 use crate::fixture::Fixture;
 
 /// The suite's whole command line, flattened into a provider's own command
@@ -53,6 +54,10 @@ pub enum SuiteCommand {
     /// and the verdict.
     #[command(after_help = DIFF_EXIT_HELP)]
     Diff(DiffArgs),
+    /// Checks a `report.json`: its schema, that it was made against this suite's
+    /// catalogue, and the digest it records of itself.
+    #[command(after_help = VERIFY_EXIT_HELP)]
+    Verify(VerifyArgs),
 }
 
 /// Runs what `args` asks for and returns the exit code. `fixture` is called only by
@@ -69,6 +74,7 @@ pub fn run_suite(args: SuiteArgs, fixture: &dyn Fn() -> Result<Arc<dyn Fixture>,
         }
         Some(SuiteCommand::Render(a)) => return render(a),
         Some(SuiteCommand::Diff(a)) => return diff(a),
+        Some(SuiteCommand::Verify(a)) => return verify(a),
     };
     let fixture = match fixture() {
         Ok(f) => f,
@@ -85,7 +91,10 @@ pub fn run_suite(args: SuiteArgs, fixture: &dyn Fn() -> Result<Arc<dyn Fixture>,
         }
     };
     if list_only || plan.list {
-        print!("{}", listing(fixture.as_ref(), &plan.opts.rules));
+        print!(
+            "{}",
+            listing(fixture.as_ref(), &plan.opts.rules, &plan.opts.skip)
+        );
         return 0;
     }
     execute(fixture, plan)

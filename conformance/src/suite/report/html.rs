@@ -11,8 +11,8 @@ use std::fmt::Write as _;
 
 use super::view::{
     by_area, class_label, clip, counts, distinct_reason, fault_lines, human_duration, judged,
-    outcome_label, outcome_slug, pass_percent, problems, result_time, settings_rows, verdict,
-    verdict_meaning, violation_line,
+    outcome_label, outcome_slug, pass_percent, problems, result_label, result_notes, result_time,
+    settings_rows, verdict, verdict_meaning, violation_line, waiver_file,
 };
 use crate::profile::Axis;
 use crate::suite::outcome::{Report, RuleResult, rfc3339};
@@ -265,6 +265,26 @@ fn write_page(out: &mut String, report: &Report) -> std::fmt::Result {
     }
     writeln!(out, "</section>")?;
 
+    if !report.waivers.is_empty() {
+        writeln!(
+            out,
+            "<section id=\"waivers\">\n<h2>Expected failures and quarantine</h2>\n<table>\n<thead><tr><th>Rule</th><th>File</th><th>Expires</th><th>Status</th><th>What it means</th></tr></thead>\n<tbody>"
+        )?;
+        for w in &report.waivers {
+            writeln!(
+                out,
+                "<tr class=\"waiver-{}\"><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                w.status.as_str(),
+                escape(&w.rule),
+                waiver_file(w.kind),
+                escape(&w.expires),
+                w.status.as_str(),
+                escape(&w.message)
+            )?;
+        }
+        writeln!(out, "</tbody>\n</table>\n</section>")?;
+    }
+
     // Per-area tables.
     writeln!(out, "<section id=\"areas\">\n<h2>Results by area</h2>")?;
     for group in by_area(&report.results) {
@@ -389,12 +409,22 @@ fn write_problem(out: &mut String, r: &RuleResult) -> std::fmt::Result {
     writeln!(
         out,
         "<h3><span class=\"pill {slug}\">{}</span> <code>{}</code> {}</h3>",
-        outcome_label(r.outcome),
+        escape(&result_label(r)),
         escape(&r.id),
         escape(&r.title)
     )?;
+    for note in result_notes(r) {
+        writeln!(out, "<p class=\"note\">{}</p>", escape(&note))?;
+    }
     if let Some(reason) = distinct_reason(r) {
         writeln!(out, "<p class=\"reason\">{}</p>", escape(reason))?;
+    }
+    if let Some(log) = &r.log {
+        writeln!(
+            out,
+            "<p class=\"log\">Log: <a href=\"{0}\"><code>{0}</code></a></p>",
+            escape(log)
+        )?;
     }
     write_details(out, r, true)?;
     writeln!(out, "</article>")
@@ -463,7 +493,7 @@ fn write_row(out: &mut String, r: &RuleResult) -> std::fmt::Result {
         out,
         "<tr class=\"{slug}\"><td class=\"id\">{id_cell}</td><td>{}</td><td><span class=\"pill {slug}\">{}</span></td><td>",
         escape(&r.title),
-        outcome_label(r.outcome)
+        escape(&result_label(r))
     )?;
     if let Some(reason) = &r.reason {
         if r.outcome.is_failure() {
@@ -474,6 +504,13 @@ fn write_row(out: &mut String, r: &RuleResult) -> std::fmt::Result {
         }
     }
     if !r.outcome.is_failure() {
+        if r.runs > 1 {
+            write!(
+                out,
+                " <span class=\"muted\">({} of {} runs passed)</span>",
+                r.passes, r.runs
+            )?;
+        }
         write_details(out, r, false)?;
     }
     writeln!(out, "</td><td class=\"time\">{}</td></tr>", result_time(r))

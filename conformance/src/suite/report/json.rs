@@ -11,13 +11,59 @@ use crate::suite::outcome::Report;
 /// The JSON Schema of `report.json`, as committed in `conformance/schema/`.
 pub const SCHEMA: &str = include_str!("../../../schema/report.schema.json");
 
-/// Renders `report` as pretty-printed JSON with a trailing newline.
+/// Renders `report` as pretty-printed JSON with a trailing newline, its last field
+/// the report's digest (see [`digest_of`]).
 pub fn render(report: &Report) -> String {
+    #[derive(serde::Serialize)]
+    struct WithDigest<'a> {
+        #[serde(flatten)]
+        report: &'a Report,
+        digest: String,
+    }
     // Every map in a Report has string keys and every value is plain data, so
-    // serialising to a String cannot fail.
-    let mut out = serde_json::to_string_pretty(report).expect("a report always serialises");
+    // serialising cannot fail.
+    let value = serde_json::to_value(report).expect("a report always serialises");
+    let mut out = serde_json::to_string_pretty(&WithDigest {
+        report,
+        digest: digest_of(&value),
+    })
+    .expect("a report always serialises");
     out.push('\n');
     out
+}
+
+/// The digest a report records of itself: `sha256:` and the hex SHA-256 of the report
+/// as compact JSON with its keys sorted and without its `digest` field. It shows that
+/// a report was not changed after it was written (by accident or by hand); anyone can
+/// compute it, so it proves nothing of who wrote the report.
+pub fn digest_of(report: &serde_json::Value) -> String {
+    use sha2::{Digest as _, Sha256};
+    let mut v = sorted(report);
+    if let Some(o) = v.as_object_mut() {
+        o.remove("digest");
+    }
+    let bytes = serde_json::to_vec(&v).expect("a JSON value always serialises");
+    let hash = Sha256::digest(&bytes);
+    let hex: String = hash.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// `v` with every object's keys in sorted order, whatever order the map type keeps.
+fn sorted(v: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::Object(o) => {
+            let mut keys: Vec<&String> = o.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), sorted(&o[k])))
+                    .collect(),
+            )
+        }
+        Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
 }
 
 /// Reads a `report.json` back: the inverse of [`render`].

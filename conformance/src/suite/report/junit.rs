@@ -5,7 +5,12 @@
 //! Outcomes map as the contract says: Pass is a success, Fail a `<failure>` (message:
 //! the reason; text: violations, property seed and shrunk input, evidence), Error an
 //! `<error>`, Skipped and NotApplicable a `<skipped>` whose type is the outcome and
-//! whose message is the reason (for NotApplicable it names the axis). Run metadata
+//! whose message is the reason (for NotApplicable it names the axis). A Fail that an
+//! expected-failures or quarantine entry excuses is a `<skipped>` of type
+//! `ExpectedFailure` or `Quarantined`, its details kept. A rule run more than once
+//! carries its runs, passes, `flaky` and seeds as testcase properties. A stale or
+//! expired entry is a failing testcase of its own (`expected-failures::<ID>`,
+//! `quarantine::<ID>`). Run metadata
 //! (profile, seed, catalogue hash, versions) are testsuite properties, so the file
 //! alone is enough to replay the run. Times are in seconds.
 
@@ -14,7 +19,7 @@ use std::fmt::Write as _;
 use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
 
 use super::view::violation_line;
-use crate::suite::outcome::{Outcome, Report, RuleResult, rfc3339};
+use crate::suite::outcome::{EntryStatus, Outcome, Report, RuleResult, WaiverKind, rfc3339};
 
 /// Renders `report` as a JUnit XML document.
 pub fn render(report: &Report) -> String {
@@ -26,6 +31,23 @@ pub fn render(report: &Report) -> String {
     suite.add_properties(properties(report));
     for r in &report.results {
         suite.add_test_case(test_case(&run.provider, r));
+    }
+    // A stale or expired entry fails the run: a failing testcase of its own, so a
+    // viewer shows the run red for the same reason the exit code does.
+    for w in report.waivers.iter().filter(|w| w.status.fails_run()) {
+        let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+        s.set_message(format!("{} entry: {}", w.status.as_str(), w.message))
+            .set_type(match w.status {
+                EntryStatus::Stale => "StaleEntry",
+                _ => "ExpiredEntry",
+            });
+        let file = match w.kind {
+            WaiverKind::ExpectedFailure => "expected-failures",
+            WaiverKind::Quarantine => "quarantine",
+        };
+        let mut case = TestCase::new(format!("{file}::{}", w.rule), s);
+        case.set_classname(run.provider.as_str());
+        suite.add_test_case(case);
     }
     let mut doc = quick_junit::Report::new("conformance");
     if let Ok(uuid) = run.run_id.parse::<uuid::Uuid>() {
@@ -105,6 +127,36 @@ fn properties(report: &Report) -> Vec<Property> {
             n.to_string(),
         ));
     }
+    if !o.skip.is_empty() {
+        props.push(Property::new("options.skip", o.skip.join(",")));
+    }
+    if o.repeat > 1 {
+        props.push(Property::new("options.repeat", o.repeat.to_string()));
+    }
+    if let Some(limit) = o.max_wall {
+        props.push(Property::new(
+            "options.max_wall_ms",
+            limit.as_millis().to_string(),
+        ));
+    }
+    for w in &report.waivers {
+        props.push(Property::new(
+            format!(
+                "{}.{}",
+                match w.kind {
+                    WaiverKind::ExpectedFailure => "expected_failure",
+                    WaiverKind::Quarantine => "quarantine",
+                },
+                w.rule
+            ),
+            format!(
+                "{} (expires {}): {}",
+                w.status.as_str(),
+                w.expires,
+                w.message
+            ),
+        ));
+    }
     for u in &report.not_checked {
         props.push(Property::new(
             format!("not_checked.{}", u.rule),
@@ -118,6 +170,24 @@ fn test_case(provider: &str, r: &RuleResult) -> TestCase {
     let reason = r.reason.clone().unwrap_or_default();
     let status = match r.outcome {
         Outcome::Pass => TestCaseStatus::success(),
+        // An excused failure is no failure of the run: skipped, its type saying why,
+        // with the failure's details kept.
+        Outcome::Fail if r.waiver.is_some() => {
+            let w = r.waiver.as_ref().expect("checked above");
+            let mut s = TestCaseStatus::skipped();
+            s.set_message(format!(
+                "{} until {}: {}; the failure: {reason}",
+                w.kind.label(),
+                w.expires,
+                w.reason
+            ))
+            .set_type(match w.kind {
+                WaiverKind::ExpectedFailure => "ExpectedFailure",
+                WaiverKind::Quarantine => "Quarantined",
+            })
+            .set_description(details(r));
+            s
+        }
         Outcome::Fail | Outcome::Error => {
             let kind = if r.outcome == Outcome::Fail {
                 NonSuccessKind::Failure
@@ -138,6 +208,19 @@ fn test_case(provider: &str, r: &RuleResult) -> TestCase {
     };
     let mut case = TestCase::new(trial_name(r), status);
     case.set_classname(provider).set_time(r.duration);
+    if let Some(log) = &r.log {
+        case.add_property(Property::new("log", log.as_str()));
+    }
+    if r.runs > 1 {
+        case.add_property(Property::new("runs", r.runs.to_string()));
+        case.add_property(Property::new("passes", r.passes.to_string()));
+        case.add_property(Property::new("flaky", r.flaky.to_string()));
+        let seeds: Vec<String> = std::iter::once(r.seed)
+            .chain(r.repeat_seeds.iter().copied())
+            .map(|s| s.to_string())
+            .collect();
+        case.add_property(Property::new("seeds", seeds.join(",")));
+    }
     if !r.outcome.is_failure() && !r.evidence.is_empty() {
         case.set_system_out(evidence_text(r));
     }

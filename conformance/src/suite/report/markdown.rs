@@ -10,8 +10,8 @@ use std::fmt::Write as _;
 
 use super::view::{
     by_area, class_label, counts, distinct_reason, fault_lines, human_duration, judged,
-    outcome_label, pass_percent, problems, result_time, settings_rows, verdict, verdict_meaning,
-    violation_line,
+    outcome_label, pass_percent, problems, result_label, result_notes, result_time, settings_rows,
+    verdict, verdict_meaning, violation_line, waiver_file,
 };
 use crate::profile::Axis;
 use crate::suite::outcome::{Report, RuleResult, rfc3339};
@@ -52,6 +52,13 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
         s.total(),
         crate::rules::CATALOGUE.len()
     )?;
+    if s.waived > 0 {
+        writeln!(
+            out,
+            "{} of the failures are expected or quarantined and do not fail the run.\n",
+            s.waived
+        )?;
+    }
 
     writeln!(out, "| Run | |\n| --- | --- |")?;
     let hooks: Vec<&str> = run.hooks.iter().map(|h| h.as_str()).collect();
@@ -134,6 +141,26 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
         writeln!(out)?;
     }
 
+    if !report.waivers.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "## Expected failures and quarantine\n")?;
+        writeln!(
+            out,
+            "| Rule | File | Expires | Status | What it means |\n| --- | --- | --- | --- | --- |"
+        )?;
+        for w in &report.waivers {
+            writeln!(
+                out,
+                "| {} | {} | {} | {} | {} |",
+                text(&w.rule),
+                waiver_file(w.kind),
+                text(&w.expires),
+                w.status.as_str(),
+                text(&w.message)
+            )?;
+        }
+    }
+
     let problems = problems(&report.results);
     writeln!(out)?;
     writeln!(out, "## Failures and errors\n")?;
@@ -157,8 +184,8 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
                 "| {} | {} | {} | {} | {} |",
                 text(&r.id),
                 text(&r.title),
-                outcome_label(r.outcome),
-                r.reason.as_deref().map(text).unwrap_or_default(),
+                result_label(r),
+                reason_cell(r),
                 result_time(r)
             )?;
         }
@@ -189,10 +216,16 @@ fn write_problem(out: &mut String, r: &RuleResult) -> std::fmt::Result {
         "### {}: {} ({})\n",
         text(&r.id),
         text(&r.title),
-        outcome_label(r.outcome)
+        result_label(r)
     )?;
+    for note in result_notes(r) {
+        writeln!(out, "{}\n", text(&note))?;
+    }
     if let Some(reason) = distinct_reason(r) {
         writeln!(out, "{}\n", text(reason))?;
+    }
+    if let Some(log) = &r.log {
+        writeln!(out, "Log: [{}]({})\n", text(log), log.replace(' ', "%20"))?;
     }
     if !r.violations.is_empty() {
         writeln!(out, "Violations:\n")?;
@@ -222,6 +255,22 @@ fn write_problem(out: &mut String, r: &RuleResult) -> std::fmt::Result {
         writeln!(out, "Evidence:\n\n{}", fenced(&r.evidence.join("\n")))?;
     }
     Ok(())
+}
+
+/// The reason column of a results table: the reason, and for a rule run more than
+/// once, how many runs passed.
+fn reason_cell(r: &RuleResult) -> String {
+    let reason = r.reason.as_deref().map(text).unwrap_or_default();
+    if r.runs > 1 {
+        let runs = format!("{} of {} runs passed", r.passes, r.runs);
+        if reason.is_empty() {
+            runs
+        } else {
+            format!("{reason} ({runs})")
+        }
+    } else {
+        reason
+    }
 }
 
 /// Escapes text for a table cell or a paragraph: nothing in it opens markup, and a

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::profile::AxisClass;
 use crate::rules::Area;
-use crate::suite::outcome::{Outcome, RuleResult, RunInfo, Summary, Verdict};
+use crate::suite::outcome::{Outcome, RuleResult, RunInfo, Summary, Verdict, WaiverKind};
 
 /// The run's verdict in one word, in capitals (`PASS`, `PARTIAL`, `FAIL`, `ERROR`).
 pub(crate) fn verdict(v: Verdict) -> &'static str {
@@ -23,9 +23,12 @@ pub(crate) fn verdict_meaning(v: Verdict) -> &'static str {
     match v {
         Verdict::Pass => "every rule of the catalogue ran and passed or was not applicable",
         Verdict::Partial => {
-            "no rule failed or errored, but the run did not check everything (see Not checked)"
+            "no rule failed or errored, but the run did not check everything (see Not checked) \
+             or excused a failure (see Expected failures and quarantine)"
         }
-        Verdict::Fail => "a rule failed",
+        Verdict::Fail => {
+            "a rule failed, or an expected-failure or quarantine entry is stale or expired"
+        }
         Verdict::Error => "no rule failed, but one could not be judged (an error)",
     }
 }
@@ -42,7 +45,7 @@ pub(crate) fn settings_rows(run: &RunInfo) -> Vec<(&'static str, String)> {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    vec![
+    let mut rows = vec![
         (
             "Rules selected",
             o.rules
@@ -54,7 +57,77 @@ pub(crate) fn settings_rows(run: &RunInfo) -> Vec<(&'static str, String)> {
         ("Rule timeout", human_duration(o.rule_timeout)),
         ("Concurrency", o.concurrency.to_string()),
         ("Rule seeds", seeds),
-    ]
+    ];
+    if !o.skip.is_empty() {
+        rows.push(("Skipped on request", o.skip.join(", ")));
+    }
+    if o.repeat > 1 {
+        rows.push(("Runs per rule", o.repeat.to_string()));
+    }
+    if let Some(limit) = o.max_wall {
+        rows.push(("Wall-time budget", human_duration(limit)));
+    }
+    rows
+}
+
+/// A result's outcome with what qualifies it: `Fail (expected failure)`,
+/// `Fail (quarantined, flaky)`, `Pass`.
+pub(crate) fn result_label(r: &RuleResult) -> String {
+    let mut marks: Vec<&str> = Vec::new();
+    if r.outcome == Outcome::Fail
+        && let Some(w) = &r.waiver
+    {
+        marks.push(w.kind.label());
+    }
+    if r.flaky {
+        marks.push("flaky");
+    }
+    if marks.is_empty() {
+        outcome_label(r.outcome).to_owned()
+    } else {
+        format!("{} ({})", outcome_label(r.outcome), marks.join(", "))
+    }
+}
+
+/// What a report says of a result beyond its outcome: the entry that excuses it and
+/// its repeated runs, one sentence each.
+pub(crate) fn result_notes(r: &RuleResult) -> Vec<String> {
+    let mut notes = Vec::new();
+    if r.outcome == Outcome::Fail
+        && let Some(w) = &r.waiver
+    {
+        notes.push(format!(
+            "{} until {}, so the run does not fail for it: {}",
+            match w.kind {
+                WaiverKind::ExpectedFailure => "An expected failure",
+                WaiverKind::Quarantine => "Quarantined",
+            },
+            w.expires,
+            w.reason
+        ));
+    }
+    if r.runs > 1 {
+        let seeds: Vec<String> = std::iter::once(r.seed)
+            .chain(r.repeat_seeds.iter().copied())
+            .map(|s| s.to_string())
+            .collect();
+        notes.push(format!(
+            "{}{} of {} runs passed (seeds {}).",
+            if r.flaky { "Flaky: " } else { "" },
+            r.passes,
+            r.runs,
+            seeds.join(", ")
+        ));
+    }
+    notes
+}
+
+/// The file an entry comes from, as reports name it.
+pub(crate) fn waiver_file(k: WaiverKind) -> &'static str {
+    match k {
+        WaiverKind::ExpectedFailure => "expected failures",
+        WaiverKind::Quarantine => "quarantine",
+    }
 }
 
 /// One line per injected fault of `r`: `transient at nth(3) on l0: fired`.

@@ -1,0 +1,181 @@
+//! Per-rule log files: after a run, each rule that ran gets `logs/<RULE>.log` in the
+//! report directory, holding every span and log line recorded under that rule's span
+//! (the provider's own, and the suite's operation spans around them), whatever
+//! `--log-level` printed.
+//!
+//! Each line is scanned for the run's CRE-SECRET sentinels before it is written: a
+//! line holding one is written redacted, and CRE-SECRET fails with a violation naming
+//! the file and the line. A rule that failed or errored points at its file
+//! (`RuleResult::log`).
+
+use std::fmt::Write as _;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::capture::Capture;
+use super::outcome::{Outcome, Report, Violation};
+
+/// The directory, inside the report directory, the log files go to.
+pub const LOG_DIR: &str = "logs";
+
+/// What replaces a sentinel in a written log line.
+pub const REDACTED: &str = "[redacted: cloud-init user data]";
+
+/// The lines of the log of the rule whose span carries `mark`: its spans, then its
+/// events with the spans they were emitted in. `None` when no such span was recorded.
+pub fn rule_log(cap: &Capture, mark: &str) -> Option<Vec<String>> {
+    let root = cap.find_mark(mark)?;
+    let spans = cap.descendants(root);
+    let name_of = |seq: u64| {
+        spans
+            .iter()
+            .find(|s| s.seq == seq)
+            .map(|s| s.name.as_str())
+            .unwrap_or("conformance.rule")
+    };
+    let mut lines = Vec::with_capacity(spans.len() + 1);
+    for s in &spans {
+        let depth = std::iter::successors(s.parent, |p| {
+            spans.iter().find(|x| x.seq == *p).and_then(|x| x.parent)
+        })
+        .take_while(|p| *p != root)
+        .count();
+        lines.push(format!(
+            "span {}{} {}",
+            "  ".repeat(depth),
+            s.name,
+            s.fields
+        ));
+    }
+    for e in cap.events_under(root) {
+        let mut line = format!("{:<5} {}: {}", e.level, e.target, e.text);
+        let chain: Vec<&str> = e
+            .scope
+            .iter()
+            .take_while(|s| **s != root)
+            .map(|s| name_of(*s))
+            .collect();
+        if !chain.is_empty() {
+            let _ = write!(line, "  (in {})", chain.join(" < "));
+        }
+        lines.push(line);
+    }
+    Some(lines)
+}
+
+/// A sentinel found in a log line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hit {
+    /// The file, relative to the report directory (`logs/CRE-SECRET.log`).
+    pub file: String,
+    /// The line, from 1.
+    pub line: usize,
+}
+
+/// `lines` with every sentinel redacted, and the numbers (from 1) of the lines that
+/// held one.
+pub fn redact(lines: &[String], sentinels: &[String]) -> (Vec<String>, Vec<usize>) {
+    let mut hits = Vec::new();
+    let out = lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let mut l = l.replace(['\n', '\r'], " ");
+            let mut hit = false;
+            for s in sentinels.iter().filter(|s| !s.is_empty()) {
+                if l.contains(s.as_str()) {
+                    l = l.replace(s.as_str(), REDACTED);
+                    hit = true;
+                }
+            }
+            if hit {
+                hits.push(i + 1);
+            }
+            l
+        })
+        .collect();
+    (out, hits)
+}
+
+/// Writes each rule's log file into `dir/logs/`, redacting sentinels; a sentinel
+/// found fails CRE-SECRET with a violation naming the file and the line. Failed and
+/// errored rules point at their file. Returns the files written.
+pub fn write_rule_logs(
+    report: &mut Report,
+    dir: &Path,
+    sentinels: &[String],
+) -> io::Result<Vec<PathBuf>> {
+    let Some(cap) = Capture::global() else {
+        return Ok(Vec::new());
+    };
+    let run_short: String = report.run.run_id.chars().take(8).collect();
+    let logs = dir.join(LOG_DIR);
+    let mut written = Vec::new();
+    let mut hits = Vec::new();
+    for r in report.results.iter_mut().filter(|r| r.runs > 0) {
+        let Some(lines) = rule_log(&cap, &format!("{}-{run_short}", r.id)) else {
+            continue;
+        };
+        std::fs::create_dir_all(&logs)?;
+        let (lines, at) = redact(&lines, sentinels);
+        let name = format!("{LOG_DIR}/{}.log", r.id);
+        hits.extend(at.into_iter().map(|line| Hit {
+            file: name.clone(),
+            line,
+        }));
+        let mut text = lines.join("\n");
+        text.push('\n');
+        let path = dir.join(&name);
+        std::fs::write(&path, text)?;
+        written.push(path);
+        if r.outcome.is_failure() {
+            r.log = Some(name);
+        }
+    }
+    if !hits.is_empty() {
+        fail_secret(report, &hits);
+    }
+    Ok(written)
+}
+
+/// Fails CRE-SECRET for sentinels found in log lines.
+fn fail_secret(report: &mut Report, hits: &[Hit]) {
+    let Some(r) = report.results.iter_mut().find(|r| r.id == "CRE-SECRET") else {
+        return;
+    };
+    for h in hits {
+        r.violations.push(Violation {
+            rule: "CRE-SECRET".into(),
+            location: format!("{} line {}", h.file, h.line),
+            expected: "no cloud-init user data in the provider's log lines".into(),
+            actual: "a CRE-SECRET sentinel; the line was written redacted".into(),
+        });
+    }
+    if r.outcome != Outcome::Fail {
+        r.outcome = Outcome::Fail;
+        r.reason = r.violations.first().map(|v| v.to_string());
+        r.waiver = None;
+    }
+    report.refresh();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sentinels_are_redacted_and_their_lines_named() {
+        let lines = vec![
+            "INFO kvm2: created vm1".to_owned(),
+            "DEBUG kvm2: user data root:sentinel-x-1\nsecond".to_owned(),
+            "DEBUG kvm2: nothing".to_owned(),
+        ];
+        let (out, hits) = redact(&lines, &["sentinel-x-1".to_owned(), String::new()]);
+        assert_eq!(hits, [2]);
+        assert_eq!(
+            out[1],
+            format!("DEBUG kvm2: user data root:{REDACTED} second")
+        );
+        assert_eq!(out[0], lines[0]);
+    }
+}
