@@ -127,13 +127,17 @@ impl Kvm2 {
                 MarkRead::Marked(_) => {}
             }
             let (state, reason) = rpc!(s, "DomainGetState", |c| c.domain_get_state(&dom))?;
-            // Started again when it never ran, failed to start, or went down with
-            // libvirtd (a Create interrupted by a daemon restart); a guest someone
-            // shut down or destroyed is not ours to restart here.
+            // Started again when it never ran, failed to start, went down with
+            // libvirtd (a Create interrupted by a daemon restart), or was destroyed
+            // (what a Delete interrupted between its destroy and its undefine
+            // leaves: without a start here, every later Create of the name would
+            // fail Transient and never converge); a guest that shut itself down is
+            // not ours to restart here.
             let dom = if state == DomainState::Shutoff
                 && matches!(
                     reason,
                     libvirt_wire::DOMAIN_SHUTOFF_UNKNOWN
+                        | libvirt_wire::DOMAIN_SHUTOFF_DESTROYED
                         | libvirt_wire::DOMAIN_SHUTOFF_FAILED
                         | libvirt_wire::DOMAIN_SHUTOFF_DAEMON
                 ) {

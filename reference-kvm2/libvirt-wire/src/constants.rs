@@ -42,6 +42,8 @@ int_enum! {
 
 /// Domain shut off, reason "unknown": defined but never started.
 pub const DOMAIN_SHUTOFF_UNKNOWN: i32 = 0;
+/// Domain shut off, reason "destroyed": stopped by a destroy call.
+pub const DOMAIN_SHUTOFF_DESTROYED: i32 = 2;
 /// Domain shut off, reason "failed": it failed to start.
 pub const DOMAIN_SHUTOFF_FAILED: i32 = 6;
 /// Domain shut off, reason "daemon": libvirtd went away while it ran or started.
