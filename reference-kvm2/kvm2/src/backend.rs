@@ -314,9 +314,11 @@ async fn dial(
                 count: config.timeouts.keepalive_count,
             }),
         };
+        let home = crate::dialer::home_of(&stream);
         let (client, connection) = rpc.attach(stream);
-        // The connection task runs outside any operation's span.
-        tokio::spawn(connection.instrument(Span::none()));
+        // The connection task runs outside any operation's span, on the
+        // stream's own thread when it has one.
+        home.spawn(connection.instrument(Span::none()));
         let s = Session {
             ctx: &dctx,
             host: &host.name,

@@ -77,6 +77,9 @@ impl Kvm2 {
                 let mut details = BTreeMap::new();
                 details.insert("user".to_owned(), host.user.clone());
                 details.insert("hostname".to_owned(), hostname);
+                if let Some(cipher) = crate::dialer::negotiated_cipher(host) {
+                    details.insert("sshCipher".to_owned(), cipher);
+                }
                 details.insert("libvirtVersion".to_owned(), dotted_version(version));
                 details.insert("hypervisorVersion".to_owned(), dotted_version(hypervisor));
                 let pool_name = i.config.pool.as_str();
@@ -180,6 +183,25 @@ impl Checker for Kvm2 {
 mod tests {
     use super::*;
     use rstest::rstest;
+
+    #[tokio::test]
+    async fn check_shows_the_negotiated_ssh_cipher() {
+        use conformance::fixture::Fixture;
+        // The fixture's hosts are reached over SSH, like production ones.
+        let fixture = crate::fixture::Kvm2Fixture::default();
+        let bed = fixture.open().await.unwrap();
+        let ctx = Ctx::with_timeout(std::time::Duration::from_secs(10));
+        let health = bed.provider().checker().unwrap().check(&ctx).await;
+        assert!(!health.is_empty());
+        for h in &health {
+            assert!(h.ready, "{h:?}");
+            assert_eq!(
+                h.details.get("sshCipher").map(String::as_str),
+                Some("aes256-gcm@openssh.com"),
+                "{h:?}"
+            );
+        }
+    }
 
     #[test]
     fn versions_read_as_major_minor_micro() {

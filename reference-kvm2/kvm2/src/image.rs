@@ -1,8 +1,9 @@
 //! The image cache on each host: a base image volume per configured image,
 //! trusted only once its marker volume exists.
 //!
-//! A missing image is downloaded (Content-Length required), streamed through
-//! SHA-256 into `StorageVolUpload` on a connection of its own, the pool is
+//! A missing image is downloaded (Content-Length required), streamed into
+//! `StorageVolUpload` on a connection of its own while a blocking thread hashes
+//! the same buffers with SHA-256 ([`upload_hashed`]), the pool is
 //! refreshed and the marker written last. A failed attempt deletes the partial
 //! volume. Callers for one image on one host take turns, so the image is
 //! fetched once; the second caller finds the marker.
@@ -281,6 +282,50 @@ pub(crate) async fn store(
     .await
 }
 
+/// Buffers waiting for the hashing thread, at most: enough that sending and
+/// hashing overlap, few enough that memory stays flat.
+const HASH_QUEUE: usize = 16;
+
+/// Sends `body` through `upload` and finishes it, while a blocking thread
+/// computes the body's SHA-256 from the same buffers (shared, not copied), so
+/// hashing overlaps sending instead of delaying it. Returns the bytes sent
+/// and the digest of exactly those bytes.
+///
+/// The hashing thread is fed through a bounded queue: a writer faster than
+/// the hash waits for it, and the memory held stays a few buffers.
+pub async fn upload_hashed(
+    upload: libvirt_rpc::Upload,
+    body: Body,
+) -> Result<(u64, [u8; 32]), libvirt_rpc::Error> {
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(HASH_QUEUE);
+    let hasher = tokio::task::spawn_blocking(move || {
+        let mut h = Sha256::new();
+        while let Some(b) = rx.blocking_recv() {
+            h.update(&b);
+        }
+        let digest: [u8; 32] = h.finalize().into();
+        digest
+    });
+    let body = body.then(move |r| {
+        let tx = tx.clone();
+        async move {
+            if let Ok(b) = &r
+                && tx.send(b.clone()).await.is_err()
+            {
+                return Err(std::io::Error::other("the hashing thread stopped"));
+            }
+            r
+        }
+    });
+    // `send_stream` drops the body, and with it the queue's sender, when it
+    // returns: the hashing thread then ends, whatever the outcome.
+    let sent = upload.send_stream(body).await?;
+    let digest = hasher
+        .await
+        .map_err(|e| libvirt_rpc::Error::from_source(format!("the hashing thread failed: {e}")))?;
+    Ok((sent, digest))
+}
+
 async fn upload(
     up: &Session<'_>,
     pool: &StoragePool,
@@ -288,22 +333,15 @@ async fn upload(
     vol: &libvirt_wire::StorageVol,
     dl: Download,
 ) -> Result<(), Failure> {
-    let hasher = Arc::new(Mutex::new(Sha256::new()));
-    let h = hasher.clone();
-    let body = dl.body.map(move |r| {
-        if let Ok(b) = &r {
-            h.lock().expect("hasher poisoned").update(b);
-        }
-        r
-    });
     let len = dl.length;
-    let sent = rpc_once!(
+    let body = dl.body;
+    let (sent, digest) = rpc_once!(
         up,
         "StorageVolUpload",
         up.config.timeouts.upload,
         |c| async move {
             let u = c.storage_vol_upload(vol, 0, len, 0).await?;
-            u.send_stream(body).await
+            upload_hashed(u, body).await
         }
     )?;
     if sent != len {
@@ -312,7 +350,7 @@ async fn upload(
             img.name
         )));
     }
-    let digest = hex(&hasher.lock().expect("hasher poisoned").clone().finalize());
+    let digest = hex(&digest);
     if let Some(want) = &img.sha256
         && !want.eq_ignore_ascii_case(&digest)
     {

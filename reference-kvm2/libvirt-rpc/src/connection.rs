@@ -5,12 +5,13 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
+use std::io::IoSlice;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use futures_util::{Sink, Stream};
+use bytes::{Buf, Bytes, BytesMut};
+use futures_util::Stream;
 use libvirt_wire::{
     ErrorCode, ErrorDomain, Header, KEEPALIVE_PING, KEEPALIVE_PONG, KEEPALIVE_PROGRAM, MessageType,
     Packet, Procedure, REMOTE_PROGRAM, REMOTE_VERSION, RemoteError, Status, encode_packet,
@@ -18,7 +19,7 @@ use libvirt_wire::{
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, Sleep};
-use tokio_util::codec::Framed;
+use tokio_util::codec::FramedRead;
 use tracing::{debug, trace};
 
 use crate::codec::{CodecError, PacketCodec};
@@ -28,6 +29,11 @@ use crate::error::{Cause, Error, Kind, Result};
 const BUDGET: usize = 64;
 /// Frames waiting for the transport before new requests stop being taken.
 const OUTBOX_MAX: usize = 16;
+/// Buffers handed to one vectored write, at most.
+const WRITE_SLICES: usize = 64;
+/// Frames smaller than this are gathered with their neighbours into one
+/// vectored write; a larger one is written on its own.
+const GATHER_MAX: usize = 64 << 10;
 /// How many abandoned calls, and how many answered ones, the connection
 /// remembers to judge a reply that matches no call in flight.
 pub(crate) const RECENT_MAX: usize = 4096;
@@ -56,10 +62,13 @@ pub(crate) enum Request {
     },
     /// The caller gave up on this serial: discard its reply, abort its stream.
     Cancel { serial: u32 },
-    /// Stream data; `ack` fires once the frame is handed to the transport.
+    /// Stream data: the packet's length word and header, then its payload
+    /// in one or more buffers, written as they are (no copy). `ack` fires
+    /// once the whole packet was written to the transport; dropping it
+    /// unsent means the stream ended first.
     StreamData {
         serial: u32,
-        frame: Bytes,
+        parts: Vec<Bytes>,
         ack: oneshot::Sender<()>,
     },
     /// The end of the stream data (STREAM/OK), awaiting confirmation.
@@ -103,9 +112,31 @@ struct StreamEntry {
     events: Option<mpsc::UnboundedSender<StreamEvent>>,
 }
 
+/// A packet waiting for the transport: what is left of its buffers, front
+/// first.
 struct Outgoing {
-    frame: Bytes,
+    parts: VecDeque<Bytes>,
     ack: Option<oneshot::Sender<()>>,
+    /// For stream data: the stream's serial, so that data of a stream the
+    /// server ended is dropped instead of written.
+    stream: Option<u32>,
+    /// Part of it is on the wire: it must be finished before anything else.
+    started: bool,
+}
+
+impl Outgoing {
+    fn frame(frame: Bytes) -> Self {
+        Outgoing {
+            parts: VecDeque::from([frame]),
+            ack: None,
+            stream: None,
+            started: false,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.parts.iter().map(Bytes::len).sum()
+    }
 }
 
 /// The last `RECENT_MAX` serials added, oldest forgotten first.
@@ -234,7 +265,9 @@ impl KeepaliveTimer {
 /// call needs a new one. A late reply to an abandoned call is discarded.
 #[must_use = "the connection does nothing unless it is polled; spawn it"]
 pub struct Connection<S> {
-    framed: Framed<S, PacketCodec>,
+    /// Reads packets; writes go straight to the transport (`get_mut`), so
+    /// stream data reaches it without being copied into a frame buffer.
+    framed: FramedRead<S, PacketCodec>,
     requests: mpsc::UnboundedReceiver<Request>,
     pending: HashMap<u32, Pending>,
     /// The highest serial written so far (0: none yet).
@@ -260,7 +293,7 @@ where
         keepalive: Option<Keepalive>,
     ) -> Self {
         Connection {
-            framed: Framed::new(stream, PacketCodec),
+            framed: FramedRead::new(stream, PacketCodec),
             requests,
             pending: HashMap::new(),
             highest: 0,
@@ -333,25 +366,12 @@ where
             }
 
             // Write.
-            while !self.outbox.is_empty() {
-                match Pin::new(&mut self.framed).poll_ready(cx) {
-                    Poll::Ready(Ok(())) => {
-                        let out = self.outbox.pop_front().expect("outbox is not empty");
-                        Pin::new(&mut self.framed)
-                            .start_send(out.frame)
-                            .map_err(codec_error)?;
-                        if let Some(ack) = out.ack {
-                            let _ = ack.send(());
-                        }
-                        progress = true;
-                    }
-                    Poll::Ready(Err(e)) => return Poll::Ready(Err(codec_error(e))),
-                    Poll::Pending => break,
+            let flushed = match self.poll_write_outbox(cx) {
+                Poll::Ready(Ok(wrote)) => {
+                    progress |= wrote;
+                    true
                 }
-            }
-            let flushed = match Pin::new(&mut self.framed).poll_flush(cx) {
-                Poll::Ready(Ok(())) => true,
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(codec_error(e))),
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                 Poll::Pending => false,
             };
 
@@ -361,7 +381,8 @@ where
                 && self.pending.is_empty()
                 && self.streams.is_empty()
             {
-                ready!(Pin::new(&mut self.framed).poll_close(cx)).map_err(codec_error)?;
+                ready!(Pin::new(self.framed.get_mut()).poll_shutdown(cx))
+                    .map_err(|e| Error::new(Kind::Io).with_source(e))?;
                 return Poll::Ready(Ok(()));
             }
 
@@ -372,6 +393,95 @@ where
         // Plenty of work remains: let other tasks run, then come back.
         cx.waker().wake_by_ref();
         Poll::Pending
+    }
+
+    /// Writes queued packets to the transport with vectored writes, small
+    /// ones gathered together, and flushes it. Ready once the outbox is
+    /// empty and the transport flushed (with whether anything was written),
+    /// Pending while the transport is busy.
+    fn poll_write_outbox(&mut self, cx: &mut Context<'_>) -> Poll<Result<bool>> {
+        let mut wrote = false;
+        while !self.outbox.is_empty() {
+            let n = {
+                let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(WRITE_SLICES);
+                let mut total = 0;
+                'gather: for out in &self.outbox {
+                    if total > 0 && (out.len() >= GATHER_MAX || total >= GATHER_MAX) {
+                        break;
+                    }
+                    for part in out.parts.iter().filter(|p| !p.is_empty()) {
+                        if slices.len() == WRITE_SLICES {
+                            break 'gather;
+                        }
+                        slices.push(IoSlice::new(part));
+                        total += part.len();
+                    }
+                }
+                let io = Pin::new(self.framed.get_mut());
+                match io.poll_write_vectored(cx, &slices) {
+                    Poll::Ready(Ok(0)) => {
+                        return Poll::Ready(Err(Error::new(Kind::Io)
+                            .with_source(std::io::Error::from(std::io::ErrorKind::WriteZero))));
+                    }
+                    Poll::Ready(Ok(n)) => n,
+                    Poll::Ready(Err(e)) => {
+                        return Poll::Ready(Err(Error::new(Kind::Io).with_source(e)));
+                    }
+                    Poll::Pending => return Poll::Pending,
+                }
+            };
+            wrote = true;
+            self.advance(n);
+        }
+        match Pin::new(self.framed.get_mut()).poll_flush(cx) {
+            Poll::Ready(Ok(())) => Poll::Ready(Ok(wrote)),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(Error::new(Kind::Io).with_source(e))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// Drops `n` written bytes from the front of the outbox, acknowledging
+    /// each packet written whole.
+    fn advance(&mut self, mut n: usize) {
+        while n > 0 {
+            let out = self.outbox.front_mut().expect("written bytes were queued");
+            out.started = true;
+            while n > 0 {
+                let Some(part) = out.parts.front_mut() else {
+                    break;
+                };
+                let take = n.min(part.len());
+                part.advance(take);
+                n -= take;
+                if part.is_empty() {
+                    out.parts.pop_front();
+                }
+            }
+            if out.parts.iter().all(Bytes::is_empty) {
+                let done = self.outbox.pop_front().expect("front exists");
+                if let Some(ack) = done.ack {
+                    let _ = ack.send(());
+                }
+            }
+        }
+    }
+
+    /// Queues a packet ahead of the others, behind one already part-way out.
+    fn push_urgent(&mut self, out: Outgoing) {
+        let at = usize::from(self.outbox.front().is_some_and(|o| o.started));
+        self.outbox.insert(at, out);
+    }
+
+    /// Drops the data of stream `serial` that has not started going out:
+    /// the server ended the stream, so it would only be discarded there.
+    fn drop_stream_data(&mut self, serial: u32) {
+        let before = self.outbox.len();
+        self.outbox
+            .retain(|o| o.started || o.stream != Some(serial));
+        let dropped = before - self.outbox.len();
+        if dropped > 0 {
+            trace!(serial, dropped, "dropped data queued for an ended stream");
+        }
     }
 
     /// Sends a PING when the server has been silent; fails when it stayed
@@ -387,8 +497,7 @@ where
             Tick::Quiet => {}
             Tick::Ping => {
                 trace!("sending keepalive ping");
-                let frame = keepalive_frame(KEEPALIVE_PING);
-                self.outbox.push_front(Outgoing { frame, ack: None });
+                self.push_urgent(Outgoing::frame(keepalive_frame(KEEPALIVE_PING)));
             }
             Tick::Dead => {
                 let k = timer.config;
@@ -417,8 +526,7 @@ where
                 match h.procedure {
                     KEEPALIVE_PING => {
                         trace!("answering keepalive ping");
-                        let frame = keepalive_frame(KEEPALIVE_PONG);
-                        self.outbox.push_front(Outgoing { frame, ack: None });
+                        self.push_urgent(Outgoing::frame(keepalive_frame(KEEPALIVE_PONG)));
                     }
                     KEEPALIVE_PONG => trace!("keepalive pong"),
                     other => debug!(procedure = other, "ignoring unknown keepalive procedure"),
@@ -547,6 +655,7 @@ where
             }
         };
         trace!(serial = h.serial, state = ?entry.state, ?event, "stream ended");
+        self.drop_stream_data(h.serial);
         if let Some(entry) = self.streams.remove(&h.serial)
             && let Some(events) = entry.events
         {
@@ -602,15 +711,17 @@ where
                         }),
                     },
                 );
-                self.outbox.push_back(Outgoing { frame, ack: None });
+                self.outbox.push_back(Outgoing::frame(frame));
             }
             Request::Cancel { serial } => self.on_cancel(serial),
-            Request::StreamData { serial, frame, ack } => {
+            Request::StreamData { serial, parts, ack } => {
                 match self.streams.get(&serial) {
                     Some(entry) if entry.state == StreamState::Open => {
                         self.outbox.push_back(Outgoing {
-                            frame,
+                            parts: parts.into(),
                             ack: Some(ack),
+                            stream: Some(serial),
+                            started: false,
                         });
                     }
                     // The stream ended (its event is already queued); dropping
@@ -666,10 +777,7 @@ where
     fn push_stream_control(&mut self, call: Header, status: Status) {
         let mut buf = BytesMut::with_capacity(28);
         encode_packet(&mut buf, &call.stream(status), &()).expect("a bare header fits");
-        self.outbox.push_back(Outgoing {
-            frame: buf.freeze(),
-            ack: None,
-        });
+        self.outbox.push_back(Outgoing::frame(buf.freeze()));
     }
 
     /// Fails everything in flight with `error`'s cause and closes.

@@ -106,6 +106,13 @@ impl Error {
         }
     }
 
+    /// An error saying that the data source of an upload failed with
+    /// `source` (what [`Error::is_source`] recognises), for code that feeds
+    /// an upload and fails beside it.
+    pub fn from_source(source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Error {
+        Error::new(Kind::Source).with_source(source)
+    }
+
     pub(crate) fn timeout() -> Error {
         Error::new(Kind::Timeout)
     }

@@ -49,4 +49,4 @@ pub use client::{Client, Config};
 pub use codec::{CodecError, PacketCodec};
 pub use connection::{Connection, Keepalive, State};
 pub use error::{Error, Result};
-pub use upload::{CHUNK_SIZE, Upload};
+pub use upload::{CHUNK_SIZE, IN_FLIGHT, Upload};

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use russh::client;
 use russh::keys::{self, PrivateKey, PrivateKeyWithHashAlg, PublicKeyOrCertificate};
-use russh::{ChannelStream, Disconnect};
+use russh::{ChannelStream, Disconnect, Preferred, cipher};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tracing::{trace, warn};
+use tracing::{debug, trace, warn};
 
 use crate::error::{SshError, SshErrorKind};
 
@@ -41,6 +41,22 @@ pub struct SshTarget {
 
 /// The libvirt system daemon's read-write socket, the usual [`SshTarget::socket_path`].
 pub const DEFAULT_LIBVIRT_SOCKET: &str = "/var/run/libvirt/libvirt-sock";
+
+/// The ciphers a dial offers, most preferred first: AES-GCM, which CPUs with
+/// AES instructions run several times faster than ChaCha20-Poly1305, then
+/// ChaCha20-Poly1305 for servers without AES-GCM, then the AES-CTR modes.
+pub const CIPHER_PREFERENCE: &[cipher::Name] = &[
+    cipher::AES_256_GCM,
+    cipher::AES_128_GCM,
+    cipher::CHACHA20_POLY1305,
+    cipher::AES_256_CTR,
+    cipher::AES_192_CTR,
+    cipher::AES_128_CTR,
+];
+
+/// Channel data of one SSH packet at most (russh's default packet size):
+/// what [`SshStream`]'s vectored write gathers small buffers up to.
+const GATHER_MAX: usize = 32 * 1024;
 
 /// The [`SshTarget::handshake_timeout`] that [`SshTarget::new`] sets.
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(15);
@@ -97,12 +113,27 @@ pub struct SshStream {
     stream: ChannelStream<client::Msg>,
     _handle: client::Handle<HostKeyCheck>,
     label: String,
+    cipher: String,
+    /// For a stream dialed by [`dial_on_own_thread`]: dropping it lets the
+    /// connection's thread end.
+    _thread: Option<tokio::sync::oneshot::Sender<()>>,
+    /// Small buffers of a vectored write, gathered into one channel packet.
+    gather: Vec<u8>,
+}
+
+impl SshStream {
+    /// The cipher negotiated with the server (its SSH name, such as
+    /// `aes256-gcm@openssh.com`).
+    pub fn cipher(&self) -> &str {
+        &self.cipher
+    }
 }
 
 impl fmt::Debug for SshStream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SshStream")
             .field("target", &self.label)
+            .field("cipher", &self.cipher)
             .finish_non_exhaustive()
     }
 }
@@ -126,6 +157,41 @@ impl AsyncWrite for SshStream {
         Pin::new(&mut self.stream).poll_write(cx, buf)
     }
 
+    /// Each write becomes SSH packets of its own, so a short buffer (such as
+    /// a libvirt packet header) is gathered with what follows it, up to one
+    /// packet's worth, instead of costing a packet of its own; a large first
+    /// buffer is written as it is.
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let mut bufs = bufs.iter().filter(|b| !b.is_empty());
+        let Some(first) = bufs.next() else {
+            return Poll::Ready(Ok(0));
+        };
+        if first.len() >= GATHER_MAX {
+            return Pin::new(&mut self.stream).poll_write(cx, first);
+        }
+        let this = &mut *self;
+        // Gathered afresh on every call: a write left pending is offered the
+        // same buffers again, and the channel keeps what it took first.
+        this.gather.clear();
+        this.gather.extend_from_slice(first);
+        for b in bufs {
+            let room = GATHER_MAX - this.gather.len();
+            if room == 0 {
+                break;
+            }
+            this.gather.extend_from_slice(&b[..b.len().min(room)]);
+        }
+        Pin::new(&mut this.stream).poll_write(cx, &this.gather)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.stream).poll_flush(cx)
     }
@@ -139,13 +205,15 @@ impl AsyncWrite for SshStream {
 /// only reports a refusal as "unknown key".
 type Verdict = Arc<Mutex<Option<String>>>;
 
-/// The client handler: verifies the server's host key.
+/// The client handler: verifies the server's host key and notes the
+/// negotiated cipher.
 struct HostKeyCheck {
     host: String,
     port: u16,
     known_hosts_file: PathBuf,
     insecure: bool,
     verdict: Verdict,
+    cipher: Arc<Mutex<String>>,
 }
 
 impl HostKeyCheck {
@@ -157,6 +225,18 @@ impl HostKeyCheck {
 
 impl client::Handler for HostKeyCheck {
     type Error = russh::Error;
+
+    async fn kex_done(
+        &mut self,
+        _shared_secret: Option<&[u8]>,
+        names: &russh::Names,
+        _session: &mut client::Session,
+    ) -> Result<(), Self::Error> {
+        let cipher = names.cipher.as_ref().to_owned();
+        debug!(host = %self.host, port = self.port, %cipher, "ssh cipher negotiated");
+        *self.cipher.lock().unwrap_or_else(|e| e.into_inner()) = cipher;
+        Ok(())
+    }
 
     async fn check_server_key(
         &mut self,
@@ -341,17 +421,99 @@ pub async fn dial(target: &SshTarget) -> Result<SshStream, SshError> {
     }
 }
 
+/// The thread of one SSH connection: a current-thread runtime that runs the
+/// SSH session task and whatever is spawned with [`ConnectionThread::spawn`]
+/// (the libvirt connection task that reads and writes the stream), so that
+/// the two hand packets to each other without waking a second thread.
+///
+/// The thread ends once its [`SshStream`] is dropped; tasks still running
+/// on it then are dropped too.
+#[derive(Debug, Clone)]
+pub struct ConnectionThread {
+    handle: tokio::runtime::Handle,
+}
+
+impl ConnectionThread {
+    /// Runs `future` on the connection's thread.
+    pub fn spawn<F>(&self, future: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.handle.spawn(future)
+    }
+}
+
+/// Like [`dial`], but the SSH session runs on a thread of its own (see
+/// [`ConnectionThread`]); spawn the task that uses the stream there too.
+pub async fn dial_on_own_thread(
+    target: &SshTarget,
+) -> Result<(SshStream, ConnectionThread), SshError> {
+    let label = target.label();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            SshError::new(
+                SshErrorKind::Protocol,
+                format!("{label}: no runtime for the connection's thread"),
+            )
+            .with_source(e)
+        })?;
+    let handle = rt.handle().clone();
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
+    std::thread::Builder::new()
+        .name("libvirt-ssh".into())
+        .spawn(move || {
+            // Runs until the stream is dropped (or never handed out).
+            rt.block_on(async {
+                let _ = done_rx.await;
+            });
+        })
+        .map_err(|e| {
+            SshError::new(
+                SshErrorKind::Protocol,
+                format!("{label}: no thread for the connection"),
+            )
+            .with_source(e)
+        })?;
+    let t = target.clone();
+    // The dial stays in the caller's span, though it runs on the new thread.
+    let dialing = handle.spawn(tracing::Instrument::instrument(
+        async move { dial(&t).await },
+        tracing::Span::current(),
+    ));
+    let mut stream = match dialing.await {
+        Ok(r) => r?,
+        Err(e) => {
+            return Err(SshError::new(
+                SshErrorKind::Protocol,
+                format!("{label}: the dial on the connection's thread failed"),
+            )
+            .with_source(e));
+        }
+    };
+    stream._thread = Some(done_tx);
+    Ok((stream, ConnectionThread { handle }))
+}
+
 async fn connect(target: &SshTarget, label: &str, key: PrivateKey) -> Result<SshStream, SshError> {
     let verdict: Verdict = Arc::default();
+    let cipher: Arc<Mutex<String>> = Arc::default();
     let handler = HostKeyCheck {
         host: target.host.clone(),
         port: target.port,
         known_hosts_file: target.known_hosts_file.clone(),
         insecure: target.insecure_accept_any_host_key,
         verdict: verdict.clone(),
+        cipher: cipher.clone(),
     };
     let config = Arc::new(client::Config {
         nodelay: true,
+        preferred: Preferred {
+            cipher: std::borrow::Cow::Borrowed(CIPHER_PREFERENCE),
+            ..Preferred::DEFAULT
+        },
         ..Default::default()
     });
     let mut handle = client::connect(config, (target.host.as_str(), target.port), handler)
@@ -386,10 +548,14 @@ async fn connect(target: &SshTarget, label: &str, key: PrivateKey) -> Result<Ssh
         .await
         .map_err(|e| map_russh(label, "channel open", &verdict, e))?;
     trace!(target = %label, socket = %target.socket_path, "socket channel open");
+    let cipher = cipher.lock().unwrap_or_else(|e| e.into_inner()).clone();
     Ok(SshStream {
         stream: channel.into_stream(),
         _handle: handle,
         label: label.to_owned(),
+        cipher,
+        gather: Vec::new(),
+        _thread: None,
     })
 }
 

@@ -30,5 +30,8 @@ mod error;
 #[cfg(feature = "server")]
 pub mod server;
 
-pub use dial::{DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_LIBVIRT_SOCKET, SshStream, SshTarget, dial};
+pub use dial::{
+    CIPHER_PREFERENCE, ConnectionThread, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_LIBVIRT_SOCKET,
+    SshStream, SshTarget, dial, dial_on_own_thread,
+};
 pub use error::{SshError, SshErrorKind};

@@ -43,7 +43,8 @@ fn chmod_600(path: &Path) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
 }
 
-async fn start_sshd(dir: &Path, authorized: &[&PathBuf]) -> Sshd {
+/// Starts sshd with `extra` appended to its configuration.
+async fn start_sshd(dir: &Path, authorized: &[&PathBuf], extra: &str) -> Sshd {
     let (host_key, host_public) = generate_client_key(dir, KeyKind::Ed25519);
     chmod_600(&host_key);
     let mut keys = String::new();
@@ -70,7 +71,7 @@ async fn start_sshd(dir: &Path, authorized: &[&PathBuf]) -> Sshd {
             "Port {port}\nListenAddress 127.0.0.1\nHostKey {}\nAuthorizedKeysFile {}\n\
              PidFile {}\nStrictModes no\nUsePAM no\nPasswordAuthentication no\n\
              KbdInteractiveAuthentication no\nAllowStreamLocalForwarding yes\n\
-             PermitRootLogin prohibit-password\nLogLevel ERROR\n",
+             PermitRootLogin prohibit-password\nLogLevel ERROR\n{extra}",
             host_key.display(),
             authorized_keys.display(),
             dir.join("sshd.pid").display()
@@ -152,7 +153,7 @@ async fn dial_through_openssh_sshd() {
         let (ed, _) = generate_client_key(dir.path(), KeyKind::Ed25519);
         let (rsa, _) = generate_client_key(dir.path(), KeyKind::Rsa);
         let (stranger, _) = generate_client_key(dir.path(), KeyKind::Ed25519);
-        let sshd = start_sshd(dir.path(), &[&ed, &rsa]).await;
+        let sshd = start_sshd(dir.path(), &[&ed, &rsa], "").await;
         let (sock, echo_task) = echo_socket(dir.path());
 
         let plain = dir.path().join("known_hosts");
@@ -199,4 +200,44 @@ async fn dial_through_openssh_sshd() {
     })
     .await
     .expect("sshd test took longer than 120 s");
+}
+
+#[tokio::test]
+async fn openssh_negotiates_aes_gcm_first_and_falls_back_to_chacha20() {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipping the OpenSSH cipher test: {why}");
+        return;
+    }
+    tokio::time::timeout(Duration::from_secs(120), async {
+        for (ciphers, want) in [
+            ("", "aes256-gcm@openssh.com"),
+            (
+                "Ciphers chacha20-poly1305@openssh.com,aes128-gcm@openssh.com\n",
+                "aes128-gcm@openssh.com",
+            ),
+            (
+                "Ciphers chacha20-poly1305@openssh.com,aes256-ctr\n",
+                "chacha20-poly1305@openssh.com",
+            ),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let (ed, _) = generate_client_key(dir.path(), KeyKind::Ed25519);
+            let sshd = start_sshd(dir.path(), &[&ed], ciphers).await;
+            let (sock, echo_task) = echo_socket(dir.path());
+            let known = dir.path().join("known_hosts");
+            std::fs::write(
+                &known,
+                format!("[127.0.0.1]:{} {}\n", sshd.port, sshd.host_public),
+            )
+            .unwrap();
+            let t = target(&sshd, &ed, &known, &sock);
+            let stream = dial(&t).await.expect("dial sshd");
+            assert_eq!(stream.cipher(), want, "server offering {ciphers:?}");
+            drop(stream);
+            echo(&t, 1 << 20).await;
+            echo_task.abort();
+        }
+    })
+    .await
+    .expect("sshd cipher test took longer than 120 s");
 }

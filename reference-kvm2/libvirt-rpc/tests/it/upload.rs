@@ -261,3 +261,41 @@ async fn a_dead_connection_fails_the_upload() {
     .expect("writer hung on a dead connection");
     assert!(err.is_closed(), "{err}");
 }
+
+#[tokio::test]
+async fn a_server_error_stops_a_pipelined_sender_promptly() {
+    let (client, _task, mut server) = pair(quiet());
+    let (upload, h) = open(&client, &mut server).await;
+    // An endless source of full chunks: only the server's error ends it.
+    let chunk = Bytes::from(pattern(CHUNK_SIZE));
+    let source = futures_util::stream::repeat_with(move || Ok::<_, std::io::Error>(chunk.clone()));
+    let sender = tokio::spawn(upload.send_stream(source));
+    for _ in 0..5 {
+        let p = server.recv().await;
+        assert_eq!(p.header.status, Status::Continue);
+        assert_eq!(p.payload.len(), CHUNK_SIZE);
+    }
+    let mut buf = bytes::BytesMut::new();
+    libvirt_wire::encode_packet(&mut buf, &h.stream(Status::Error), &write_failed()).unwrap();
+    server.send_frame(buf.freeze()).await;
+
+    let outcome = tokio::time::timeout(PATIENCE, sender)
+        .await
+        .expect("the sender kept going after the server's error")
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(outcome.as_remote(), Some(&write_failed()), "{outcome}");
+    // What still reaches the server: at most the pipe's worth (1 MiB, four
+    // chunks), the chunks in flight and the one part-way out; no abort, since
+    // the server already ended the stream.
+    let mut late = 0;
+    while let Some(p) = server.maybe_recv(Duration::from_millis(300)).await {
+        assert_eq!(p.header.status, Status::Continue, "{:?}", p.header);
+        late += 1;
+        assert!(late <= 100, "data keeps coming after the error");
+    }
+    assert!(
+        late <= 4 + libvirt_rpc::IN_FLIGHT + 1,
+        "{late} chunks after the error"
+    );
+}
