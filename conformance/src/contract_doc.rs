@@ -76,9 +76,24 @@ pub fn render() -> String {
         );
     }
     out.push_str("\nIllegal combinations are rejected when a profile is built: `create-return=early` with `provisioning-state=create-blocks` (an early Create leaves provisioning to Get), `create-return=blocking` with `provisioning-state=get-reports` (a Create that returns once Running leaves Get nothing to report as Provisioning, so no check could tell it from `create-blocks`), and `created-at=written-at-create` with `gc-mark=name-prefix` (a name prefix has nowhere to write a time).\n");
-    out.push_str("\n### What each value promises\n\nEach rule below says what each value of the axes it names changes in its expectation.\n\n| axis | value | promise |\n|---|---|---|\n");
+    out.push_str("\n### What each value promises\n\nEach rule below says what each value of the axes it names changes in its expectation. Each value that promises a behaviour has a mutant of the template provider that declares it and breaks the promise; the template's kill matrix checks that the suite catches each one (its axis coverage table names the rules that do).\n\n| axis | value | promise | proved by (template mutant) |\n|---|---|---|---|\n");
     for m in MEANINGS {
-        let _ = writeln!(out, "| `{}` | {} | {} |", m.axis.key(), m.value, m.promise);
+        let proof = if m.proved_by.is_empty() {
+            "—".to_owned()
+        } else {
+            m.proved_by
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {proof} |",
+            m.axis.key(),
+            m.value,
+            m.promise
+        );
     }
     out.push_str("\n## Fixture hooks\n\nA provider author writes one fixture. Each optional hook enables the rules that need it; without it they are Skipped.\n\n| hook | rules |\n|---|---|\n");
     for h in Hook::ALL {

@@ -12,6 +12,17 @@ pub struct Meaning {
     pub value: &'static str,
     /// What the value promises, or that it promises nothing.
     pub promise: &'static str,
+    /// The template provider's mutants that declare the value and break its
+    /// promise (`fakes/template/src/mutants.rs`; its kill matrix checks that each
+    /// exists and is killed, and that every promising value has one).
+    pub proved_by: &'static [&'static str],
+}
+
+impl Meaning {
+    /// Whether the value promises a behaviour the suite can check.
+    pub fn promises(&self) -> bool {
+        !self.promise.starts_with("Promises nothing")
+    }
 }
 
 /// What `value` on `axis` makes rule `rule` expect.
@@ -27,10 +38,10 @@ pub struct Expectation {
 }
 
 macro_rules! meanings {
-    ($($axis:ident $value:literal => $promise:literal;)*) => {
+    ($($axis:ident $value:literal => $promise:literal, [$($m:literal),*];)*) => {
         /// Every value of every behaviour-checked axis.
         pub const MEANINGS: &[Meaning] = &[
-            $(Meaning { axis: Axis::$axis, value: $value, promise: $promise },)*
+            $(Meaning { axis: Axis::$axis, value: $value, promise: $promise, proved_by: &[$($m),*] },)*
         ];
     };
 }
@@ -45,36 +56,36 @@ macro_rules! expectations {
 }
 
 meanings! {
-    CreateReturn "blocking" => "Create returns once the instance is Running.";
-    CreateReturn "early" => "Create returns once the instance exists; Get reports Provisioning until it runs.";
-    ProvisioningState "create-blocks" => "Provisioning happens inside Create (only with create-return=blocking).";
-    ProvisioningState "get-reports" => "Get reports Provisioning while the instance boots (only with create-return=early).";
-    ChildSpans "span-decorator" => "Every backend call gets a child span of the operation's span.";
-    ChildSpans "none" => "Promises nothing about spans below the operation.";
-    QuotaMode "detected" => "Create checks capacity before it creates anything and fails with QuotaExceeded naming what is short.";
-    QuotaMode "backend-reported" => "The backend refuses what does not fit, and Create surfaces that refusal as QuotaExceeded with the backend's figures.";
-    QuotaMode "none" => "Promises nothing about capacity.";
-    Credentials "mounted-files" => "Credentials are files re-read on every new connection: a rotation needs no restart.";
-    Credentials "env" => "Credentials come from environment variables read when the provider is constructed: a rotation reaches a provider constructed after it.";
-    Credentials "inline" => "Credentials are written in the configuration: a rotation reaches a provider constructed after it.";
-    GcMark "written-metadata" => "uid, tag and created_at are metadata written on the primary resource with its definition, read per resource.";
-    GcMark "backend-tags" => "uid, tag and created_at are the backend's own tags or labels on the resource.";
-    GcMark "name-prefix" => "The mark is a prefix of the resource's backend name carrying tag and uid; a resource whose name lacks it is unmarked; it holds no time (created-at is backend-reported or none).";
-    CreatedAt "written-at-create" => "created_at is written with the mark at create and never changes.";
-    CreatedAt "backend-reported" => "created_at is the time the backend reports for the resource.";
-    CreatedAt "none" => "Instances carry no created_at.";
-    IpSource "discovered" => "The address is discovered from the running guest; Running means a usable IPv4 is known.";
-    IpSource "allocated" => "The address is allocated by the backend; Running means a usable IPv4 is known.";
-    IpSource "none" => "No address is reported; Running follows the backend's word that the guest booted.";
-    ListPartial "fail-whole" => "A location that cannot be read fails the whole listing with Transient.";
-    ListPartial "partial" => "A location that cannot be read is named in `unreachable`, and the others are listed within the caller's deadline.";
-    DeleteReturn "waits" => "Delete returns once the instance and its parts are gone.";
-    DeleteReturn "early" => "Promises nothing beyond what every provider owes: Delete may return once the backend accepted the removal; Get reaches NotFound, and nothing is left, within the suite's settle time.";
-    SecondaryResources "explicit" => "The provider deletes each secondary resource (disks, seed, firmware state).";
-    SecondaryResources "cascaded" => "The backend deletes the secondary resources with the instance.";
-    SecondaryResources "none" => "An instance has no resource but its primary one.";
-    Logging "tiered" => "V0 warnings and errors only, V1 one outcome line per operation, V2 one line per backend call.";
-    Logging "none" => "Promises nothing about log lines: the provider may write none.";
+    CreateReturn "blocking" => "Create returns once the instance is Running.", ["blocking-declares-early"];
+    CreateReturn "early" => "Create returns once the instance exists; Get reports Provisioning until it runs.", ["early-declares-blocking"];
+    ProvisioningState "create-blocks" => "Provisioning happens inside Create (only with create-return=blocking).", ["blocking-declares-early"];
+    ProvisioningState "get-reports" => "Get reports Provisioning while the instance boots (only with create-return=early).", ["early-declares-blocking"];
+    ChildSpans "span-decorator" => "Every backend call gets a child span of the operation's span.", ["declares-span-decorator-no-spans", "no-call-spans", "call-spans-detached"];
+    ChildSpans "none" => "Promises nothing about spans below the operation.", [];
+    QuotaMode "detected" => "Create checks capacity before it creates anything and fails with QuotaExceeded naming what is short.", ["declares-quota-detected-no-precheck", "no-quota-precheck"];
+    QuotaMode "backend-reported" => "The backend refuses what does not fit, and Create surfaces that refusal as QuotaExceeded with the backend's figures.", ["backend-quota-refusal-is-transient"];
+    QuotaMode "none" => "Promises nothing about capacity.", [];
+    Credentials "mounted-files" => "Credentials are files re-read on every new connection: a rotation needs no restart.", ["credentials-read-once"];
+    Credentials "env" => "Credentials come from environment variables read when the provider is constructed: a rotation reaches a provider constructed after it.", ["declares-env-restart-keeps-old"];
+    Credentials "inline" => "Credentials are written in the configuration: a rotation reaches a provider constructed after it.", ["declares-inline-restart-keeps-old"];
+    GcMark "written-metadata" => "uid, tag and created_at are metadata written on the primary resource with its definition, read per resource.", ["declares-metadata-behaves-name-prefix"];
+    GcMark "backend-tags" => "uid, tag and created_at are the backend's own tags or labels on the resource.", ["declares-tags-behaves-name-prefix", "list-leaks-unmarked"];
+    GcMark "name-prefix" => "The mark is a prefix of the resource's backend name carrying tag and uid; a resource whose name lacks it is unmarked; it holds no time (created-at is backend-reported or none).", ["name-prefix-lists-unprefixed"];
+    CreatedAt "written-at-create" => "created_at is written with the mark at create and never changes.", ["no-created-at"];
+    CreatedAt "backend-reported" => "created_at is the time the backend reports for the resource.", ["declares-backend-created-at-reports-none"];
+    CreatedAt "none" => "Instances carry no created_at.", ["declares-no-created-at-reports-one"];
+    IpSource "discovered" => "The address is discovered from the running guest; Running means a usable IPv4 is known.", ["declares-discovered-reports-none"];
+    IpSource "allocated" => "The address is allocated by the backend; Running means a usable IPv4 is known.", ["declares-allocated-reports-none", "link-local-is-usable"];
+    IpSource "none" => "No address is reported; Running follows the backend's word that the guest booted.", ["declares-no-ip-reports-one"];
+    ListPartial "fail-whole" => "A location that cannot be read fails the whole listing with Transient.", ["partial-declares-fail-whole"];
+    ListPartial "partial" => "A location that cannot be read is named in `unreachable`, and the others are listed within the caller's deadline.", ["fail-whole-declares-partial", "partial-waits-for-every-site"];
+    DeleteReturn "waits" => "Delete returns once the instance and its parts are gone.", ["declares-delete-waits-returns-early"];
+    DeleteReturn "early" => "Promises nothing beyond what every provider owes: Delete may return once the backend accepted the removal; Get reaches NotFound, and nothing is left, within the suite's settle time.", [];
+    SecondaryResources "explicit" => "The provider deletes each secondary resource (disks, seed, firmware state).", ["delete-keeps-seed"];
+    SecondaryResources "cascaded" => "The backend deletes the secondary resources with the instance.", ["declares-cascaded-backend-keeps-parts"];
+    SecondaryResources "none" => "An instance has no resource but its primary one.", ["declares-no-secondary-has-parts"];
+    Logging "tiered" => "V0 warnings and errors only, V1 one outcome line per operation, V2 one line per backend call.", ["declares-tiered-logs-nothing", "logs-every-call-at-v0"];
+    Logging "none" => "Promises nothing about log lines: the provider may write none.", [];
 }
 
 expectations! {
@@ -159,6 +170,13 @@ mod tests {
         }
         for m in MEANINGS {
             assert!(m.axis.values().contains(&m.value), "{}={}", m.axis, m.value);
+            assert_eq!(
+                m.promises(),
+                !m.proved_by.is_empty(),
+                "{}={}: a value that promises names the mutants that prove it, and only then",
+                m.axis,
+                m.value
+            );
         }
     }
 

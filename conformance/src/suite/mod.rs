@@ -8,6 +8,7 @@ pub mod capture;
 pub mod checks;
 pub mod cli;
 pub mod cx;
+pub mod freshness;
 pub mod harness;
 pub mod logs;
 pub mod outcome;

@@ -409,6 +409,7 @@ fn quirk(set: fn(&mut Quirks)) -> TemplateFixture {
 /// The rules whose catalogue entry names `delete-return`: what a declaration mutant of
 /// that axis runs, and breaks.
 const DELETE_RETURN_RULES: &[&str] = &[
+    "CRE-QUOTA",
     "GET-AFTER-DELETE",
     "GET-DURING-DELETE",
     "DEL-IDEMPOTENT",
@@ -444,117 +445,6 @@ pub static DECLARED_AXIS: &[(&str, &str)] = &[
     ("declares-span-decorator-no-spans", "child-spans"),
     ("declares-quota-detected-no-precheck", "quota"),
     ("backend-quota-refusal-is-transient", "quota"),
-];
-
-/// For every value of a behaviour-checked axis that promises a behaviour, the mutants
-/// that declare it and break the promise. The kill matrix prints this as its axis
-/// coverage table and fails when a promising value has none.
-pub static PROMISES: &[(&str, &str, &[&str])] = &[
-    ("create-return", "blocking", &["blocking-declares-early"]),
-    ("create-return", "early", &["early-declares-blocking"]),
-    (
-        "provisioning-state",
-        "create-blocks",
-        &["blocking-declares-early"],
-    ),
-    (
-        "provisioning-state",
-        "get-reports",
-        &["early-declares-blocking"],
-    ),
-    (
-        "child-spans",
-        "span-decorator",
-        &[
-            "declares-span-decorator-no-spans",
-            "no-call-spans",
-            "call-spans-detached",
-        ],
-    ),
-    (
-        "quota",
-        "detected",
-        &["declares-quota-detected-no-precheck", "no-quota-precheck"],
-    ),
-    (
-        "quota",
-        "backend-reported",
-        &["backend-quota-refusal-is-transient"],
-    ),
-    ("credentials", "mounted-files", &["credentials-read-once"]),
-    ("credentials", "env", &["declares-env-restart-keeps-old"]),
-    (
-        "credentials",
-        "inline",
-        &["declares-inline-restart-keeps-old"],
-    ),
-    (
-        "gc-mark",
-        "written-metadata",
-        &["declares-metadata-behaves-name-prefix"],
-    ),
-    (
-        "gc-mark",
-        "backend-tags",
-        &["declares-tags-behaves-name-prefix", "list-leaks-unmarked"],
-    ),
-    ("gc-mark", "name-prefix", &["name-prefix-lists-unprefixed"]),
-    ("created-at", "written-at-create", &["no-created-at"]),
-    (
-        "created-at",
-        "backend-reported",
-        &["declares-backend-created-at-reports-none"],
-    ),
-    (
-        "created-at",
-        "none",
-        &["declares-no-created-at-reports-one"],
-    ),
-    (
-        "ip-source",
-        "discovered",
-        &["declares-discovered-reports-none"],
-    ),
-    (
-        "ip-source",
-        "allocated",
-        &["declares-allocated-reports-none", "link-local-is-usable"],
-    ),
-    ("ip-source", "none", &["declares-no-ip-reports-one"]),
-    (
-        "list-partial",
-        "fail-whole",
-        &["partial-declares-fail-whole"],
-    ),
-    (
-        "list-partial",
-        "partial",
-        &[
-            "fail-whole-declares-partial",
-            "partial-waits-for-every-site",
-        ],
-    ),
-    (
-        "delete-return",
-        "waits",
-        &["declares-delete-waits-returns-early"],
-    ),
-    ("secondary-resources", "explicit", &["delete-keeps-seed"]),
-    (
-        "secondary-resources",
-        "cascaded",
-        &["declares-cascaded-backend-keeps-parts"],
-    ),
-    (
-        "secondary-resources",
-        "none",
-        &["declares-no-secondary-has-parts"],
-    ),
-    (
-        "logging",
-        "tiered",
-        &["declares-tiered-logs-nothing", "logs-every-call-at-v0"],
-    ),
 ];
 
 /// Every rule whose check deletes an instance it created: the leak is seen by the

@@ -18,7 +18,7 @@ use conformance::suite::runner::{RunOptions, run};
 use libtest_mimic::{Arguments, Failed, Trial};
 use template_provider::TemplateFixture;
 use template_provider::covering_profiles;
-use template_provider::mutants::{DECLARED_AXIS, MUTANTS, Mutant, PROMISES};
+use template_provider::mutants::{DECLARED_AXIS, MUTANTS, Mutant};
 
 fn run_suite(fixture: TemplateFixture, rules: Option<Vec<String>>) -> Report {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -177,26 +177,21 @@ fn axis_coverage() -> Result<(), Failed> {
                 .filter(|(_, p)| p.value(*axis) == *value)
                 .map(|(i, _)| format!("#{i}"))
                 .collect();
-            let promise = MEANINGS
+            let meaning = MEANINGS
                 .iter()
                 .find(|m| m.axis == *axis && m.value == *value)
-                .map(|m| m.promise)
-                .unwrap_or_default();
-            let (mutants, killed) = if promise.starts_with("Promises nothing") {
+                .ok_or_else(|| format!("{axis}={value} has no meaning"))?;
+            let (mutants, killed) = if !meaning.promises() {
                 ("(promises nothing)".to_owned(), "—".to_owned())
             } else {
                 promising += 1;
-                let names = PROMISES
-                    .iter()
-                    .find(|(a, v, _)| *a == axis.key() && v == value)
-                    .map(|(_, _, m)| *m)
-                    .unwrap_or_default();
+                let names = meaning.proved_by;
                 let mut killers = BTreeSet::new();
                 for n in names {
                     let m = MUTANTS
                         .iter()
                         .find(|m| m.name == *n)
-                        .ok_or_else(|| format!("PROMISES names unknown mutant {n}"))?;
+                        .ok_or_else(|| format!("the contract names an unknown mutant {n}"))?;
                     killers.extend(m.declared.iter().copied());
                 }
                 if names.is_empty() {

@@ -684,14 +684,19 @@ pub async fn cre_secret(cx: &Cx) -> CheckResult {
                 texts.push(e.chain());
                 texts.push(format!("{e:?}"));
             }
+            // The evidence names where the payload appeared with the payload itself
+            // blanked out: a report must not carry what it caught leaking.
+            let blank = |t: &str| t.replace(&sentinel, "<the payload>");
             if let Some(t) = texts.iter().find(|t| t.contains(&sentinel)) {
                 return Err(PropError::Fail(format!(
-                    "the cloud-init payload appeared in an error or request rendering: {t}"
+                    "the cloud-init payload appeared in an error or request rendering: {}",
+                    blank(t)
                 )));
             }
             if let Some(where_) = cap.contains_since(from, &sentinel) {
                 return Err(PropError::Fail(format!(
-                    "the cloud-init payload appeared in captured telemetry: {where_}"
+                    "the cloud-init payload appeared in captured telemetry: {}",
+                    blank(&where_)
                 )));
             }
             let own = cap
