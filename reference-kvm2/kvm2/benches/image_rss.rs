@@ -10,7 +10,7 @@
 //! once the create has finished, side by side with a run of the same child
 //! on a small image, and compares both with the image size.
 //!
-//! Goal (issue 4): peak RSS ≤ 64 MiB while caching a 1 GiB image.
+//! Goal: peak RSS ≤ 64 MiB while caching a 1 GiB image.
 //!
 //! `cargo bench -p reference-kvm2 --bench image_rss`; `KVM2_BENCH_IMAGE_MIB` (1024)
 //! sets the image size. Without `--bench` it does a token run on 8 MiB.

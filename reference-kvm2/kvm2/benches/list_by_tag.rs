@@ -15,7 +15,7 @@
 //!   of link): every call of a phase in flight, 64 in flight, 5 in flight,
 //!   and one call at a time.
 //!
-//! Goal (issue 4): kvm2 within 10 round trips, against ~500 for a client
+//! Goal: kvm2 within 10 round trips, against ~500 for a client
 //! making one call at a time.
 //!
 //! `cargo bench -p reference-kvm2 --bench list_by_tag`. Without `--bench` (as under

@@ -6,7 +6,7 @@
 //! Prints the wall time against the goal, the summed rule times against the
 //! wall time, and the five slowest rules.
 //!
-//! Goal (issue 4): the full suite in ≤ 10 s.
+//! Goal: the full suite in ≤ 10 s.
 //!
 //! `cargo bench -p reference-kvm2 --bench suite`; `KVM2_BENCH_SEED` (1) is the run's
 //! seed. Without `--bench` (as under `cargo test --benches`) it runs the

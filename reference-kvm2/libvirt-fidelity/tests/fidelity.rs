@@ -41,7 +41,7 @@ async fn the_fake_agrees_with_itself() {
     assert!(find("lookup destroyed").contains("VIR_ERR_NO_STORAGE_POOL"));
     assert!(find("state suspended").contains("VIR_DOMAIN_PAUSED"));
     assert!(find("state resumed").contains("VIR_DOMAIN_RUNNING"));
-    // Missing files refuse a start (issue 17), and the start works once the
+    // Missing files refuse a start, and the start works once the
     // disk is there.
     for what in ["disk", "backing file", "disk outside the pool"] {
         let start = find(&format!("start with a missing {what}"));
