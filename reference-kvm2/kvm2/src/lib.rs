@@ -17,18 +17,22 @@ mod create;
 mod delete;
 pub mod dialer;
 mod errors;
+#[cfg(feature = "fixtures")]
 pub mod fixture;
 #[doc(hidden)]
 pub mod fuzzing;
 mod get;
 pub mod id;
 pub mod image;
+#[cfg(feature = "fixtures")]
 pub(crate) mod injected;
 mod iso9660;
 mod list;
 pub mod names;
 mod provider;
+#[cfg(feature = "fixtures")]
 pub mod real_fixture;
+#[cfg(feature = "fixtures")]
 mod scratch;
 pub mod seed;
 pub mod state;
