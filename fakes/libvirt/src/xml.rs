@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use quick_xml::Reader;
 use quick_xml::Writer;
-use quick_xml::events::{BytesStart, Event};
+use quick_xml::events::{BytesStart, BytesText, Event};
 use uuid::Uuid;
 
 use crate::error::{VirError, domain};
@@ -155,6 +155,29 @@ impl Document {
         }))
     }
 
+    /// Checks a start tag's names and attribute list as libxml2 does: a
+    /// qualified name has at most one colon with a name (an NCName: a letter or
+    /// `_`, then letters, digits, `_`, `-` or `.`) on each side, and the
+    /// attribute list is well formed (quoted values, no name twice).
+    fn names(self, xml: &str, pos: u64, e: &BytesStart<'_>) -> Result<(), VirError> {
+        let qname_ok = |n: &str| {
+            let parts: Vec<&str> = n.split(':').collect();
+            parts.len() <= 2 && parts.iter().all(|p| is_ncname(p))
+        };
+        if !qname_ok(e.name().as_ref()) {
+            let n = e.name().as_ref().to_owned();
+            return Err(self.syntax(xml, pos, format!("Failed to parse QName '{n}'")));
+        }
+        for a in e.attributes() {
+            let a = a.map_err(|err| self.syntax(xml, pos, err))?;
+            if !qname_ok(a.key.as_ref()) {
+                let n = a.key.as_ref().to_owned();
+                return Err(self.syntax(xml, pos, format!("Failed to parse QName '{n}'")));
+            }
+        }
+        Ok(())
+    }
+
     /// Checks the end of input: every element closed, and a root seen.
     fn finish(
         self,
@@ -220,6 +243,7 @@ fn walk(
             Event::Start(e) | Event::Empty(e) => {
                 let q = e.name().as_ref().to_owned();
                 doc.open(xml, at, path.len(), &mut seen_root, &q)?;
+                doc.names(xml, at, e)?;
                 visit(Node::Open {
                     parent: path.last().map_or("", String::as_str),
                     name: &q,
@@ -333,6 +357,7 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
     let mut title = None;
     let mut description = None;
     let mut mem_unit: Option<String> = None;
+    let mut pending_blank = String::new();
     let doc = Document::Domain;
 
     loop {
@@ -346,6 +371,21 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
                 let qname = e.name().as_ref().to_owned();
                 let depth = path.len();
                 doc.open(xml, at, depth, &mut seen_root, &qname)?;
+                doc.names(xml, at, e)?;
+                // Blank text between the root's children is kept only before
+                // the children the body keeps: the ones `render_domain` puts
+                // back bring their own.
+                if depth == 1 && capture.is_none() && skip_depth.is_none() {
+                    let dropped = matches!(
+                        qname.as_str(),
+                        "uuid" | "metadata" | "title" | "description"
+                    );
+                    let blank = std::mem::take(&mut pending_blank);
+                    if !dropped && !blank.is_empty() {
+                        body.write_event(Event::Text(BytesText::from_escaped(blank)))
+                            .map_err(|e| parse_error("domain definition", e))?;
+                    }
+                }
                 let mut decls = Vec::new();
                 for a in e.attributes().flatten() {
                     let k = a.key.as_ref();
@@ -457,6 +497,13 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
                 };
                 ns.pop();
                 let depth = path.len();
+                if depth == 0 {
+                    let blank = std::mem::take(&mut pending_blank);
+                    if !blank.is_empty() {
+                        body.write_event(Event::Text(BytesText::from_escaped(blank)))
+                            .map_err(|e| parse_error("domain definition", e))?;
+                    }
+                }
                 let parent = path.last().map(String::as_str).unwrap_or("");
                 let value = std::mem::take(&mut text);
                 match (parent, qname.as_str()) {
@@ -502,15 +549,27 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
                 }
             }
             Event::Text(t) => {
-                text.push_str(&t.xml10_content());
-                write_other(&mut body, &mut capture, skip_depth, &path, ev.borrow())?;
+                let content = t.xml10_content();
+                text.push_str(&content);
+                let between_children = path.len() == 1 && capture.is_none() && skip_depth.is_none();
+                if between_children && content.trim().is_empty() {
+                    // Held until the next child shows whether it stays.
+                    pending_blank.push_str(t.as_ref());
+                } else {
+                    flush_blank(&mut body, &mut pending_blank, between_children)?;
+                    write_other(&mut body, &mut capture, skip_depth, &path, ev.borrow())?;
+                }
             }
             Event::GeneralRef(r) => {
                 text.push_str(&ref_text(&r.xml10_content()));
+                let between_children = path.len() == 1 && capture.is_none() && skip_depth.is_none();
+                flush_blank(&mut body, &mut pending_blank, between_children)?;
                 write_other(&mut body, &mut capture, skip_depth, &path, ev.borrow())?;
             }
             Event::CData(c) => {
                 text.push_str(&c.xml10_content());
+                let between_children = path.len() == 1 && capture.is_none() && skip_depth.is_none();
+                flush_blank(&mut body, &mut pending_blank, between_children)?;
                 write_other(&mut body, &mut capture, skip_depth, &path, ev.borrow())?;
             }
             Event::Eof => break,
@@ -540,6 +599,20 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
         description,
         body,
     })
+}
+
+/// Writes blank text held between the root's children, when `now`.
+fn flush_blank(
+    body: &mut Writer<Vec<u8>>,
+    pending: &mut String,
+    now: bool,
+) -> Result<(), VirError> {
+    if now && !pending.is_empty() {
+        let blank = std::mem::take(pending);
+        body.write_event(Event::Text(BytesText::from_escaped(blank)))
+            .map_err(|e| parse_error("domain definition", e))?;
+    }
+    Ok(())
 }
 
 fn write_other(
@@ -940,8 +1013,7 @@ pub(crate) fn render_domain(body: &str, r: Rendered<'_>) -> String {
         &body[root_end + 1..inner_end]
     };
     let mut rest = inner;
-    if let Some(pos) = inner.find("</name>") {
-        let cut = pos + "</name>".len();
+    if let Some(cut) = top_level_name_end(inner) {
         out.push_str(&inner[..cut]);
         rest = &inner[cut..];
     }
@@ -972,6 +1044,35 @@ pub(crate) fn render_domain(body: &str, r: Rendered<'_>) -> String {
     out.push_str(rest);
     out.push_str("</domain>\n");
     out
+}
+
+/// Byte offset just past the `</name>` that closes a child of the root, in the
+/// root's content as `parse_domain` wrote it (no comments; text escaped; CDATA
+/// sections whole): tags are followed by depth, so a `<name>` nested deeper, or
+/// inside a CDATA section, is passed over.
+fn top_level_name_end(inner: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut i = 0;
+    while let Some(off) = inner[i..].find('<') {
+        let at = i + off;
+        let tail = &inner[at..];
+        if tail.starts_with("<![CDATA[") {
+            i = at + tail.find("]]>")? + 3;
+            continue;
+        }
+        let end = at + find_tag_end(tail)?;
+        let tag = &inner[at..=end];
+        if tag.starts_with("</") {
+            depth = depth.checked_sub(1)?;
+            if depth == 0 && tag.trim_end_matches('>').trim_end() == "</name" {
+                return Some(end + 1);
+            }
+        } else if !tag.ends_with("/>") && !tag.starts_with("<?") {
+            depth += 1;
+        }
+        i = end + 1;
+    }
+    None
 }
 
 /// Byte offset of the `>` closing the first start tag.
@@ -1047,6 +1148,19 @@ pub(crate) fn parse_volume(xml: &str) -> Result<ParsedVolume, VirError> {
 
 /// `virFileSanitizePath`: collapses repeated slashes and drops a trailing
 /// one (but keeps a lone `/`).
+/// A pool's target path as it is kept: trimmed and sanitised until neither
+/// changes it, so that reading it back gives the same path.
+pub(crate) fn clean_pool_path(path: &str) -> String {
+    let mut cur = path.trim().to_owned();
+    loop {
+        let next = sanitize_path(&cur).trim().to_owned();
+        if next == cur {
+            return cur;
+        }
+        cur = next;
+    }
+}
+
 pub(crate) fn sanitize_path(path: &str) -> String {
     let mut out = String::with_capacity(path.len());
     for c in path.chars() {
@@ -1132,7 +1246,7 @@ pub(crate) fn parse_pool(xml: &str) -> Result<ParsedPool, VirError> {
     Ok(ParsedPool {
         name,
         uuid,
-        path: sanitize_path(&target),
+        path: clean_pool_path(&target),
     })
 }
 
@@ -1366,6 +1480,73 @@ mod tests {
     /// Found by the `parse_domain` fuzz target: metadata in a default
     /// namespace was shown without its declaration, so defining the shown
     /// document again lost it.
+    fn shown(p: &ParsedDomain, uuid: &Uuid) -> String {
+        render_domain(
+            &p.body,
+            Rendered {
+                uuid,
+                id: None,
+                title: p.title.as_deref(),
+                description: p.description.as_deref(),
+                metadata: &p.metadata,
+            },
+        )
+    }
+
+    /// The blank before a `<uuid>` is not kept: a shown document defined
+    /// again is shown the same, to the byte.
+    #[test]
+    fn a_shown_domain_defined_again_is_shown_the_same() {
+        let src = "<domain type='kvm'>\n  <name>a</name>\n  <uuid>535260dc-c8f5-4300-8334-20d1fe3c014f</uuid>\n  <title>t</title>\n  <memory>1024</memory>\n</domain>";
+        let first = parse_domain(src).unwrap();
+        let uuid = first.uuid.unwrap();
+        let once = shown(&first, &uuid);
+        let twice = shown(&parse_domain(&once).unwrap(), &uuid);
+        assert_eq!(twice, once);
+        // The source's lines, and the one `</domain>` ends with.
+        assert_eq!(
+            once.matches('\n').count(),
+            src.matches('\n').count() + 1,
+            "{once}"
+        );
+    }
+
+    /// The UUID goes after the root's own `<name>`, not after a `<name>`
+    /// nested deeper or written inside a CDATA section.
+    #[test]
+    fn the_uuid_follows_the_domains_own_name() {
+        let src = "<domain><devices><x><name>inner</name></x><y><![CDATA[</name>]]></y></devices><name>a</name></domain>";
+        let p = parse_domain(src).unwrap();
+        let uuid = Uuid::parse_str("535260dc-c8f5-4300-8334-20d1fe3c014f").unwrap();
+        let out = shown(&p, &uuid);
+        assert!(out.contains("<name>a</name>\n  <uuid>"), "{out}");
+        let again = parse_domain(&out).unwrap();
+        assert_eq!((again.name.as_str(), again.uuid), ("a", Some(uuid)));
+    }
+
+    /// What libxml2 refuses is refused: a name with two colons, a local name
+    /// that is no NCName, an attribute list that is not well formed.
+    #[rstest]
+    #[case("<domain><name>a</name><a:b:c/></domain>")]
+    #[case("<domain><name>a</name><metadata><k:/i xmlns:k='urn:k'/></metadata></domain>")]
+    #[case("<domain x=1><name>a</name></domain>")]
+    #[case("<domain x='1' x='2'><name>a</name></domain>")]
+    fn ill_formed_names_and_attributes_are_refused(#[case] src: &str) {
+        assert!(parse_domain(src).is_err(), "{src}");
+    }
+
+    /// A pool path is kept as it reads back: trimmed and sanitised until
+    /// neither changes it.
+    #[rstest]
+    #[case("/a/b /", "/a/b")]
+    #[case(" /a// /", "/a")]
+    #[case("/a/b/", "/a/b")]
+    fn pool_paths_are_kept_as_they_read_back(#[case] raw: &str, #[case] kept: &str) {
+        let clean = clean_pool_path(raw);
+        assert_eq!(clean, kept);
+        assert_eq!(clean_pool_path(&clean), clean);
+    }
+
     #[test]
     fn default_namespace_metadata_survives_a_render() {
         let src =
