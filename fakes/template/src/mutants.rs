@@ -421,6 +421,22 @@ const DELETE_RETURN_RULES: &[&str] = &[
     "GEN-MODEL",
 ];
 
+/// The rules a mutant's kill-matrix trial runs: for a declaration mutant, only those
+/// whose catalogue entry names its axis (as its axes or its gate); for the others, all.
+pub fn rules_for(m: &Mutant) -> Option<Vec<String>> {
+    let (_, axis) = DECLARED_AXIS.iter().find(|(n, _)| *n == m.name)?;
+    Some(
+        conformance::rules::CATALOGUE
+            .iter()
+            .filter(|r| {
+                r.axes.iter().any(|a| a.key() == *axis)
+                    || r.gate.is_some_and(|(g, _)| g.key() == *axis)
+            })
+            .map(|r| r.id.to_owned())
+            .collect(),
+    )
+}
+
 /// Declaration mutants, each with the axis its declaration is about: its kill-matrix
 /// trial runs only the rules whose catalogue entry names that axis (as its `axes` or
 /// its gate); the profile matrix's axis-lists trial shows those are exactly the rules

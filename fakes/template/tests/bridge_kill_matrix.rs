@@ -14,12 +14,12 @@ use std::sync::Arc;
 use conformance::suite::outcome::Outcome;
 use libtest_mimic::{Arguments, Failed, Trial};
 use support::{bridged, explain, run_suite, with_outcome};
-use template_provider::mutants::MUTANTS;
+use template_provider::mutants::{MUTANTS, rules_for};
 
 const SEED: u64 = 0x5eed;
 
-fn judge(args: &str, declared: &[&str]) -> Result<(), Failed> {
-    let report = run_suite(Arc::new(bridged(args)), SEED, None);
+fn judge(args: &str, declared: &[&str], rules: Option<Vec<String>>) -> Result<(), Failed> {
+    let report = run_suite(Arc::new(bridged(args)), SEED, rules);
     let failed = with_outcome(&report, Outcome::Fail);
     let errored = with_outcome(&report, Outcome::Error);
     let declared: BTreeSet<String> = declared.iter().map(|s| s.to_string()).collect();
@@ -66,10 +66,11 @@ fn main() -> ExitCode {
     if args.test_threads.is_none() {
         args.test_threads = Some(4);
     }
-    let mut trials = vec![Trial::test("correct::default", || judge("", &[]))];
+    let mut trials = vec![Trial::test("correct::default", || judge("", &[], None))];
+    // A declaration mutant runs only the rules naming its axis, as in process.
     trials.extend(MUTANTS.iter().map(|m| {
         Trial::test(format!("mutant::{}", m.name), move || {
-            judge(&format!("--mutant {}", m.name), m.declared)
+            judge(&format!("--mutant {}", m.name), m.declared, rules_for(m))
         })
     }));
     for (mutant, rule) in [

@@ -18,7 +18,7 @@ use conformance::suite::runner::{RunOptions, run};
 use libtest_mimic::{Arguments, Failed, Trial};
 use template_provider::TemplateFixture;
 use template_provider::covering_profiles;
-use template_provider::mutants::{DECLARED_AXIS, MUTANTS, Mutant};
+use template_provider::mutants::{MUTANTS, Mutant, rules_for};
 
 fn run_suite(fixture: TemplateFixture, rules: Option<Vec<String>>) -> Report {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -60,24 +60,10 @@ fn explain(report: &Report, ids: &BTreeSet<String>) -> String {
         .collect()
 }
 
-/// The rules whose catalogue entry names `axis`, as its axes or its gate.
-fn rules_naming(axis: &str) -> Vec<String> {
-    CATALOGUE
-        .iter()
-        .filter(|r| {
-            r.axes.iter().any(|a| a.key() == axis) || r.gate.is_some_and(|(g, _)| g.key() == axis)
-        })
-        .map(|r| r.id.to_owned())
-        .collect()
-}
-
 /// Runs the suite (only the rules naming the mutant's declared axis, for a declaration
 /// mutant) and compares the failed rules with `declared`.
 fn judge_mutant(m: &Mutant) -> Result<(), Failed> {
-    let rules = DECLARED_AXIS
-        .iter()
-        .find(|(n, _)| *n == m.name)
-        .map(|(_, axis)| rules_naming(axis));
+    let rules = rules_for(m);
     if let Some(rules) = &rules
         && let Some(outside) = m.declared.iter().find(|d| !rules.iter().any(|r| r == *d))
     {

@@ -1,7 +1,5 @@
 //! Delete: stop, undefine and remove the parts, each tolerant of what is already gone.
 
-use std::time::Duration;
-
 use conformance::fixture::Power;
 use conformance::profile::SecondaryResources;
 use conformance::{Ctx, Error, ErrorKind, Op, ProviderId};
@@ -9,7 +7,7 @@ use tracing::Span;
 
 use crate::backend::{Proc, seed_volume};
 
-use super::{Failure, Session, TemplateProvider};
+use super::{Failure, Session, TemplateProvider, UNLOCKED_PAUSE};
 
 impl TemplateProvider {
     pub(super) async fn delete_op(
@@ -57,7 +55,7 @@ impl TemplateProvider {
             ));
         }
         if q.delete_unlocked {
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            tokio::time::sleep(UNLOCKED_PAUSE).await;
         }
         if info.power != Power::Stopped && !q.delete_without_stop {
             match s

@@ -40,6 +40,11 @@ use crate::config::TemplateConfig;
 use crate::id::parse_id;
 use crate::locks::NameLocks;
 
+/// How long the unlocked mutants pause between their lookup and their first change,
+/// so that concurrent calls meet inside the window even on a loaded machine or
+/// through the process bridge.
+pub(super) const UNLOCKED_PAUSE: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// The cached connection of one site.
 #[derive(Default)]
 struct Slot {
