@@ -15,7 +15,7 @@ use tracing::{Span, debug};
 use crate::backend::{BackendError, InstanceInfo, Mark, Proc, digest, seed_volume};
 use crate::id::instance_id;
 
-use super::{Failure, Session, TemplateProvider, UNLOCKED_PAUSE, first_usable};
+use super::{Failure, Session, TemplateProvider, first_usable};
 
 impl TemplateProvider {
     pub(super) async fn create_op(
@@ -210,7 +210,7 @@ impl TemplateProvider {
         }
         if existing.is_none() {
             if q.create_unlocked {
-                tokio::time::sleep(UNLOCKED_PAUSE).await;
+                self.meet_another(&self.lock_key(site, name)).await;
             }
             // The mark travels with the define: no instance of ours is ever unmarked.
             let written =

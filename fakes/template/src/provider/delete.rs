@@ -7,7 +7,7 @@ use tracing::Span;
 
 use crate::backend::{Proc, seed_volume};
 
-use super::{Failure, Session, TemplateProvider, UNLOCKED_PAUSE};
+use super::{Failure, Session, TemplateProvider};
 
 impl TemplateProvider {
     pub(super) async fn delete_op(
@@ -55,7 +55,7 @@ impl TemplateProvider {
             ));
         }
         if q.delete_unlocked {
-            tokio::time::sleep(UNLOCKED_PAUSE).await;
+            self.meet_another(&self.lock_key(site, name)).await;
         }
         if info.power != Power::Stopped && !q.delete_without_stop {
             match s

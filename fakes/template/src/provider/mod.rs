@@ -40,10 +40,10 @@ use crate::config::TemplateConfig;
 use crate::id::parse_id;
 use crate::locks::NameLocks;
 
-/// How long the unlocked mutants pause between their lookup and their first change,
-/// so that concurrent calls meet inside the window even on a loaded machine or
-/// through the process bridge.
-pub(super) const UNLOCKED_PAUSE: std::time::Duration = std::time::Duration::from_millis(250);
+/// How long an unlocked mutant waits, between its lookup and its first change, for
+/// another call on the same name to arrive, so that concurrent calls meet whatever the
+/// machine's load or the process bridge do to their timing.
+const UNLOCKED_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The cached connection of one site.
 #[derive(Default)]
@@ -67,6 +67,8 @@ pub struct TemplateProvider {
     tokens: Mutex<HashMap<String, String>>,
     /// Creation times this process wrote; only the `created_at_in_memory` mutant uses it.
     written: Mutex<HashMap<String, SystemTime>>,
+    /// Calls that reached the unlocked window, per name; only the unlocked mutants use it.
+    arrivals: Mutex<HashMap<String, tokio::sync::watch::Sender<u32>>>,
 }
 
 impl fmt::Debug for TemplateProvider {
@@ -93,6 +95,7 @@ impl TemplateProvider {
             slots,
             tokens: Mutex::default(),
             written: Mutex::default(),
+            arrivals: Mutex::default(),
         }
     }
 
@@ -131,6 +134,21 @@ impl TemplateProvider {
                 warn!(parent: span, op = op.as_str(), kind = e.kind().name(), error = %e, "failed")
             }
         }
+    }
+
+    /// The unlocked mutants' window: waits until a second call on `key` reached it too
+    /// (or [`UNLOCKED_WAIT`] passed), so that two unserialised calls really overlap.
+    pub(super) async fn meet_another(&self, key: &str) {
+        let mut arrived = {
+            let mut all = self.arrivals.lock().unwrap_or_else(|e| e.into_inner());
+            let tx = all
+                .entry(key.to_owned())
+                .or_insert_with(|| tokio::sync::watch::Sender::new(0));
+            let rx = tx.subscribe();
+            tx.send_modify(|n| *n += 1);
+            rx
+        };
+        let _ = tokio::time::timeout(UNLOCKED_WAIT, arrived.wait_for(|n| *n >= 2)).await;
     }
 
     pub(super) fn lock_key(&self, site: &str, name: &str) -> String {
