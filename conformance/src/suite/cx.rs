@@ -518,9 +518,9 @@ impl Cx {
     }
 }
 
-/// An error as evidence: kind and message.
+/// An error as evidence: kind, message and every cause below it.
 pub fn describe(e: &Error) -> String {
-    format!("{} error: {}", e.kind().name(), e)
+    format!("{} error: {}", e.kind().name(), e.chain())
 }
 
 /// A result as evidence.

@@ -114,15 +114,21 @@ pub fn classify(op: Op, f: &Failure) -> ErrorKind {
 
 /// The contract error for a failure: provider name, operation, kind, and the
 /// backend error in the source chain.
+///
+/// A failure with a cause (a libvirt call's error, a dial error, an
+/// interruption) gets kvm2's own sentence as its message and the cause as its
+/// source, never the cause's text in both: `Error::chain` prints each once.
 pub fn to_error(provider: &str, op: Op, f: Failure) -> Error {
     let kind = classify(op, &f);
-    let message = f.to_string();
-    let e = Error::new(provider, op, kind, message);
     match f {
-        Failure::Rpc { err, .. } => e.with_source(err),
-        Failure::Dial(d) => e.with_source(d),
-        Failure::Interrupted(i) => e.with_source(i),
-        _ => e,
+        Failure::Rpc { call, err } => {
+            Error::new(provider, op, kind, format!("{call} failed")).with_source(err)
+        }
+        Failure::Dial(d) => {
+            Error::new(provider, op, kind, "connecting to the host failed").with_source(d)
+        }
+        Failure::Interrupted(i) => Error::new(provider, op, kind, "interrupted").with_source(i),
+        f => Error::new(provider, op, kind, f.to_string()),
     }
 }
 
@@ -145,7 +151,14 @@ mod tests {
     #[case(Op::Create, Failure::NotYet("no address".into()), "Transient")]
     fn kinds(#[case] op: Op, #[case] f: Failure, #[case] want: &str) {
         assert_eq!(classify(op, &f).name(), want);
+        let shown = f.to_string();
         let e = to_error("kvm2-home", op, f);
+        let chain = e.chain();
+        assert_eq!(
+            chain.matches(&shown).count(),
+            1,
+            "{shown:?} once in {chain:?}"
+        );
         assert_eq!(e.provider(), "kvm2-home");
         assert_eq!(e.kind().name(), want);
     }
@@ -162,6 +175,17 @@ mod tests {
         let no_dom = client.domain_lookup_by_name("nope").await.unwrap_err();
         let f = fail("DomainLookupByName", no_dom);
         assert_eq!(classify(Op::Get, &f).name(), "NotFound");
+        let again = client.domain_lookup_by_name("nope").await.unwrap_err();
+        let text = to_error("kvm2", Op::Get, fail("DomainLookupByName", again)).chain();
+        assert_eq!(
+            text.matches("no domain with matching name").count(),
+            1,
+            "the libvirt error is printed once: {text}"
+        );
+        assert!(
+            text.starts_with("kvm2: get: DomainLookupByName failed: "),
+            "{text}"
+        );
         assert_eq!(classify(Op::Delete, &f).name(), "NotFound");
         assert_eq!(classify(Op::Create, &f).name(), "Transient");
         let no_pool = client

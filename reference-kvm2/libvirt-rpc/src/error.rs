@@ -242,12 +242,12 @@ impl fmt::Display for Error {
     }
 }
 
+/// The cause's own text is already part of this error's text (`Display` shows
+/// it, so a plain `{err}` tells the whole story); `source` therefore hands on
+/// what lies *below* the cause, and a walk down the chain prints each text once.
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.0
-            .source
-            .as_ref()
-            .map(|s| &**s as &(dyn std::error::Error + 'static))
+        self.0.source.as_ref().and_then(|s| s.source())
     }
 }
 

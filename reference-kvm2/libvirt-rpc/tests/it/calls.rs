@@ -72,6 +72,13 @@ async fn remote_errors_fail_only_their_call() {
     assert_eq!(err.as_remote().unwrap().code, ErrorCode::NoDomain);
     assert_eq!(err.as_remote(), Some(&sent));
     assert!(err.to_string().contains("no domain with matching name"));
+    // Walking the source chain prints libvirt's message once, not twice.
+    assert_eq!(
+        chain(&err).matches("no domain with matching name").count(),
+        1,
+        "{}",
+        chain(&err)
+    );
 
     // The connection is still usable.
     let call = tokio::spawn({
@@ -430,4 +437,16 @@ async fn randomized_mixture_of_answers_timeouts_and_abandoned_calls() {
         assert_eq!(fresh.await.unwrap().unwrap().name, "fresh", "seed {seed}");
         assert!(!task.is_finished(), "seed {seed}");
     }
+}
+
+/// An error and every source below it, joined as a report would join them.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(s) = next {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        next = s.source();
+    }
+    out
 }
