@@ -15,15 +15,16 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use uuid::Uuid;
 
-use crate::error::{CallError, VirError, code, domain};
+use crate::error::{CallError, VirError};
 use crate::fake::FakeLibvirt;
 use crate::fault::{Fault, FaultHandle};
-use crate::procedure::Procedure;
 use crate::state::State;
 use crate::types::{
-    DomainInfo, DomainRef, DomainState, Interface, PoolInfo, PoolRef, VolInfo, VolRef, flags,
+    DomainInfo, DomainRef, DomainState, Interface, PoolInfo, PoolRef, VolInfo, VolRef,
 };
 use crate::upload::UploadSession;
+use libvirt_wire::Procedure;
+use libvirt_wire::{ErrorCode, ErrorDomain, FEATURE_PROGRAM_KEEPALIVE};
 
 #[derive(Debug, Default)]
 struct ConnState {
@@ -282,7 +283,7 @@ impl FakeConnection {
     /// connection.
     pub async fn supports_feature(&self, feature: i32) -> Result<i32, CallError> {
         self.call_conn(Procedure::ConnectSupportsFeature, |c, _, _| {
-            if feature == flags::FEATURE_PROGRAM_KEEPALIVE {
+            if feature == FEATURE_PROGRAM_KEEPALIVE {
                 c.keepalive = true;
                 return Ok(1);
             }
@@ -322,14 +323,6 @@ impl FakeConnection {
         let r = self.call(Procedure::ConnectClose, |_, _| Ok(())).await;
         self.close();
         r
-    }
-
-    /// `ConnectGetType`.
-    pub async fn get_type(&self) -> Result<String, CallError> {
-        self.call(Procedure::ConnectGetType, |st, _| {
-            Ok(st.host.driver_type.clone())
-        })
-        .await
     }
 
     /// `ConnectGetVersion` (the hypervisor version).
@@ -798,28 +791,6 @@ impl FakeConnection {
         .await
     }
 
-    /// `StorageVolGetInfoFlags`.
-    pub async fn storage_vol_get_info_flags(
-        &self,
-        vol: &VolRef,
-        flags_: u32,
-    ) -> Result<VolInfo, CallError> {
-        self.call_on(
-            Procedure::StorageVolGetInfoFlags,
-            &[&vol.pool, &vol.name],
-            |st, _| {
-                if flags_ & !1 != 0 {
-                    return Err(VirError::unsupported_flags(
-                        flags_,
-                        "storageVolGetInfoFlags",
-                    ));
-                }
-                st.vol_get_info(vol)
-            },
-        )
-        .await
-    }
-
     /// `StorageVolGetPath`.
     pub async fn storage_vol_get_path(&self, vol: &VolRef) -> Result<String, CallError> {
         self.call_on(
@@ -888,7 +859,9 @@ impl Upload {
     /// Sends one chunk of data.
     pub fn send(&mut self, data: &[u8]) -> Result<(), CallError> {
         if self.done {
-            return Err(VirError::new(code::RPC, domain::STREAMS, "stream is not open").into());
+            return Err(
+                VirError::new(ErrorCode::Rpc, ErrorDomain::Streams, "stream is not open").into(),
+            );
         }
         if self.conn.is_closed() {
             self.commit();
@@ -943,7 +916,9 @@ impl Upload {
             return Err(CallError::Closed);
         }
         if self.done {
-            return Err(VirError::new(code::RPC, domain::STREAMS, "stream is not open").into());
+            return Err(
+                VirError::new(ErrorCode::Rpc, ErrorDomain::Streams, "stream is not open").into(),
+            );
         }
         if self.conn.is_closed() {
             self.commit();

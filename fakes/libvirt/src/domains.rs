@@ -5,14 +5,24 @@
 use tokio::time::Instant;
 use uuid::Uuid;
 
-use crate::error::{VirError, code, domain};
+use crate::error::VirError;
 use crate::state::{NVRAM_DIR, State, auto_ip, check_flags, mac_for};
 use crate::storage::Volume;
 use crate::types::{
-    AddressSource, DomainInfo, DomainRef, DomainState, Interface, IpAddr, MetadataEntry, flags,
-    reason,
+    AddressSource, DomainInfo, DomainRef, DomainState, Interface, IpAddr, MetadataEntry,
 };
 use crate::xml::{self, ParsedDomain};
+use libvirt_wire::{
+    CONNECT_LIST_DOMAINS_ACTIVE, CONNECT_LIST_DOMAINS_INACTIVE, CONNECT_LIST_DOMAINS_OTHER,
+    CONNECT_LIST_DOMAINS_PAUSED, CONNECT_LIST_DOMAINS_PERSISTENT, CONNECT_LIST_DOMAINS_RUNNING,
+    CONNECT_LIST_DOMAINS_SHUTOFF, CONNECT_LIST_DOMAINS_TRANSIENT, DOMAIN_AFFECT_CONFIG,
+    DOMAIN_AFFECT_LIVE, DOMAIN_DEFINE_VALIDATE, DOMAIN_DESTROY_GRACEFUL,
+    DOMAIN_DESTROY_REMOVE_LOGS, DOMAIN_METADATA_DESCRIPTION, DOMAIN_METADATA_ELEMENT,
+    DOMAIN_METADATA_TITLE, DOMAIN_PAUSED_USER, DOMAIN_RUNNING_BOOTED, DOMAIN_RUNNING_UNPAUSED,
+    DOMAIN_SHUTOFF_DESTROYED, DOMAIN_SHUTOFF_FAILED, DOMAIN_SHUTOFF_SHUTDOWN,
+    DOMAIN_SHUTOFF_UNKNOWN, DOMAIN_START_ALL, DOMAIN_START_PAUSED, DOMAIN_UNDEFINE_KEEP_NVRAM,
+    DOMAIN_UNDEFINE_NVRAM, DOMAIN_XML_ALL, DOMAIN_XML_INACTIVE, ErrorCode, ErrorDomain,
+};
 
 /// The IPv6 link-local address a guest derives from its MAC (EUI-64), as a
 /// real guest agent reports next to the IPv4 address.
@@ -74,7 +84,7 @@ impl Domain {
     pub(crate) fn handle(&self) -> DomainRef {
         DomainRef {
             name: self.name.clone(),
-            uuid: self.uuid,
+            uuid: libvirt_wire::Uuid(*self.uuid.as_bytes()),
             id: self.id,
         }
     }
@@ -126,13 +136,13 @@ impl State {
 
     fn dom(&self, h: &DomainRef) -> Result<&Domain, VirError> {
         self.domains
-            .get(&h.uuid)
+            .get(&Uuid::from_bytes(h.uuid.0))
             .ok_or_else(|| VirError::no_domain_uuid(&h.uuid, &h.name))
     }
 
     fn dom_mut(&mut self, h: &DomainRef) -> Result<&mut Domain, VirError> {
         self.domains
-            .get_mut(&h.uuid)
+            .get_mut(&Uuid::from_bytes(h.uuid.0))
             .ok_or_else(|| VirError::no_domain_uuid(&h.uuid, &h.name))
     }
 
@@ -144,7 +154,7 @@ impl State {
     }
 
     pub(crate) fn define(&mut self, xml_doc: &str, flags_: u32) -> Result<DomainRef, VirError> {
-        check_flags(flags_, flags::DEFINE_VALIDATE, "qemuDomainDefineXMLFlags")?;
+        check_flags(flags_, DOMAIN_DEFINE_VALIDATE, "qemuDomainDefineXMLFlags")?;
         let parsed = xml::parse_domain(xml_doc)?;
         let by_name = self.find_name(&parsed.name).map(|d| d.uuid);
         if let Some(u) = parsed.uuid
@@ -152,15 +162,15 @@ impl State {
             && other.name != parsed.name
         {
             return Err(VirError::new(
-                code::OPERATION_FAILED,
-                domain::DOMAIN,
+                ErrorCode::OperationFailed,
+                ErrorDomain::Domain,
                 format!("domain '{}' is already defined with uuid {u}", other.name),
             ));
         }
         match (by_name, parsed.uuid) {
             (Some(existing), Some(given)) if existing != given => Err(VirError::new(
-                code::OPERATION_FAILED,
-                domain::DOMAIN,
+                ErrorCode::OperationFailed,
+                ErrorDomain::Domain,
                 format!(
                     "domain '{}' already exists with uuid {existing}",
                     parsed.name
@@ -184,7 +194,7 @@ impl State {
                     config: Def::new(parsed),
                     live: None,
                     state: DomainState::Shutoff,
-                    reason: reason::SHUTOFF_UNKNOWN,
+                    reason: DOMAIN_SHUTOFF_UNKNOWN,
                     id: -1,
                     started_at: None,
                     auto_ip: ip,
@@ -205,8 +215,8 @@ impl State {
     pub(crate) fn lookup_by_uuid(&self, uuid: &Uuid) -> Result<DomainRef, VirError> {
         self.domains.get(uuid).map(Domain::handle).ok_or_else(|| {
             VirError::new(
-                code::NO_DOMAIN,
-                domain::QEMU,
+                ErrorCode::NoDomain,
+                ErrorDomain::Qemu,
                 format!("no domain with matching uuid '{uuid}'"),
             )
         })
@@ -218,7 +228,7 @@ impl State {
         flags_: u32,
         now: Instant,
     ) -> Result<DomainRef, VirError> {
-        check_flags(flags_, flags::CREATE_ALL, "qemuDomainCreateWithFlags")?;
+        check_flags(flags_, DOMAIN_START_ALL, "qemuDomainCreateWithFlags")?;
         let id = self.next_id;
         let d = self.dom(h)?;
         if d.active() {
@@ -226,19 +236,19 @@ impl State {
         }
         if let Err(e) = self.check_files(d) {
             let d = self.dom_mut(h)?;
-            d.reason = reason::SHUTOFF_FAILED;
+            d.reason = DOMAIN_SHUTOFF_FAILED;
             return Err(e);
         }
         let d = self.dom_mut(h)?;
         d.live = Some(d.config.clone());
         d.id = id;
         d.started_at = Some(now);
-        if flags_ & flags::START_PAUSED != 0 {
+        if flags_ & DOMAIN_START_PAUSED != 0 {
             d.state = DomainState::Paused;
-            d.reason = reason::PAUSED_USER;
+            d.reason = DOMAIN_PAUSED_USER;
         } else {
             d.state = DomainState::Running;
-            d.reason = reason::RUNNING_BOOTED;
+            d.reason = DOMAIN_RUNNING_BOOTED;
         }
         let nvram = d.nvram_path();
         let handle = d.handle();
@@ -268,7 +278,7 @@ impl State {
     pub(crate) fn destroy(&mut self, h: &DomainRef, flags_: u32) -> Result<(), VirError> {
         check_flags(
             flags_,
-            flags::DESTROY_GRACEFUL | flags::DESTROY_REMOVE_LOGS,
+            DOMAIN_DESTROY_GRACEFUL | DOMAIN_DESTROY_REMOVE_LOGS,
             "qemuDomainDestroyFlags",
         )?;
         let d = self.dom(h)?;
@@ -276,7 +286,7 @@ impl State {
             return Err(VirError::domain_not_running());
         }
         let uuid = d.uuid;
-        self.stop(uuid, reason::SHUTOFF_DESTROYED);
+        self.stop(uuid, DOMAIN_SHUTOFF_DESTROYED);
         Ok(())
     }
 
@@ -285,10 +295,10 @@ impl State {
         check_flags(flags_, 0x1f, "qemuDomainShutdownFlags")?;
         let d = self.dom(h)?;
         if !d.active() {
-            return Err(VirError::domain_not_running_from(domain::QEMU));
+            return Err(VirError::domain_not_running_from(ErrorDomain::Qemu));
         }
         let uuid = d.uuid;
-        self.stop(uuid, reason::SHUTOFF_SHUTDOWN);
+        self.stop(uuid, DOMAIN_SHUTOFF_SHUTDOWN);
         Ok(())
     }
 
@@ -304,7 +314,7 @@ impl State {
             DomainState::Paused => Ok(()),
             _ => {
                 d.state = DomainState::Paused;
-                d.reason = reason::PAUSED_USER;
+                d.reason = DOMAIN_PAUSED_USER;
                 Ok(())
             }
         }
@@ -322,7 +332,7 @@ impl State {
             DomainState::Running => Err(VirError::domain_already_running()),
             DomainState::Paused => {
                 d.state = DomainState::Running;
-                d.reason = reason::RUNNING_UNPAUSED;
+                d.reason = DOMAIN_RUNNING_UNPAUSED;
                 Ok(())
             }
             _ => Ok(()),
@@ -331,17 +341,17 @@ impl State {
 
     pub(crate) fn undefine(&mut self, h: &DomainRef, flags_: u32) -> Result<(), VirError> {
         check_flags(flags_, 0x7f, "qemuDomainUndefineFlags")?;
-        if flags_ & flags::UNDEFINE_NVRAM != 0 && flags_ & flags::UNDEFINE_KEEP_NVRAM != 0 {
+        if flags_ & DOMAIN_UNDEFINE_NVRAM != 0 && flags_ & DOMAIN_UNDEFINE_KEEP_NVRAM != 0 {
             return Err(VirError::invalid_arg_check(
-                domain::QEMU,
+                ErrorDomain::Qemu,
                 "Flags 'VIR_DOMAIN_UNDEFINE_NVRAM' and 'VIR_DOMAIN_UNDEFINE_KEEP_NVRAM' are mutually exclusive",
             ));
         }
         let d = self.dom(h)?;
         if !d.persistent {
             return Err(VirError::new(
-                code::OPERATION_INVALID,
-                domain::QEMU,
+                ErrorCode::OperationInvalid,
+                ErrorDomain::Qemu,
                 "cannot undefine transient domain",
             ));
         }
@@ -350,9 +360,9 @@ impl State {
         if let Some(path) = d.nvram_path()
             && self.nvram_files.contains(&path)
         {
-            if flags_ & flags::UNDEFINE_NVRAM != 0 {
+            if flags_ & DOMAIN_UNDEFINE_NVRAM != 0 {
                 self.nvram_files.remove(&path);
-            } else if flags_ & flags::UNDEFINE_KEEP_NVRAM == 0 {
+            } else if flags_ & DOMAIN_UNDEFINE_KEEP_NVRAM == 0 {
                 return Err(VirError::undefine_with_nvram());
             }
         }
@@ -394,9 +404,9 @@ impl State {
     }
 
     pub(crate) fn get_xml_desc(&self, h: &DomainRef, flags_: u32) -> Result<String, VirError> {
-        check_flags(flags_, flags::XML_ALL, "qemuDomainGetXMLDesc")?;
+        check_flags(flags_, DOMAIN_XML_ALL, "qemuDomainGetXMLDesc")?;
         let d = self.dom(h)?;
-        let (def, id) = match (&d.live, flags_ & flags::XML_INACTIVE != 0) {
+        let (def, id) = match (&d.live, flags_ & DOMAIN_XML_INACTIVE != 0) {
             (Some(live), false) => (live, Some(d.id)),
             _ => (&d.config, None),
         };
@@ -415,8 +425,8 @@ impl State {
     /// Picks the definitions a metadata call affects, as libvirt's
     /// `virDomainObjGetDefs` does.
     fn metadata_targets(d: &Domain, flags_: u32) -> Result<(bool, bool), VirError> {
-        let mut live = flags_ & flags::AFFECT_LIVE != 0;
-        let mut config = flags_ & flags::AFFECT_CONFIG != 0;
+        let mut live = flags_ & DOMAIN_AFFECT_LIVE != 0;
+        let mut config = flags_ & DOMAIN_AFFECT_CONFIG != 0;
         if !live && !config {
             if d.active() {
                 live = true;
@@ -429,8 +439,8 @@ impl State {
         }
         if config && !d.persistent {
             return Err(VirError::new(
-                code::OPERATION_INVALID,
-                domain::DOMAIN,
+                ErrorCode::OperationInvalid,
+                ErrorDomain::Domain,
                 "transient domains do not have any persistent config",
             ));
         }
@@ -448,12 +458,12 @@ impl State {
     ) -> Result<(), VirError> {
         check_flags(
             flags_,
-            flags::AFFECT_LIVE | flags::AFFECT_CONFIG,
+            DOMAIN_AFFECT_LIVE | DOMAIN_AFFECT_CONFIG,
             "qemuDomainSetMetadata",
         )?;
         let arg = |what: &str, must: &str| {
             VirError::invalid_arg_check(
-                domain::DOMAIN,
+                ErrorDomain::Domain,
                 format!("{what} in virDomainSetMetadata must {must}"),
             )
         };
@@ -463,7 +473,7 @@ impl State {
             Element(String, Option<MetadataEntry>),
         }
         let change = match kind {
-            flags::METADATA_TITLE | flags::METADATA_DESCRIPTION => {
+            DOMAIN_METADATA_TITLE | DOMAIN_METADATA_DESCRIPTION => {
                 if uri.is_some() {
                     return Err(arg("uri", "be NULL"));
                 }
@@ -471,10 +481,10 @@ impl State {
                     return Err(arg("key", "be NULL"));
                 }
                 let text = metadata.filter(|m| !m.is_empty()).map(str::to_owned);
-                if kind == flags::METADATA_TITLE {
+                if kind == DOMAIN_METADATA_TITLE {
                     if text.as_deref().is_some_and(|t| t.contains('\n')) {
                         return Err(VirError::invalid_arg(
-                            domain::DOMAIN,
+                            ErrorDomain::Domain,
                             "metadata title can't contain newlines",
                         ));
                     }
@@ -483,7 +493,7 @@ impl State {
                     Change::Description(text)
                 }
             }
-            flags::METADATA_ELEMENT => {
+            DOMAIN_METADATA_ELEMENT => {
                 let uri = uri.ok_or_else(|| arg("uri", "not be NULL"))?;
                 match metadata {
                     Some(m) => {
@@ -503,7 +513,7 @@ impl State {
             }
             other => {
                 return Err(VirError::invalid_arg(
-                    domain::DOMAIN,
+                    ErrorDomain::Domain,
                     format!("unknown metadata type '{other}'"),
                 ));
             }
@@ -536,34 +546,34 @@ impl State {
         uri: Option<&str>,
         flags_: u32,
     ) -> Result<String, VirError> {
-        if flags_ & flags::AFFECT_LIVE != 0 && flags_ & flags::AFFECT_CONFIG != 0 {
+        if flags_ & DOMAIN_AFFECT_LIVE != 0 && flags_ & DOMAIN_AFFECT_CONFIG != 0 {
             return Err(VirError::invalid_arg_check(
-                domain::DOMAIN,
+                ErrorDomain::Domain,
                 "Flags 'VIR_DOMAIN_AFFECT_LIVE' and 'VIR_DOMAIN_AFFECT_CONFIG' are mutually exclusive",
             ));
         }
         check_flags(
             flags_,
-            flags::AFFECT_LIVE | flags::AFFECT_CONFIG,
+            DOMAIN_AFFECT_LIVE | DOMAIN_AFFECT_CONFIG,
             "qemuDomainGetMetadata",
         )?;
         match (kind, uri) {
-            (flags::METADATA_TITLE | flags::METADATA_DESCRIPTION, Some(_)) => {
+            (DOMAIN_METADATA_TITLE | DOMAIN_METADATA_DESCRIPTION, Some(_)) => {
                 return Err(VirError::invalid_arg_check(
-                    domain::DOMAIN,
+                    ErrorDomain::Domain,
                     "uri in virDomainGetMetadata must be NULL",
                 ));
             }
-            (flags::METADATA_ELEMENT, None) => {
+            (DOMAIN_METADATA_ELEMENT, None) => {
                 return Err(VirError::invalid_arg_check(
-                    domain::DOMAIN,
+                    ErrorDomain::Domain,
                     "uri in virDomainGetMetadata must not be NULL",
                 ));
             }
-            (flags::METADATA_TITLE | flags::METADATA_DESCRIPTION | flags::METADATA_ELEMENT, _) => {}
+            (DOMAIN_METADATA_TITLE | DOMAIN_METADATA_DESCRIPTION | DOMAIN_METADATA_ELEMENT, _) => {}
             (other, _) => {
                 return Err(VirError::invalid_arg(
-                    domain::DOMAIN,
+                    ErrorDomain::Domain,
                     format!("unknown metadata type '{other}'"),
                 ));
             }
@@ -576,8 +586,8 @@ impl State {
             &d.config
         };
         let found = match kind {
-            flags::METADATA_TITLE => def.title.clone(),
-            flags::METADATA_DESCRIPTION => def.description.clone(),
+            DOMAIN_METADATA_TITLE => def.title.clone(),
+            DOMAIN_METADATA_DESCRIPTION => def.description.clone(),
             _ => {
                 let uri = uri.expect("checked above");
                 def.metadata
@@ -612,8 +622,8 @@ impl State {
         }
         let Some(src) = AddressSource::from_u32(source) else {
             return Err(VirError::new(
-                code::ARGUMENT_UNSUPPORTED,
-                domain::QEMU,
+                ErrorCode::ArgumentUnsupported,
+                ErrorDomain::Qemu,
                 format!("Unknown IP address data source {source}"),
             ));
         };
@@ -692,23 +702,26 @@ impl State {
                 let running = d.state == DomainState::Running;
                 let paused = d.state == DomainState::Paused;
                 let shutoff = d.state == DomainState::Shutoff;
-                let state_bits = flags::LIST_RUNNING
-                    | flags::LIST_PAUSED
-                    | flags::LIST_SHUTOFF
-                    | flags::LIST_OTHER;
+                let state_bits = CONNECT_LIST_DOMAINS_RUNNING
+                    | CONNECT_LIST_DOMAINS_PAUSED
+                    | CONNECT_LIST_DOMAINS_SHUTOFF
+                    | CONNECT_LIST_DOMAINS_OTHER;
                 let state_ok = flags_ & state_bits == 0
-                    || (flags_ & flags::LIST_RUNNING != 0 && running)
-                    || (flags_ & flags::LIST_PAUSED != 0 && paused)
-                    || (flags_ & flags::LIST_SHUTOFF != 0 && shutoff)
-                    || (flags_ & flags::LIST_OTHER != 0 && !running && !paused && !shutoff);
+                    || (flags_ & CONNECT_LIST_DOMAINS_RUNNING != 0 && running)
+                    || (flags_ & CONNECT_LIST_DOMAINS_PAUSED != 0 && paused)
+                    || (flags_ & CONNECT_LIST_DOMAINS_SHUTOFF != 0 && shutoff)
+                    || (flags_ & CONNECT_LIST_DOMAINS_OTHER != 0
+                        && !running
+                        && !paused
+                        && !shutoff);
                 group(
-                    flags::LIST_ACTIVE,
-                    flags::LIST_INACTIVE,
+                    CONNECT_LIST_DOMAINS_ACTIVE,
+                    CONNECT_LIST_DOMAINS_INACTIVE,
                     d.active(),
                     !d.active(),
                 ) && group(
-                    flags::LIST_PERSISTENT,
-                    flags::LIST_TRANSIENT,
+                    CONNECT_LIST_DOMAINS_PERSISTENT,
+                    CONNECT_LIST_DOMAINS_TRANSIENT,
                     d.persistent,
                     !d.persistent,
                 ) && state_ok
@@ -843,7 +856,7 @@ impl State {
         for disk in &parsed.disk_files {
             if !self.file_exists(disk) {
                 return Err(VirError::no_such_file(
-                    domain::STORAGE,
+                    ErrorDomain::Storage,
                     format!("Cannot access storage file '{disk}'"),
                 ));
             }
@@ -855,7 +868,7 @@ impl State {
                 let Some(b) = backing else { break };
                 let Some(v) = self.volume_at(b) else {
                     return Err(VirError::no_such_file(
-                        domain::STORAGE,
+                        ErrorDomain::Storage,
                         format!(
                             "Cannot access backing file '{b}' of storage file '{parent}' \
                              (as uid:0, gid:0)"
@@ -871,7 +884,7 @@ impl State {
             && !self.file_exists(template)
         {
             return Err(VirError::no_such_file(
-                domain::QEMU,
+                ErrorDomain::Qemu,
                 format!("Failed to open file '{template}'"),
             ));
         }

@@ -8,79 +8,57 @@
 
 use std::fmt;
 
-/// libvirt error numbers (`virErrorNumber`) that the fake raises.
-///
-/// Kept as plain `i32` constants so that any number, including ones the fake
-/// never raises by itself, can be injected as a fault.
+use libvirt_wire::{ErrorCode, ErrorDomain, ErrorLevel, RemoteError};
+
+/// The wire crate's error numbers as plain `i32`s under their libvirt
+/// names without the `VIR_ERR_` prefix, for callers that name them through
+/// the fake (`code::NO_DOMAIN` is `ErrorCode::NoDomain`).
+#[allow(missing_docs)]
 pub mod code {
-    /// `VIR_ERR_INTERNAL_ERROR`.
-    pub const INTERNAL_ERROR: i32 = 1;
-    /// `VIR_ERR_NO_SUPPORT`.
-    pub const NO_SUPPORT: i32 = 3;
-    /// `VIR_ERR_INVALID_ARG`.
-    pub const INVALID_ARG: i32 = 8;
-    /// `VIR_ERR_OPERATION_FAILED`.
-    pub const OPERATION_FAILED: i32 = 9;
-    /// `VIR_ERR_NO_NAME`.
-    pub const NO_NAME: i32 = 21;
-    /// `VIR_ERR_XML_ERROR`.
-    pub const XML_ERROR: i32 = 27;
-    /// `VIR_ERR_XML_DETAIL` (a syntax error found by the XML parser).
-    pub const XML_DETAIL: i32 = 35;
-    /// `VIR_ERR_OPERATION_DENIED`.
-    pub const OPERATION_DENIED: i32 = 29;
-    /// `VIR_ERR_SYSTEM_ERROR`.
-    pub const SYSTEM_ERROR: i32 = 38;
-    /// `VIR_ERR_RPC`.
-    pub const RPC: i32 = 39;
-    /// `VIR_ERR_NO_DOMAIN`.
-    pub const NO_DOMAIN: i32 = 42;
-    /// `VIR_ERR_AUTH_FAILED`.
-    pub const AUTH_FAILED: i32 = 45;
-    /// `VIR_ERR_NO_STORAGE_POOL`.
-    pub const NO_STORAGE_POOL: i32 = 49;
-    /// `VIR_ERR_NO_STORAGE_VOL`.
-    pub const NO_STORAGE_VOL: i32 = 50;
-    /// `VIR_ERR_OPERATION_INVALID`.
-    pub const OPERATION_INVALID: i32 = 55;
-    /// `VIR_ERR_OPERATION_TIMEOUT`.
-    pub const OPERATION_TIMEOUT: i32 = 68;
-    /// `VIR_ERR_ARGUMENT_UNSUPPORTED`.
-    pub const ARGUMENT_UNSUPPORTED: i32 = 74;
-    /// `VIR_ERR_NO_DOMAIN_METADATA`.
-    pub const NO_DOMAIN_METADATA: i32 = 80;
-    /// `VIR_ERR_AGENT_UNRESPONSIVE`.
-    pub const AGENT_UNRESPONSIVE: i32 = 86;
-    /// `VIR_ERR_ACCESS_DENIED`.
-    pub const ACCESS_DENIED: i32 = 88;
-    /// `VIR_ERR_STORAGE_VOL_EXIST`.
-    pub const STORAGE_VOL_EXIST: i32 = 90;
-    /// `VIR_ERR_NO_INTERFACE`.
-    pub const NO_INTERFACE: i32 = 57;
+    use libvirt_wire::ErrorCode;
+
+    pub const INTERNAL_ERROR: i32 = ErrorCode::InternalError.to_raw();
+    pub const NO_SUPPORT: i32 = ErrorCode::NoSupport.to_raw();
+    pub const INVALID_ARG: i32 = ErrorCode::InvalidArg.to_raw();
+    pub const OPERATION_FAILED: i32 = ErrorCode::OperationFailed.to_raw();
+    pub const NO_NAME: i32 = ErrorCode::NoName.to_raw();
+    pub const XML_ERROR: i32 = ErrorCode::XmlError.to_raw();
+    pub const XML_DETAIL: i32 = ErrorCode::XmlDetail.to_raw();
+    pub const OPERATION_DENIED: i32 = ErrorCode::OperationDenied.to_raw();
+    pub const SYSTEM_ERROR: i32 = ErrorCode::SystemError.to_raw();
+    pub const RPC: i32 = ErrorCode::Rpc.to_raw();
+    pub const NO_DOMAIN: i32 = ErrorCode::NoDomain.to_raw();
+    pub const AUTH_FAILED: i32 = ErrorCode::AuthFailed.to_raw();
+    pub const NO_STORAGE_POOL: i32 = ErrorCode::NoStoragePool.to_raw();
+    pub const NO_STORAGE_VOL: i32 = ErrorCode::NoStorageVol.to_raw();
+    pub const OPERATION_INVALID: i32 = ErrorCode::OperationInvalid.to_raw();
+    pub const OPERATION_TIMEOUT: i32 = ErrorCode::OperationTimeout.to_raw();
+    pub const ARGUMENT_UNSUPPORTED: i32 = ErrorCode::ArgumentUnsupported.to_raw();
+    pub const NO_DOMAIN_METADATA: i32 = ErrorCode::NoDomainMetadata.to_raw();
+    pub const AGENT_UNRESPONSIVE: i32 = ErrorCode::AgentUnresponsive.to_raw();
+    pub const ACCESS_DENIED: i32 = ErrorCode::AccessDenied.to_raw();
+    pub const STORAGE_VOL_EXIST: i32 = ErrorCode::StorageVolExist.to_raw();
+    pub const NO_INTERFACE: i32 = ErrorCode::NoInterface.to_raw();
 }
 
-/// libvirt error domains (`virErrorDomain`): which subsystem raised an error.
+/// The wire crate's error domains as plain `i32`s under their libvirt names
+/// without the `VIR_FROM_` prefix (`domain::QEMU` is `ErrorDomain::Qemu`).
+#[allow(missing_docs)]
 pub mod domain {
-    /// `VIR_FROM_NONE`.
-    pub const NONE: i32 = 0;
-    /// `VIR_FROM_XML`.
-    pub const XML: i32 = 5;
-    /// `VIR_FROM_RPC`.
-    pub const RPC: i32 = 7;
-    /// `VIR_FROM_QEMU`.
-    pub const QEMU: i32 = 10;
-    /// `VIR_FROM_STORAGE`.
-    pub const STORAGE: i32 = 18;
-    /// `VIR_FROM_INTERFACE`.
-    pub const INTERFACE: i32 = 26;
-    /// `VIR_FROM_DOMAIN` (the domain configuration code).
-    pub const DOMAIN: i32 = 20;
-    /// `VIR_FROM_STREAMS`.
-    pub const STREAMS: i32 = 38;
+    use libvirt_wire::ErrorDomain;
+
+    pub const NONE: i32 = ErrorDomain::None.to_raw();
+    pub const XML: i32 = ErrorDomain::Xml.to_raw();
+    pub const RPC: i32 = ErrorDomain::Rpc.to_raw();
+    pub const QEMU: i32 = ErrorDomain::Qemu.to_raw();
+    pub const STORAGE: i32 = ErrorDomain::Storage.to_raw();
+    pub const INTERFACE: i32 = ErrorDomain::Interface.to_raw();
+    pub const DOMAIN: i32 = ErrorDomain::Domain.to_raw();
+    pub const STREAMS: i32 = ErrorDomain::Streams.to_raw();
 }
 
 /// `VIR_ERR_ERROR`, the level of every error the fake raises.
-pub const LEVEL_ERROR: i32 = 2;
+pub const LEVEL_ERROR: i32 = ErrorLevel::Error.to_raw();
 
 /// One libvirt error, shaped like `remote_error` on the wire.
 ///
@@ -120,27 +98,27 @@ impl std::error::Error for VirError {}
 /// The message prefix libvirt puts before the detail for an error number,
 /// with `%s` where the detail goes (libvirt's `virErrorMsg` table).
 fn prefix_format(code: i32) -> &'static str {
-    match code {
-        code::INTERNAL_ERROR => "internal error: %s",
-        code::NO_SUPPORT => "this function is not supported by the connection driver: %s",
-        code::INVALID_ARG => "invalid argument: %s",
-        code::OPERATION_FAILED => "operation failed: %s",
-        code::NO_NAME => "missing name information in %s",
-        code::XML_ERROR => "XML error: %s",
-        code::OPERATION_DENIED => "operation forbidden: %s",
-        code::RPC => "RPC error: %s",
-        code::NO_DOMAIN => "Domain not found: %s",
-        code::AUTH_FAILED => "authentication failed: %s",
-        code::NO_STORAGE_POOL => "Storage pool not found: %s",
-        code::NO_STORAGE_VOL => "Storage volume not found: %s",
-        code::OPERATION_INVALID => "Requested operation is not valid: %s",
-        code::OPERATION_TIMEOUT => "Timed out during operation: %s",
-        code::ARGUMENT_UNSUPPORTED => "argument unsupported: %s",
-        code::NO_DOMAIN_METADATA => "metadata not found: %s",
-        code::AGENT_UNRESPONSIVE => "Guest agent is not responding: %s",
-        code::ACCESS_DENIED => "access denied: %s",
-        code::STORAGE_VOL_EXIST => "storage volume %s exists already",
-        code::NO_INTERFACE => "Interface not found: %s",
+    match ErrorCode::from_raw(code) {
+        ErrorCode::InternalError => "internal error: %s",
+        ErrorCode::NoSupport => "this function is not supported by the connection driver: %s",
+        ErrorCode::InvalidArg => "invalid argument: %s",
+        ErrorCode::OperationFailed => "operation failed: %s",
+        ErrorCode::NoName => "missing name information in %s",
+        ErrorCode::XmlError => "XML error: %s",
+        ErrorCode::OperationDenied => "operation forbidden: %s",
+        ErrorCode::Rpc => "RPC error: %s",
+        ErrorCode::NoDomain => "Domain not found: %s",
+        ErrorCode::AuthFailed => "authentication failed: %s",
+        ErrorCode::NoStoragePool => "Storage pool not found: %s",
+        ErrorCode::NoStorageVol => "Storage volume not found: %s",
+        ErrorCode::OperationInvalid => "Requested operation is not valid: %s",
+        ErrorCode::OperationTimeout => "Timed out during operation: %s",
+        ErrorCode::ArgumentUnsupported => "argument unsupported: %s",
+        ErrorCode::NoDomainMetadata => "metadata not found: %s",
+        ErrorCode::AgentUnresponsive => "Guest agent is not responding: %s",
+        ErrorCode::AccessDenied => "access denied: %s",
+        ErrorCode::StorageVolExist => "storage volume %s exists already",
+        ErrorCode::NoInterface => "Interface not found: %s",
         _ => "%s",
     }
 }
@@ -148,14 +126,15 @@ fn prefix_format(code: i32) -> &'static str {
 impl VirError {
     /// Builds an error the way libvirt's `virReportError` does: the message is
     /// the error number's format with `detail` filled in.
-    pub fn new(code: i32, domain: i32, detail: impl Into<String>) -> Self {
+    pub fn new(code: impl Into<i32>, domain: impl Into<i32>, detail: impl Into<String>) -> Self {
+        let (code, domain) = (code.into(), domain.into());
         let detail = detail.into();
         let format = prefix_format(code);
         VirError {
             code,
             domain,
             message: format.replacen("%s", &detail, 1),
-            level: LEVEL_ERROR,
+            level: ErrorLevel::Error.to_raw(),
             str1: Some(format.to_owned()),
             str2: Some(detail),
             str3: None,
@@ -167,17 +146,17 @@ impl VirError {
     /// `VIR_ERR_NO_DOMAIN` for a lookup by name.
     pub fn no_domain_name(name: &str) -> Self {
         Self::new(
-            code::NO_DOMAIN,
-            domain::QEMU,
+            ErrorCode::NoDomain,
+            ErrorDomain::Qemu,
             format!("no domain with matching name '{name}'"),
         )
     }
 
     /// `VIR_ERR_NO_DOMAIN` for a handle whose UUID is unknown.
-    pub fn no_domain_uuid(uuid: &uuid::Uuid, name: &str) -> Self {
+    pub fn no_domain_uuid(uuid: &impl fmt::Display, name: &str) -> Self {
         Self::new(
-            code::NO_DOMAIN,
-            domain::QEMU,
+            ErrorCode::NoDomain,
+            ErrorDomain::Qemu,
             format!("no domain with matching uuid '{uuid}' ({name})"),
         )
     }
@@ -185,8 +164,8 @@ impl VirError {
     /// `VIR_ERR_NO_INTERFACE` for a lookup by name (the udev backend's words).
     pub fn no_interface_name(name: &str) -> Self {
         Self::new(
-            code::NO_INTERFACE,
-            domain::INTERFACE,
+            ErrorCode::NoInterface,
+            ErrorDomain::Interface,
             format!("couldn't find interface named '{name}'"),
         )
     }
@@ -194,23 +173,23 @@ impl VirError {
     /// `VIR_ERR_NO_SUPPORT`: the host has no driver for the call (`function`
     /// is the public API's name, `virInterfaceLookupByName`).
     pub fn no_support(function: &str) -> Self {
-        Self::new(code::NO_SUPPORT, domain::NONE, function)
+        Self::new(ErrorCode::NoSupport, ErrorDomain::None, function)
     }
 
     /// `VIR_ERR_NO_STORAGE_POOL` for a lookup by name.
     pub fn no_pool_name(name: &str) -> Self {
         Self::new(
-            code::NO_STORAGE_POOL,
-            domain::STORAGE,
+            ErrorCode::NoStoragePool,
+            ErrorDomain::Storage,
             format!("no storage pool with matching name '{name}'"),
         )
     }
 
     /// `VIR_ERR_NO_STORAGE_POOL` for a handle whose UUID is unknown.
-    pub fn no_pool_uuid(uuid: &uuid::Uuid, name: &str) -> Self {
+    pub fn no_pool_uuid(uuid: &impl fmt::Display, name: &str) -> Self {
         Self::new(
-            code::NO_STORAGE_POOL,
-            domain::STORAGE,
+            ErrorCode::NoStoragePool,
+            ErrorDomain::Storage,
             format!("no storage pool with matching uuid '{uuid}' ({name})"),
         )
     }
@@ -218,8 +197,8 @@ impl VirError {
     /// `VIR_ERR_NO_STORAGE_VOL` for a lookup by name.
     pub fn no_vol_name(name: &str) -> Self {
         Self::new(
-            code::NO_STORAGE_VOL,
-            domain::STORAGE,
+            ErrorCode::NoStorageVol,
+            ErrorDomain::Storage,
             format!("no storage vol with matching name '{name}'"),
         )
     }
@@ -227,8 +206,8 @@ impl VirError {
     /// `VIR_ERR_STORAGE_VOL_EXIST` from the storage driver's create.
     pub fn vol_exists(name: &str) -> Self {
         Self::new(
-            code::STORAGE_VOL_EXIST,
-            domain::STORAGE,
+            ErrorCode::StorageVolExist,
+            ErrorDomain::Storage,
             format!("'{name}'"),
         )
     }
@@ -236,8 +215,8 @@ impl VirError {
     /// `VIR_ERR_OPERATION_INVALID` for a pool that is not running.
     pub fn pool_not_active(name: &str) -> Self {
         Self::new(
-            code::OPERATION_INVALID,
-            domain::STORAGE,
+            ErrorCode::OperationInvalid,
+            ErrorDomain::Storage,
             format!("storage pool '{name}' is not active"),
         )
     }
@@ -245,8 +224,8 @@ impl VirError {
     /// `VIR_ERR_OPERATION_INVALID` for starting or building a pool that runs.
     pub fn pool_already_active(name: &str) -> Self {
         Self::new(
-            code::OPERATION_INVALID,
-            domain::STORAGE,
+            ErrorCode::OperationInvalid,
+            ErrorDomain::Storage,
             format!("storage pool '{name}' is already active"),
         )
     }
@@ -255,8 +234,8 @@ impl VirError {
     /// runs.
     pub fn pool_still_active(name: &str) -> Self {
         Self::new(
-            code::OPERATION_INVALID,
-            domain::STORAGE,
+            ErrorCode::OperationInvalid,
+            ErrorDomain::Storage,
             format!("storage pool '{name}' is still active"),
         )
     }
@@ -265,8 +244,8 @@ impl VirError {
     /// (with another UUID) has.
     pub fn pool_exists(name: &str, uuid: &uuid::Uuid) -> Self {
         Self::new(
-            code::OPERATION_FAILED,
-            domain::STORAGE,
+            ErrorCode::OperationFailed,
+            ErrorDomain::Storage,
             format!("pool '{name}' already exists with uuid {uuid}"),
         )
     }
@@ -275,8 +254,8 @@ impl VirError {
     /// another name) has.
     pub fn pool_uuid_taken(other: &str, uuid: &uuid::Uuid) -> Self {
         Self::new(
-            code::OPERATION_FAILED,
-            domain::STORAGE,
+            ErrorCode::OperationFailed,
+            ErrorDomain::Storage,
             format!("pool '{other}' is already defined with uuid {uuid}"),
         )
     }
@@ -285,8 +264,8 @@ impl VirError {
     /// running one with the same name and UUID.
     pub fn pool_active_as(name: &str) -> Self {
         Self::new(
-            code::OPERATION_INVALID,
-            domain::STORAGE,
+            ErrorCode::OperationInvalid,
+            ErrorDomain::Storage,
             format!("pool is already active as '{name}'"),
         )
     }
@@ -294,17 +273,17 @@ impl VirError {
     /// `VIR_ERR_OPERATION_FAILED` for a pool whose target another pool uses.
     pub fn pool_source_conflict(other: &str) -> Self {
         Self::new(
-            code::OPERATION_FAILED,
-            domain::STORAGE,
+            ErrorCode::OperationFailed,
+            ErrorDomain::Storage,
             format!("Storage source conflict with pool: '{other}'"),
         )
     }
 
     /// `VIR_ERR_SYSTEM_ERROR`: what failed and the operating system's reason
     /// (`strerror`), as `virReportSystemError` writes them.
-    pub fn system(domain: i32, text: impl Into<String>, reason: &str) -> Self {
+    pub fn system(domain: impl Into<i32>, text: impl Into<String>, reason: &str) -> Self {
         Self::new(
-            code::SYSTEM_ERROR,
+            ErrorCode::SystemError,
             domain,
             format!("{}: {reason}", text.into()),
         )
@@ -314,8 +293,8 @@ impl VirError {
     /// suspended to memory by its guest.
     pub fn domain_pmsuspended() -> Self {
         Self::new(
-            code::OPERATION_INVALID,
-            domain::QEMU,
+            ErrorCode::OperationInvalid,
+            ErrorDomain::Qemu,
             "domain is pmsuspended",
         )
     }
@@ -323,20 +302,20 @@ impl VirError {
     /// `VIR_ERR_OPERATION_INVALID` "domain is not running", as the generic
     /// domain code raises it (destroy, interface addresses, live metadata).
     pub fn domain_not_running() -> Self {
-        Self::domain_not_running_from(domain::DOMAIN)
+        Self::domain_not_running_from(ErrorDomain::Domain)
     }
 
     /// `VIR_ERR_OPERATION_INVALID` "domain is not running" raised by the given
     /// subsystem: the QEMU driver checks shutdown itself.
-    pub fn domain_not_running_from(from: i32) -> Self {
-        Self::new(code::OPERATION_INVALID, from, "domain is not running")
+    pub fn domain_not_running_from(from: impl Into<i32>) -> Self {
+        Self::new(ErrorCode::OperationInvalid, from, "domain is not running")
     }
 
     /// `VIR_ERR_OPERATION_INVALID` "domain is already running".
     pub fn domain_already_running() -> Self {
         Self::new(
-            code::OPERATION_INVALID,
-            domain::QEMU,
+            ErrorCode::OperationInvalid,
+            ErrorDomain::Qemu,
             "domain is already running",
         )
     }
@@ -345,8 +324,8 @@ impl VirError {
     /// NVRAM file exists without `VIR_DOMAIN_UNDEFINE_NVRAM` or `KEEP_NVRAM`.
     pub fn undefine_with_nvram() -> Self {
         Self::new(
-            code::OPERATION_INVALID,
-            domain::QEMU,
+            ErrorCode::OperationInvalid,
+            ErrorDomain::Qemu,
             "cannot undefine domain with nvram",
         )
     }
@@ -354,8 +333,8 @@ impl VirError {
     /// `VIR_ERR_NO_DOMAIN_METADATA` for a missing metadata element.
     pub fn no_metadata() -> Self {
         Self::new(
-            code::NO_DOMAIN_METADATA,
-            domain::DOMAIN,
+            ErrorCode::NoDomainMetadata,
+            ErrorDomain::Domain,
             "Requested metadata element is not present",
         )
     }
@@ -364,11 +343,11 @@ impl VirError {
     pub fn unsupported_flags(flags: u32, function: &str) -> Self {
         // The driver the function belongs to raises it, named by its prefix.
         let from = if function.starts_with("storage") {
-            domain::STORAGE
+            ErrorDomain::Storage
         } else if function.starts_with("udevInterface") {
-            domain::INTERFACE
+            ErrorDomain::Interface
         } else {
-            domain::QEMU
+            ErrorDomain::Qemu
         };
         Self::invalid_arg_check(
             from,
@@ -377,8 +356,8 @@ impl VirError {
     }
 
     /// `VIR_ERR_INVALID_ARG` with a free-form detail.
-    pub fn invalid_arg(domain: i32, detail: impl Into<String>) -> Self {
-        Self::new(code::INVALID_ARG, domain, detail)
+    pub fn invalid_arg(domain: impl Into<i32>, detail: impl Into<String>) -> Self {
+        Self::new(ErrorCode::InvalidArg, domain, detail)
     }
 
     /// `VIR_ERR_INVALID_ARG` from one of libvirt's argument-check macros
@@ -386,26 +365,32 @@ impl VirError {
     /// must or must not be NULL): libvirt 11.3 gives the bare text, without
     /// the "invalid argument: " prefix (measured by the fidelity comparison's
     /// metadata and domain-capabilities steps).
-    pub fn invalid_arg_check(domain: i32, detail: impl Into<String>) -> Self {
+    pub fn invalid_arg_check(domain: impl Into<i32>, detail: impl Into<String>) -> Self {
         let detail = detail.into();
         VirError {
             message: detail.clone(),
             str1: Some("%s".to_owned()),
             str2: Some(detail),
-            ..Self::new(code::INVALID_ARG, domain, "")
+            ..Self::new(ErrorCode::InvalidArg, domain, "")
         }
     }
 
     /// `VIR_ERR_XML_ERROR` with a parser detail.
     pub fn xml(detail: impl Into<String>) -> Self {
-        Self::new(code::XML_ERROR, domain::XML, detail)
+        Self::new(ErrorCode::XmlError, ErrorDomain::Xml, detail)
     }
 
     /// `VIR_ERR_XML_DETAIL`: the XML parser rejected a document, raised from
     /// the subsystem that parsed it. libvirt 11.3 words it as its libxml2
     /// handler does: the line, the parser's detail, then the line of input
     /// and a pointer to the column where the parser stopped.
-    pub fn xml_syntax(from: i32, line: usize, detail: &str, context: &str, column: usize) -> Self {
+    pub fn xml_syntax(
+        from: impl Into<i32>,
+        line: usize,
+        detail: &str,
+        context: &str,
+        column: usize,
+    ) -> Self {
         let message = format!(
             "at line {line}: {detail}\n{context}\n{}^",
             "-".repeat(column)
@@ -414,13 +399,13 @@ impl VirError {
             message: message.clone(),
             str1: Some("%s".to_owned()),
             str2: Some(message),
-            ..Self::new(code::XML_DETAIL, from, "")
+            ..Self::new(ErrorCode::XmlDetail, from, "")
         }
     }
 
     /// `VIR_ERR_INTERNAL_ERROR` for a `<uuid>` that does not parse.
     pub fn malformed_uuid() -> Self {
-        Self::internal(domain::DOMAIN, "malformed uuid element")
+        Self::internal(ErrorDomain::Domain, "malformed uuid element")
     }
 
     /// What libvirtd 9.0 answers to `AUTH_POLKIT` on a socket whose
@@ -432,7 +417,7 @@ impl VirError {
             message: message.to_owned(),
             str1: Some("%s".to_owned()),
             str2: Some(message.to_owned()),
-            ..Self::new(code::INTERNAL_ERROR, domain::RPC, "")
+            ..Self::new(ErrorCode::InternalError, ErrorDomain::Rpc, "")
         }
     }
 
@@ -441,8 +426,8 @@ impl VirError {
     /// it and is then lost (see `FakeLibvirt::is_wedged`).
     pub fn stream_no_space() -> Self {
         Self::new(
-            code::SYSTEM_ERROR,
-            domain::STREAMS,
+            ErrorCode::SystemError,
+            ErrorDomain::Streams,
             "cannot write to stream: No space left on device",
         )
     }
@@ -453,20 +438,20 @@ impl VirError {
             message: "missing name information".to_owned(),
             str1: Some("missing name information".to_owned()),
             str2: None,
-            ..Self::new(code::NO_NAME, domain::DOMAIN, "")
+            ..Self::new(ErrorCode::NoName, ErrorDomain::Domain, "")
         }
     }
 
     /// `VIR_ERR_INTERNAL_ERROR` with a detail, from the given subsystem.
-    pub fn internal(domain: i32, detail: impl Into<String>) -> Self {
-        Self::new(code::INTERNAL_ERROR, domain, detail)
+    pub fn internal(domain: impl Into<i32>, detail: impl Into<String>) -> Self {
+        Self::new(ErrorCode::InternalError, domain, detail)
     }
 
     /// `VIR_ERR_SYSTEM_ERROR` for a missing file: the text and the
     /// operating system's reason, as `virReportSystemError` writes them.
-    pub fn no_such_file(domain: i32, text: impl Into<String>) -> Self {
+    pub fn no_such_file(domain: impl Into<i32>, text: impl Into<String>) -> Self {
         Self::new(
-            code::SYSTEM_ERROR,
+            ErrorCode::SystemError,
             domain,
             format!("{}: No such file or directory", text.into()),
         )
@@ -474,24 +459,24 @@ impl VirError {
 
     /// `VIR_ERR_INTERNAL_ERROR` "hypervisor connection not open".
     pub fn not_open() -> Self {
-        Self::internal(domain::RPC, "hypervisor connection not open")
+        Self::internal(ErrorDomain::Rpc, "hypervisor connection not open")
     }
 
     /// `VIR_ERR_INTERNAL_ERROR` "connection already open".
     pub fn already_open() -> Self {
-        Self::internal(domain::RPC, "connection already open")
+        Self::internal(ErrorDomain::Rpc, "connection already open")
     }
 
     /// `VIR_ERR_RPC` "authentication required".
     pub fn auth_required() -> Self {
-        Self::new(code::RPC, domain::RPC, "authentication required")
+        Self::new(ErrorCode::Rpc, ErrorDomain::Rpc, "authentication required")
     }
 
     /// `VIR_ERR_AGENT_UNRESPONSIVE` while the guest agent has not connected.
     pub fn agent_not_connected() -> Self {
         Self::new(
-            code::AGENT_UNRESPONSIVE,
-            domain::QEMU,
+            ErrorCode::AgentUnresponsive,
+            ErrorDomain::Qemu,
             "QEMU guest agent is not connected",
         )
     }
@@ -499,8 +484,8 @@ impl VirError {
     /// `VIR_ERR_ARGUMENT_UNSUPPORTED` for a domain without an agent channel.
     pub fn agent_not_configured() -> Self {
         Self::new(
-            code::ARGUMENT_UNSUPPORTED,
-            domain::QEMU,
+            ErrorCode::ArgumentUnsupported,
+            ErrorDomain::Qemu,
             "QEMU guest agent is not configured",
         )
     }
@@ -508,7 +493,25 @@ impl VirError {
     /// The ARP source failure of libvirt 9.0 (`virArpTableGet` on a host
     /// whose netlink answer it cannot parse).
     pub fn arp_wrong_nlmsg_len() -> Self {
-        Self::internal(domain::NONE, "wrong nlmsg len")
+        Self::internal(ErrorDomain::None, "wrong nlmsg len")
+    }
+}
+
+impl From<&VirError> for RemoteError {
+    fn from(e: &VirError) -> Self {
+        RemoteError {
+            code: ErrorCode::from_raw(e.code),
+            domain: ErrorDomain::from_raw(e.domain),
+            message: Some(e.message.clone()),
+            level: ErrorLevel::from_raw(e.level),
+            dom: None,
+            str1: e.str1.clone(),
+            str2: e.str2.clone(),
+            str3: e.str3.clone(),
+            int1: e.int1,
+            int2: e.int2,
+            net: None,
+        }
     }
 }
 

@@ -19,9 +19,8 @@ use crate::fault::Faults;
 use crate::state::{HostConfig, State};
 use crate::storage::VolumeSnapshot;
 use crate::trace::Trace;
-use crate::types::{
-    AddressSource, DomainRef, DomainState, Interface, IpAddr, PoolInfo, PoolRef, reason,
-};
+use crate::types::{AddressSource, DomainRef, DomainState, Interface, IpAddr, PoolInfo, PoolRef};
+use libvirt_wire::{DOMAIN_PAUSED_USER, DOMAIN_RUNNING_UNPAUSED, DOMAIN_SHUTOFF_SHUTDOWN};
 
 /// How the fake answers a new connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -300,18 +299,18 @@ impl FakeLibvirt {
 
     /// Pauses a domain out of band (`PAUSED`, reason user).
     pub fn pause(&self, name: &str) -> Result<(), VirError> {
-        self.set_domain_state(name, DomainState::Paused, reason::PAUSED_USER)
+        self.set_domain_state(name, DomainState::Paused, DOMAIN_PAUSED_USER)
     }
 
     /// Resumes a paused domain out of band (`RUNNING`, reason unpaused).
     pub fn resume(&self, name: &str) -> Result<(), VirError> {
-        self.set_domain_state(name, DomainState::Running, reason::RUNNING_UNPAUSED)
+        self.set_domain_state(name, DomainState::Running, DOMAIN_RUNNING_UNPAUSED)
     }
 
     /// Stops a domain out of band as a guest shutdown does (`SHUTOFF`,
     /// reason shutdown).
     pub fn stop(&self, name: &str) -> Result<(), VirError> {
-        self.set_domain_state(name, DomainState::Shutoff, reason::SHUTOFF_SHUTDOWN)
+        self.set_domain_state(name, DomainState::Shutoff, DOMAIN_SHUTOFF_SHUTDOWN)
     }
 
     /// Sets the interfaces a domain reports from one source (kept by name,

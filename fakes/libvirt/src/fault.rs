@@ -15,8 +15,9 @@ use std::time::Duration;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::error::{VirError, code, domain};
-use crate::procedure::Procedure;
+use crate::error::VirError;
+use libvirt_wire::Procedure;
+use libvirt_wire::{ErrorCode, ErrorDomain};
 
 /// What an injected fault does to the call it hits.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,7 +38,7 @@ pub enum Fault {
 
 impl Fault {
     /// A libvirt error with the number's real prefix and this detail.
-    pub fn error(code: i32, domain: i32, detail: impl Into<String>) -> Self {
+    pub fn error(code: impl Into<i32>, domain: impl Into<i32>, detail: impl Into<String>) -> Self {
         Fault::Error(VirError::new(code, domain, detail))
     }
 
@@ -45,8 +46,8 @@ impl Fault {
     /// state change lock", what a busy QEMU driver answers.
     pub fn busy() -> Self {
         Fault::error(
-            code::OPERATION_TIMEOUT,
-            domain::QEMU,
+            ErrorCode::OperationTimeout,
+            ErrorDomain::Qemu,
             "cannot acquire state change lock",
         )
     }
@@ -54,8 +55,8 @@ impl Fault {
     /// A typical lasting failure: `VIR_ERR_ACCESS_DENIED`.
     pub fn access_denied() -> Self {
         Fault::error(
-            code::ACCESS_DENIED,
-            domain::NONE,
+            ErrorCode::AccessDenied,
+            ErrorDomain::None,
             "'manage' denied by the access driver",
         )
     }

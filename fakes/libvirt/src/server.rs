@@ -21,11 +21,10 @@ use libvirt_wire::{
     ConnectGetHostnameRet, ConnectGetLibVersionRet, ConnectGetUriRet, ConnectGetVersionRet,
     ConnectListAllDomainsRet, ConnectListAllStoragePoolsRet, ConnectSupportsFeatureRet,
     DomainCreateWithFlagsRet, DomainDefineXmlFlagsRet, DomainDefineXmlRet, DomainGetInfoRet,
-    DomainGetMetadataRet, DomainGetStateRet, DomainGetXmlDescRet, DomainInterface,
-    DomainInterfaceAddressesRet, DomainIpAddr, DomainLookupByNameRet, DomainLookupByUuidRet,
-    Encode, ErrorCode, ErrorDomain, ErrorLevel, Header, InterfaceGetXmlDescRet,
-    InterfaceLookupByNameRet, IsActiveRet, KEEPALIVE_PING, KEEPALIVE_PONG, KEEPALIVE_PROGRAM,
-    MessageType, Packet, REMOTE_PROGRAM, REMOTE_VERSION, RemoteError, Status,
+    DomainGetMetadataRet, DomainGetStateRet, DomainGetXmlDescRet, DomainInterfaceAddressesRet,
+    DomainLookupByNameRet, DomainLookupByUuidRet, Encode, ErrorCode, ErrorDomain, Header,
+    InterfaceGetXmlDescRet, InterfaceLookupByNameRet, IsActiveRet, KEEPALIVE_PING, KEEPALIVE_PONG,
+    KEEPALIVE_PROGRAM, MessageType, Packet, REMOTE_PROGRAM, REMOTE_VERSION, RemoteError, Status,
     StoragePoolDefineXmlRet, StoragePoolGetInfoRet, StoragePoolGetXmlDescRet,
     StoragePoolListAllVolumesRet, StoragePoolLookupByNameRet, StorageVolCreateXmlRet,
     StorageVolGetInfoRet, StorageVolGetPathRet, StorageVolLookupByNameRet, WireError,
@@ -38,9 +37,8 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
 use crate::connection::{FakeConnection, Upload};
-use crate::error::{CallError, VirError, code, domain};
+use crate::error::{CallError, VirError};
 use crate::fake::FakeLibvirt;
-use crate::types::{DomainRef, PoolRef, VolRef};
 
 /// Settings of the fake daemon, defaulting to libvirtd's.
 #[derive(Debug, Clone)]
@@ -273,29 +271,13 @@ fn send<T: Encode + ?Sized>(tx: &Tx, header: &Header, body: &T) {
     }
 }
 
-fn remote_error(e: &VirError) -> RemoteError {
-    RemoteError {
-        code: ErrorCode::from_raw(e.code),
-        domain: ErrorDomain::from_raw(e.domain),
-        message: Some(e.message.clone()),
-        level: ErrorLevel::from_raw(e.level),
-        dom: None,
-        str1: e.str1.clone(),
-        str2: e.str2.clone(),
-        str3: e.str3.clone(),
-        int1: e.int1,
-        int2: e.int2,
-        net: None,
-    }
-}
-
 fn rpc_error(detail: impl Into<String>) -> VirError {
-    VirError::new(code::RPC, domain::RPC, detail)
+    VirError::new(ErrorCode::Rpc, ErrorDomain::Rpc, detail)
 }
 
 fn send_error(tx: &Tx, call: &Header, e: &VirError) {
     let mut out = BytesMut::new();
-    if encode_error_reply(&mut out, call, &remote_error(e)).is_ok() {
+    if encode_error_reply(&mut out, call, &RemoteError::from(e)).is_ok() {
         let _ = tx.send(out.freeze());
     }
 }
@@ -390,52 +372,6 @@ fn reply<T: Encode + ?Sized>(call: &Header, ret: &T) -> Result<Bytes, CallError>
     encode_reply(&mut out, call, ret)
         .map_err(|e| CallError::Libvirt(rpc_error(format!("unable to encode reply: {e}"))))?;
     Ok(out.freeze())
-}
-
-fn dom_in(d: &libvirt_wire::Domain) -> DomainRef {
-    DomainRef {
-        name: d.name.clone(),
-        uuid: uuid::Uuid::from_bytes(d.uuid.0),
-        id: d.id,
-    }
-}
-
-fn dom_out(d: &DomainRef) -> libvirt_wire::Domain {
-    libvirt_wire::Domain {
-        name: d.name.clone(),
-        uuid: libvirt_wire::Uuid(*d.uuid.as_bytes()),
-        id: d.id,
-    }
-}
-
-fn pool_in(p: &libvirt_wire::StoragePool) -> PoolRef {
-    PoolRef {
-        name: p.name.clone(),
-        uuid: uuid::Uuid::from_bytes(p.uuid.0),
-    }
-}
-
-fn pool_out(p: &PoolRef) -> libvirt_wire::StoragePool {
-    libvirt_wire::StoragePool {
-        name: p.name.clone(),
-        uuid: libvirt_wire::Uuid(*p.uuid.as_bytes()),
-    }
-}
-
-fn vol_in(v: &libvirt_wire::StorageVol) -> VolRef {
-    VolRef {
-        pool: v.pool.clone(),
-        name: v.name.clone(),
-        key: v.key.clone(),
-    }
-}
-
-fn vol_out(v: &VolRef) -> libvirt_wire::StorageVol {
-    libvirt_wire::StorageVol {
-        pool: v.pool.clone(),
-        name: v.name.clone(),
-        key: v.key.clone(),
-    }
 }
 
 fn count(n: usize) -> u32 {
@@ -542,7 +478,7 @@ async fn dispatch(
             let doms = c.list_all_domains(a.flags).await?;
             let n = count(doms.len());
             let domains = if a.need_results != 0 {
-                doms.iter().map(dom_out).collect()
+                doms
             } else {
                 Vec::new()
             };
@@ -552,64 +488,64 @@ async fn dispatch(
             let pools = c.list_all_storage_pools(a.flags).await?;
             let n = count(pools.len());
             let pools = if a.need_results != 0 {
-                pools.iter().map(pool_out).collect()
+                pools
             } else {
                 Vec::new()
             };
             reply(h, &ConnectListAllStoragePoolsRet { pools, ret: n })
         }
         CallArgs::DomainCreate(a) => {
-            c.domain_create(&dom_in(&a.dom)).await?;
+            c.domain_create(&a.dom).await?;
             reply(h, &())
         }
         CallArgs::DomainCreateWithFlags(a) => {
-            let d = c.domain_create_with_flags(&dom_in(&a.dom), a.flags).await?;
-            reply(h, &DomainCreateWithFlagsRet { dom: dom_out(&d) })
+            let d = c.domain_create_with_flags(&a.dom, a.flags).await?;
+            reply(h, &DomainCreateWithFlagsRet { dom: d })
         }
         CallArgs::DomainDefineXml(a) => {
             let d = c.domain_define_xml(&a.xml).await?;
-            reply(h, &DomainDefineXmlRet { dom: dom_out(&d) })
+            reply(h, &DomainDefineXmlRet { dom: d })
         }
         CallArgs::DomainDefineXmlFlags(a) => {
             let d = c.domain_define_xml_flags(&a.xml, a.flags).await?;
-            reply(h, &DomainDefineXmlFlagsRet { dom: dom_out(&d) })
+            reply(h, &DomainDefineXmlFlagsRet { dom: d })
         }
         CallArgs::DomainDestroy(a) => {
-            c.domain_destroy(&dom_in(&a.dom)).await?;
+            c.domain_destroy(&a.dom).await?;
             reply(h, &())
         }
         CallArgs::DomainDestroyFlags(a) => {
-            c.domain_destroy_flags(&dom_in(&a.dom), a.flags).await?;
+            c.domain_destroy_flags(&a.dom, a.flags).await?;
             reply(h, &())
         }
         CallArgs::DomainShutdownFlags(a) => {
-            c.domain_shutdown_flags(&dom_in(&a.dom), a.flags).await?;
+            c.domain_shutdown_flags(&a.dom, a.flags).await?;
             reply(h, &())
         }
         CallArgs::DomainUndefineFlags(a) => {
-            c.domain_undefine_flags(&dom_in(&a.dom), a.flags).await?;
+            c.domain_undefine_flags(&a.dom, a.flags).await?;
             reply(h, &())
         }
         CallArgs::DomainSuspend(a) => {
-            c.domain_suspend(&dom_in(&a.dom)).await?;
+            c.domain_suspend(&a.dom).await?;
             reply(h, &())
         }
         CallArgs::DomainResume(a) => {
-            c.domain_resume(&dom_in(&a.dom)).await?;
+            c.domain_resume(&a.dom).await?;
             reply(h, &())
         }
         CallArgs::DomainGetXmlDesc(a) => reply(
             h,
             &DomainGetXmlDescRet {
-                xml: c.domain_get_xml_desc(&dom_in(&a.dom), a.flags).await?,
+                xml: c.domain_get_xml_desc(&a.dom, a.flags).await?,
             },
         ),
         CallArgs::DomainGetInfo(a) => {
-            let i = c.domain_get_info(&dom_in(&a.dom)).await?;
+            let i = c.domain_get_info(&a.dom).await?;
             reply(
                 h,
                 &DomainGetInfoRet {
-                    state: i.state as u8,
+                    state: i.state.to_raw() as u8,
                     max_mem: i.max_mem_kib,
                     memory: i.memory_kib,
                     nr_virt_cpu: i.nr_virt_cpu,
@@ -618,28 +554,28 @@ async fn dispatch(
             )
         }
         CallArgs::DomainGetState(a) => {
-            let (state, reason) = c.domain_get_state(&dom_in(&a.dom), a.flags).await?;
+            let (state, reason) = c.domain_get_state(&a.dom, a.flags).await?;
             reply(
                 h,
                 &DomainGetStateRet {
-                    state: state as i32,
+                    state: state.to_raw(),
                     reason,
                 },
             )
         }
         CallArgs::DomainLookupByName(a) => {
             let d = c.domain_lookup_by_name(&a.name).await?;
-            reply(h, &DomainLookupByNameRet { dom: dom_out(&d) })
+            reply(h, &DomainLookupByNameRet { dom: d })
         }
         CallArgs::DomainLookupByUuid(a) => {
             let d = c
                 .domain_lookup_by_uuid(&uuid::Uuid::from_bytes(a.uuid.0))
                 .await?;
-            reply(h, &DomainLookupByUuidRet { dom: dom_out(&d) })
+            reply(h, &DomainLookupByUuidRet { dom: d })
         }
         CallArgs::DomainSetMetadata(a) => {
             c.domain_set_metadata(
-                &dom_in(&a.dom),
+                &a.dom,
                 a.kind,
                 a.metadata.as_deref(),
                 a.key.as_deref(),
@@ -653,78 +589,60 @@ async fn dispatch(
             h,
             &DomainGetMetadataRet {
                 metadata: c
-                    .domain_get_metadata(&dom_in(&a.dom), a.kind, a.uri.as_deref(), a.flags)
+                    .domain_get_metadata(&a.dom, a.kind, a.uri.as_deref(), a.flags)
                     .await?,
             },
         ),
         CallArgs::DomainInterfaceAddresses(a) => {
             let ifaces = c
-                .domain_interface_addresses(&dom_in(&a.dom), a.source, a.flags)
+                .domain_interface_addresses(&a.dom, a.source, a.flags)
                 .await?;
-            let ifaces = ifaces
-                .into_iter()
-                .map(|i| DomainInterface {
-                    name: i.name,
-                    hwaddr: i.hwaddr,
-                    addrs: i
-                        .addrs
-                        .into_iter()
-                        .map(|a| DomainIpAddr {
-                            kind: a.kind,
-                            addr: a.addr,
-                            prefix: a.prefix,
-                        })
-                        .collect(),
-                })
-                .collect();
             reply(h, &DomainInterfaceAddressesRet { ifaces })
         }
         CallArgs::StoragePoolLookupByName(a) => {
             let p = c.storage_pool_lookup_by_name(&a.name).await?;
-            reply(h, &StoragePoolLookupByNameRet { pool: pool_out(&p) })
+            reply(h, &StoragePoolLookupByNameRet { pool: p })
         }
         CallArgs::StoragePoolDefineXml(a) => {
             let p = c.storage_pool_define_xml(&a.xml, a.flags).await?;
-            reply(h, &StoragePoolDefineXmlRet { pool: pool_out(&p) })
+            reply(h, &StoragePoolDefineXmlRet { pool: p })
         }
         CallArgs::StoragePoolCreateXml(a) => {
             let p = c.storage_pool_create_xml(&a.xml, a.flags).await?;
-            reply(h, &StoragePoolDefineXmlRet { pool: pool_out(&p) })
+            reply(h, &StoragePoolDefineXmlRet { pool: p })
         }
         CallArgs::StoragePoolCreate(a) => {
-            c.storage_pool_create(&pool_in(&a.pool), a.flags).await?;
+            c.storage_pool_create(&a.pool, a.flags).await?;
             reply(h, &())
         }
         CallArgs::StoragePoolBuild(a) => {
-            c.storage_pool_build(&pool_in(&a.pool), a.flags).await?;
+            c.storage_pool_build(&a.pool, a.flags).await?;
             reply(h, &())
         }
         CallArgs::StoragePoolDestroy(a) => {
-            c.storage_pool_destroy(&pool_in(&a.pool)).await?;
+            c.storage_pool_destroy(&a.pool).await?;
             reply(h, &())
         }
         CallArgs::StoragePoolDelete(a) => {
-            c.storage_pool_delete(&pool_in(&a.pool), a.flags).await?;
+            c.storage_pool_delete(&a.pool, a.flags).await?;
             reply(h, &())
         }
         CallArgs::StoragePoolUndefine(a) => {
-            c.storage_pool_undefine(&pool_in(&a.pool)).await?;
+            c.storage_pool_undefine(&a.pool).await?;
             reply(h, &())
         }
         CallArgs::StoragePoolGetXmlDesc(a) => reply(
             h,
             &StoragePoolGetXmlDescRet {
-                xml: c
-                    .storage_pool_get_xml_desc(&pool_in(&a.pool), a.flags)
-                    .await?,
+                xml: c.storage_pool_get_xml_desc(&a.pool, a.flags).await?,
             },
         ),
         CallArgs::StoragePoolGetInfo(a) => {
-            let i = c.storage_pool_get_info(&pool_in(&a.pool)).await?;
+            let i = c.storage_pool_get_info(&a.pool).await?;
             reply(
                 h,
                 &StoragePoolGetInfoRet {
-                    state: i.state as u8,
+                    state: i.state.to_raw() as u8,
                     capacity: i.capacity,
                     allocation: i.allocation,
                     available: i.available,
@@ -732,39 +650,33 @@ async fn dispatch(
             )
         }
         CallArgs::StoragePoolRefresh(a) => {
-            c.storage_pool_refresh(&pool_in(&a.pool), a.flags).await?;
+            c.storage_pool_refresh(&a.pool, a.flags).await?;
             reply(h, &())
         }
         CallArgs::StoragePoolListAllVolumes(a) => {
-            let vols = c
-                .storage_pool_list_all_volumes(&pool_in(&a.pool), a.flags)
-                .await?;
+            let vols = c.storage_pool_list_all_volumes(&a.pool, a.flags).await?;
             let n = count(vols.len());
             let vols = if a.need_results != 0 {
-                vols.iter().map(vol_out).collect()
+                vols
             } else {
                 Vec::new()
             };
             reply(h, &StoragePoolListAllVolumesRet { vols, ret: n })
         }
         CallArgs::StorageVolCreateXml(a) => {
-            let v = c
-                .storage_vol_create_xml(&pool_in(&a.pool), &a.xml, a.flags)
-                .await?;
-            reply(h, &StorageVolCreateXmlRet { vol: vol_out(&v) })
+            let v = c.storage_vol_create_xml(&a.pool, &a.xml, a.flags).await?;
+            reply(h, &StorageVolCreateXmlRet { vol: v })
         }
         CallArgs::StorageVolLookupByName(a) => {
-            let v = c
-                .storage_vol_lookup_by_name(&pool_in(&a.pool), &a.name)
-                .await?;
-            reply(h, &StorageVolLookupByNameRet { vol: vol_out(&v) })
+            let v = c.storage_vol_lookup_by_name(&a.pool, &a.name).await?;
+            reply(h, &StorageVolLookupByNameRet { vol: v })
         }
         CallArgs::StorageVolDelete(a) => {
-            c.storage_vol_delete(&vol_in(&a.vol), a.flags).await?;
+            c.storage_vol_delete(&a.vol, a.flags).await?;
             reply(h, &())
         }
         CallArgs::StorageVolGetInfo(a) => {
-            let i = c.storage_vol_get_info(&vol_in(&a.vol)).await?;
+            let i = c.storage_vol_get_info(&a.vol).await?;
             reply(
                 h,
                 &StorageVolGetInfoRet {
@@ -777,12 +689,12 @@ async fn dispatch(
         CallArgs::StorageVolGetPath(a) => reply(
             h,
             &StorageVolGetPathRet {
-                name: c.storage_vol_get_path(&vol_in(&a.vol)).await?,
+                name: c.storage_vol_get_path(&a.vol).await?,
             },
         ),
         CallArgs::StorageVolUpload(a) => {
             let upload = c
-                .storage_vol_upload(&vol_in(&a.vol), a.offset, a.length, a.flags)
+                .storage_vol_upload(&a.vol, a.offset, a.length, a.flags)
                 .await?;
             // The stream exists before the REPLY leaves, so data sent right
             // after it is never lost.
@@ -849,5 +761,5 @@ async fn upload_loop(
 }
 
 fn send_stream_error(tx: &Tx, call: &Header, e: &VirError) {
-    send(tx, &call.stream(Status::Error), &remote_error(e));
+    send(tx, &call.stream(Status::Error), &RemoteError::from(e));
 }

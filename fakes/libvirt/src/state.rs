@@ -32,8 +32,6 @@ pub struct HostConfig {
     pub lib_version: u64,
     /// What `ConnectGetVersion` returns (the hypervisor version).
     pub hypervisor_version: u64,
-    /// What `ConnectGetType` returns.
-    pub driver_type: String,
     /// What `ConnectGetURI` returns when the client opened no URI.
     pub default_uri: String,
     /// What `AuthList` offers: `0` none, `2` polkit.
@@ -69,7 +67,6 @@ impl Default for HostConfig {
             hostname: "fake-host".into(),
             lib_version: 9_000_000,
             hypervisor_version: 10_000_002,
-            driver_type: "QEMU".into(),
             default_uri: "qemu:///system".into(),
             auth_types: vec![0],
             capabilities: default_capabilities(),

@@ -6,11 +6,12 @@ use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
-use crate::error::{VirError, domain};
+use crate::error::VirError;
 use crate::state::{QCOW2_EMPTY_ALLOCATION, State, check_flags};
 use crate::types::{PoolInfo, PoolRef, PoolState, VolInfo, VolRef};
 use crate::upload::VolumeContent;
 use crate::xml;
+use libvirt_wire::ErrorDomain;
 
 /// The unit in which a file system allocates: writes allocate whole blocks.
 const BLOCK: u64 = 4096;
@@ -121,7 +122,7 @@ impl Pool {
     pub(crate) fn handle(&self) -> PoolRef {
         PoolRef {
             name: self.name.clone(),
-            uuid: self.uuid,
+            uuid: libvirt_wire::Uuid(*self.uuid.as_bytes()),
         }
     }
 
@@ -223,14 +224,14 @@ impl State {
     fn pool(&self, h: &PoolRef) -> Result<&Pool, VirError> {
         self.pools
             .values()
-            .find(|p| p.uuid == h.uuid)
+            .find(|p| *p.uuid.as_bytes() == h.uuid.0)
             .ok_or_else(|| VirError::no_pool_uuid(&h.uuid, &h.name))
     }
 
     fn pool_mut(&mut self, h: &PoolRef) -> Result<&mut Pool, VirError> {
         self.pools
             .values_mut()
-            .find(|p| p.uuid == h.uuid)
+            .find(|p| *p.uuid.as_bytes() == h.uuid.0)
             .ok_or_else(|| VirError::no_pool_uuid(&h.uuid, &h.name))
     }
 
@@ -399,7 +400,7 @@ impl State {
         let p = self.pools.get_mut(name).expect("resolved by the caller");
         if !p.built {
             return Err(VirError::system(
-                domain::NONE,
+                ErrorDomain::None,
                 format!("cannot open directory '{}'", p.path),
                 "No such file or directory",
             ));
@@ -429,7 +430,7 @@ impl State {
         )?;
         if flags_ & CREATE_BUILD_OVERWRITE != 0 && flags_ & CREATE_BUILD_NO_OVERWRITE != 0 {
             return Err(VirError::invalid_arg_check(
-                domain::STORAGE,
+                ErrorDomain::Storage,
                 "Flags 'VIR_STORAGE_POOL_CREATE_WITH_BUILD_OVERWRITE' and \
                  'VIR_STORAGE_POOL_CREATE_WITH_BUILD_NO_OVERWRITE' are mutually exclusive",
             ));
@@ -495,7 +496,7 @@ impl State {
         let name = p.name.clone();
         if flags_ & !(BUILD_NO_OVERWRITE | BUILD_OVERWRITE) != 0 {
             return Err(VirError::invalid_arg_check(
-                domain::STORAGE,
+                ErrorDomain::Storage,
                 format!(
                     "unsupported flags (0x{:x}) in function virStorageBackendFileSystemBuild",
                     flags_ & !(BUILD_NO_OVERWRITE | BUILD_OVERWRITE)
@@ -504,7 +505,7 @@ impl State {
         }
         if flags_ & BUILD_NO_OVERWRITE != 0 && flags_ & BUILD_OVERWRITE != 0 {
             return Err(VirError::invalid_arg_check(
-                domain::STORAGE,
+                ErrorDomain::Storage,
                 "Flags 'VIR_STORAGE_POOL_BUILD_OVERWRITE' and \
                  'VIR_STORAGE_POOL_BUILD_NO_OVERWRITE' are mutually exclusive",
             ));
@@ -543,7 +544,7 @@ impl State {
         }
         if flags_ != 0 {
             return Err(VirError::invalid_arg_check(
-                domain::STORAGE,
+                ErrorDomain::Storage,
                 format!(
                     "unsupported flags (0x{flags_:x}) in function virStorageBackendDeleteLocal"
                 ),
@@ -551,7 +552,7 @@ impl State {
         }
         let failed = |reason: &str| {
             VirError::system(
-                domain::STORAGE,
+                ErrorDomain::Storage,
                 format!("failed to remove pool '{}'", p.path),
                 reason,
             )
@@ -668,7 +669,7 @@ impl State {
             && backing_capacity.is_none()
         {
             return Err(VirError::no_such_file(
-                domain::STORAGE,
+                ErrorDomain::Storage,
                 format!("inaccessible backing store volume {bp}"),
             ));
         }
@@ -684,7 +685,7 @@ impl State {
         let available = p.info().available;
         if allocation > available {
             return Err(VirError::internal(
-                domain::STORAGE,
+                ErrorDomain::Storage,
                 format!("Not enough free space in pool for volume '{}'", parsed.name),
             ));
         }

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use tokio::time::Instant;
 
-use crate::procedure::Procedure;
+use libvirt_wire::Procedure;
 
 /// One call that reached the fake.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -40,6 +40,26 @@ int_enum! {
     }
 }
 
+impl DomainState {
+    /// Whether a domain in this state has a running QEMU process (libvirt's
+    /// `virDomainObjIsActive`): every state but shut off, and crashed, which
+    /// libvirt reports for a process that is gone.
+    pub const fn is_active(self) -> bool {
+        !matches!(
+            self.normalized(),
+            DomainState::Shutoff | DomainState::Crashed
+        )
+    }
+}
+
+/// Domain running, reason "booted": started normally.
+pub const DOMAIN_RUNNING_BOOTED: i32 = 1;
+/// Domain running, reason "unpaused": resumed after a pause.
+pub const DOMAIN_RUNNING_UNPAUSED: i32 = 5;
+/// Domain paused, reason "user": paused by a suspend call.
+pub const DOMAIN_PAUSED_USER: i32 = 1;
+/// Domain shut off, reason "shutdown": the guest shut down.
+pub const DOMAIN_SHUTOFF_SHUTDOWN: i32 = 1;
 /// Domain shut off, reason "unknown": defined but never started.
 pub const DOMAIN_SHUTOFF_UNKNOWN: i32 = 0;
 /// Domain shut off, reason "destroyed": stopped by a destroy call.
@@ -74,6 +94,18 @@ pub const DOMAIN_UNDEFINE_SNAPSHOTS_METADATA: u32 = 2;
 pub const DOMAIN_UNDEFINE_NVRAM: u32 = 4;
 /// Undefine: keep the NVRAM file.
 pub const DOMAIN_UNDEFINE_KEEP_NVRAM: u32 = 8;
+/// Undefine: also remove checkpoint metadata.
+pub const DOMAIN_UNDEFINE_CHECKPOINTS_METADATA: u32 = 16;
+/// Undefine: also remove the TPM state.
+pub const DOMAIN_UNDEFINE_TPM: u32 = 32;
+/// Undefine: keep the TPM state.
+pub const DOMAIN_UNDEFINE_KEEP_TPM: u32 = 64;
+
+/// Create (start): leave the domain paused.
+pub const DOMAIN_START_PAUSED: u32 = 1;
+/// Every `virDomainCreateFlags` bit (paused, autodestroy, bypass cache,
+/// force boot, validate, reset NVRAM).
+pub const DOMAIN_START_ALL: u32 = 0x3f;
 
 /// Address source: DHCP leases of libvirt-managed networks.
 pub const DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE: u32 = 0;
@@ -91,6 +123,8 @@ pub const IP_ADDR_TYPE_IPV6: i32 = 1;
 pub const DOMAIN_XML_SECURE: u32 = 1;
 /// `GET_XML_DESC`: the persistent rather than the live definition.
 pub const DOMAIN_XML_INACTIVE: u32 = 2;
+/// Every `virDomainXMLFlags` bit (secure, inactive, update CPU, migratable).
+pub const DOMAIN_XML_ALL: u32 = 0xf;
 
 /// Define: validate the XML against the schema.
 pub const DOMAIN_DEFINE_VALIDATE: u32 = 1;
@@ -99,11 +133,25 @@ pub const DOMAIN_DEFINE_VALIDATE: u32 = 1;
 pub const DOMAIN_DESTROY_DEFAULT: u32 = 0;
 /// Destroy flags: only send SIGTERM.
 pub const DOMAIN_DESTROY_GRACEFUL: u32 = 1;
+/// Destroy flags: also remove the domain's log files.
+pub const DOMAIN_DESTROY_REMOVE_LOGS: u32 = 2;
 
 /// List all domains: active ones.
 pub const CONNECT_LIST_DOMAINS_ACTIVE: u32 = 1;
 /// List all domains: inactive ones.
 pub const CONNECT_LIST_DOMAINS_INACTIVE: u32 = 2;
+/// List all domains: persistent ones.
+pub const CONNECT_LIST_DOMAINS_PERSISTENT: u32 = 4;
+/// List all domains: transient ones.
+pub const CONNECT_LIST_DOMAINS_TRANSIENT: u32 = 8;
+/// List all domains: running ones.
+pub const CONNECT_LIST_DOMAINS_RUNNING: u32 = 16;
+/// List all domains: paused ones.
+pub const CONNECT_LIST_DOMAINS_PAUSED: u32 = 32;
+/// List all domains: shut off ones.
+pub const CONNECT_LIST_DOMAINS_SHUTOFF: u32 = 64;
+/// List all domains: those in any other state.
+pub const CONNECT_LIST_DOMAINS_OTHER: u32 = 128;
 
 /// Connect flags: read-only.
 pub const CONNECT_RO: u32 = 1;

@@ -16,7 +16,7 @@
 //!   [`Header::decode`] peeks at the header alone. [`encode_packet`] and
 //!   [`encode_raw`] frame a header with an XDR body or raw stream bytes.
 //! * One table in `procedure.rs` gives every [`Procedure`] its number,
-//!   argument and result types: [`calls`] has a marker type per procedure
+//!   libvirt API name ([`Procedure::api_name`]), argument and result types: [`calls`] has a marker type per procedure
 //!   implementing [`RemoteCall`], for typed clients; [`CallArgs::decode`]
 //!   turns a CALL payload into typed arguments by procedure, for servers.
 //! * A failed REPLY carries a [`RemoteError`]; its [`ErrorCode`] and

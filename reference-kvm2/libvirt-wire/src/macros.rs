@@ -14,6 +14,41 @@ macro_rules! int_enum {
             $( $(#[$vmeta:meta])* $variant:ident = $value:literal => $label:literal, )*
         }
     ) => {
+        int_enum! {
+            @core
+            $(#[$meta])*
+            pub enum $name : $repr {
+                $( $(#[$vmeta])* $variant = $value, )*
+            }
+        }
+
+        impl $name {
+            /// libvirt's name for the value, if it is in the table.
+            pub const fn name(self) -> Option<&'static str> {
+                match self.normalized() {
+                    $($name::$variant => Some($label),)*
+                    $name::Other(_) => None,
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                match self.name() {
+                    Some(name) => f.write_str(name),
+                    None => write!(f, "{}({})", stringify!($name), self.to_raw()),
+                }
+            }
+        }
+    };
+    // The enum, its raw conversions and XDR impls, without names.
+    (
+        @core
+        $(#[$meta:meta])*
+        pub enum $name:ident : $repr:ty {
+            $( $(#[$vmeta:meta])* $variant:ident = $value:literal, )*
+        }
+    ) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum $name {
@@ -42,14 +77,6 @@ macro_rules! int_enum {
                 }
             }
 
-            /// libvirt's name for the value, if it is in the table.
-            pub const fn name(self) -> Option<&'static str> {
-                match self.normalized() {
-                    $($name::$variant => Some($label),)*
-                    $name::Other(_) => None,
-                }
-            }
-
             const fn normalized(self) -> Self {
                 Self::from_raw(self.to_raw())
             }
@@ -64,15 +91,6 @@ macro_rules! int_enum {
         impl From<$name> for $repr {
             fn from(value: $name) -> Self {
                 value.to_raw()
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                match self.name() {
-                    Some(name) => f.write_str(name),
-                    None => write!(f, "{}({})", stringify!($name), self.to_raw()),
-                }
             }
         }
 

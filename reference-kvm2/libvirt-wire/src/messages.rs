@@ -415,6 +415,26 @@ xdr_struct! {
     }
 }
 
+impl DomainIpAddr {
+    /// An IPv4 address with its prefix length.
+    pub fn v4(addr: impl Into<String>, prefix: u32) -> Self {
+        DomainIpAddr {
+            kind: crate::IP_ADDR_TYPE_IPV4,
+            addr: addr.into(),
+            prefix,
+        }
+    }
+
+    /// An IPv6 address with its prefix length.
+    pub fn v6(addr: impl Into<String>, prefix: u32) -> Self {
+        DomainIpAddr {
+            kind: crate::IP_ADDR_TYPE_IPV6,
+            addr: addr.into(),
+            prefix,
+        }
+    }
+}
+
 xdr_struct! {
     /// One interface of a domain (`remote_domain_interface`).
     pub struct DomainInterface {

@@ -22,6 +22,8 @@ int_enum! {
         InvalidArg = 8 => "VIR_ERR_INVALID_ARG",
         /// The operation failed.
         OperationFailed = 9 => "VIR_ERR_OPERATION_FAILED",
+        /// A definition lacks its name.
+        NoName = 21 => "VIR_ERR_NO_NAME",
         /// Malformed XML.
         XmlError = 27 => "VIR_ERR_XML_ERROR",
         /// The domain exists already.

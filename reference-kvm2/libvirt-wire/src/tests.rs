@@ -297,6 +297,78 @@ fn procedure_numbers() {
 }
 
 #[test]
+fn api_names_are_unique_and_round_trip() {
+    let mut seen = std::collections::HashSet::new();
+    for &p in Procedure::ALL {
+        let name = p.api_name();
+        assert!(seen.insert(name), "duplicate API name {name}");
+        assert_ne!(name, Procedure::UNKNOWN_API_NAME, "{p}");
+        assert_eq!(Procedure::from_api_name(name), Some(p), "{name}");
+    }
+    assert_eq!(Procedure::DomainDefineXml.api_name(), "DomainDefineXML");
+    assert_eq!(Procedure::DomainGetXmlDesc.api_name(), "DomainGetXMLDesc");
+    assert_eq!(
+        Procedure::DomainLookupByUuid.api_name(),
+        "DomainLookupByUUID"
+    );
+    assert_eq!(Procedure::ConnectGetUri.api_name(), "ConnectGetURI");
+    assert_eq!(
+        Procedure::Other(9999).api_name(),
+        Procedure::UNKNOWN_API_NAME
+    );
+    // An `Other` holding a tabled number still names its procedure.
+    assert_eq!(Procedure::Other(11).api_name(), "DomainDefineXML");
+    assert_eq!(Procedure::from_api_name(Procedure::UNKNOWN_API_NAME), None);
+    assert_eq!(Procedure::from_api_name("virDomainDefineXML"), None);
+    assert_eq!(Procedure::from_api_name("domaindefinexml"), None);
+}
+
+#[test]
+fn procedures_are_found_by_any_spelling_and_number() {
+    for name in [
+        "DomainDefineXML",
+        "virDomainDefineXML",
+        "DOMAIN_DEFINE_XML",
+        "REMOTE_PROC_DOMAIN_DEFINE_XML",
+    ] {
+        assert_eq!(
+            Procedure::from_name(name),
+            Some(Procedure::DomainDefineXml),
+            "{name}"
+        );
+    }
+    assert_eq!(Procedure::from_name("DomainTeleport"), None);
+    assert_eq!(Procedure::from_number(11), Some(Procedure::DomainDefineXml));
+    assert_eq!(Procedure::from_number(3), None);
+    assert_eq!(Procedure::DomainDefineXml.number(), 11);
+    assert_eq!(Procedure::DomainDefineXml.name(), "DomainDefineXML");
+    // Display keeps the protocol's name.
+    assert_eq!(Procedure::DomainDefineXml.to_string(), "DOMAIN_DEFINE_XML");
+    assert_eq!(Procedure::Other(9999).to_string(), "Procedure(9999)");
+    assert!(!Procedure::AuthList.needs_open());
+    assert!(Procedure::DomainLookupByName.needs_open());
+    assert!(Procedure::StorageVolUpload.uses_storage_driver());
+    assert!(Procedure::ConnectListAllStoragePools.uses_storage_driver());
+    assert!(!Procedure::ConnectListAllDomains.uses_storage_driver());
+}
+
+#[test]
+fn marker_types_carry_their_api_name() {
+    // Usable in const context, as a span name must be.
+    const INHERENT: &str = calls::DomainDefineXml::API_NAME;
+    const VIA_TRAIT: &str = <calls::DomainGetXmlDesc as RemoteCall>::API_NAME;
+    assert_eq!(INHERENT, "DomainDefineXML");
+    assert_eq!(VIA_TRAIT, "DomainGetXMLDesc");
+    fn check<C: RemoteCall>() {
+        assert_eq!(C::API_NAME, C::PROCEDURE.api_name());
+    }
+    check::<calls::ConnectOpen>();
+    check::<calls::StorageVolUpload>();
+    check::<calls::DomainInterfaceAddresses>();
+    check::<calls::ConnectGetUri>();
+}
+
+#[test]
 fn uuid_text_round_trip() {
     let text = "6695eb01-f6a4-8304-79aa-97f2502e193f";
     let uuid = Uuid::parse(text).unwrap();
