@@ -4,7 +4,7 @@
 //! connections, lost replies, daemon restarts, latency), against kvm2 on the
 //! in-memory libvirt behind an in-process SSH server.
 //!
-//! The engine is `tests/support/soak.rs`, shared with the `soak_replay` test.
+//! The engine is `tests/support/soak/`, shared with the `soak_replay` test.
 //! It prints schedules per second, the faults armed and fired per kind, leaks,
 //! wrong kinds and false claims (each must be 0), and for every failure its seed
 //! and its shrunk schedule as one line that `tests/soak_replay.rs` replays.
@@ -17,7 +17,7 @@
 //! `cargo bench -p reference-kvm2 --bench soak`. Without `--bench` (as under
 //! `cargo test --benches`) it makes a token run of 10 schedules.
 
-#[path = "../tests/support/soak.rs"]
+#[path = "../tests/support/soak/mod.rs"]
 mod soak;
 
 const GOAL: u64 = 10_000;

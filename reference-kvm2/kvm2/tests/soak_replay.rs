@@ -13,7 +13,7 @@
 
 use std::time::Instant;
 
-#[path = "support/soak.rs"]
+#[path = "support/soak/mod.rs"]
 mod soak;
 
 use soak::{Lane, Options, Schedule};
