@@ -25,25 +25,30 @@ pub type Verbosity = Arc<AtomicU8>;
 
 /// Runs one libvirt call through the decorator.
 ///
-/// `rpc!(session, "DomainLookupByName", |c| c.domain_lookup_by_name(name))`, or with
-/// an explicit per-call limit as the third argument.
+/// `rpc!(session, DomainLookupByName, |c| c.domain_lookup_by_name(name))`, or with
+/// an explicit per-call limit as the third argument. The procedure is named by its
+/// marker type in [`libvirt_wire::calls`]: the call's name is the marker's
+/// `API_NAME` and its span `kvm2.<API_NAME>`, both constants, so neither can drift
+/// from the procedure table.
 macro_rules! rpc {
-    ($s:expr, $name:literal, |$c:ident| $call:expr) => {
-        rpc!($s, $name, $s.rpc_limit(), |$c| $call)
+    ($s:expr, $proc:ident, |$c:ident| $call:expr) => {
+        rpc!($s, $proc, $s.rpc_limit(), |$c| $call)
     };
-    ($s:expr, $name:literal, $limit:expr, |$c:ident| $call:expr) => {{
+    ($s:expr, $proc:ident, $limit:expr, |$c:ident| $call:expr) => {{
+        const CALL: &str = libvirt_wire::calls::$proc::API_NAME;
+        const SPAN: &str = const_format::concatcp!($crate::backend::SPAN_PREFIX, CALL);
         let s: &$crate::backend::Session<'_> = &$s;
-        let span = tracing::info_span!(concat!("kvm2.", $name), host = %s.host);
+        let span = tracing::info_span!(SPAN, host = %s.host);
         let started = std::time::Instant::now();
         let $c = s.client().with_timeout(s.limit($limit));
         let r = tracing::Instrument::instrument(s.ctx.run($call), span.clone()).await;
-        let mut r = s.finish($name, &span, started, r);
-        if s.retryable($name, &r) && s.refresh().await {
-            let span = tracing::info_span!(concat!("kvm2.", $name), host = %s.host, retry = true);
+        let mut r = s.finish(CALL, &span, started, r);
+        if s.retryable(CALL, &r) && s.refresh().await {
+            let span = tracing::info_span!(SPAN, host = %s.host, retry = true);
             let started = std::time::Instant::now();
             let $c = s.client().with_timeout(s.limit($limit));
             let again = tracing::Instrument::instrument(s.ctx.run($call), span.clone()).await;
-            r = s.finish($name, &span, started, again);
+            r = s.finish(CALL, &span, started, again);
         }
         r
     }};
@@ -52,19 +57,24 @@ pub(crate) use rpc;
 
 /// [`rpc!`] without the retry, for the handshake of a new connection.
 macro_rules! rpc_once {
-    ($s:expr, $name:literal, |$c:ident| $call:expr) => {
-        rpc_once!($s, $name, $s.rpc_limit(), |$c| $call)
+    ($s:expr, $proc:ident, |$c:ident| $call:expr) => {
+        rpc_once!($s, $proc, $s.rpc_limit(), |$c| $call)
     };
-    ($s:expr, $name:literal, $limit:expr, |$c:ident| $call:expr) => {{
+    ($s:expr, $proc:ident, $limit:expr, |$c:ident| $call:expr) => {{
+        const CALL: &str = libvirt_wire::calls::$proc::API_NAME;
+        const SPAN: &str = const_format::concatcp!($crate::backend::SPAN_PREFIX, CALL);
         let s: &$crate::backend::Session<'_> = &$s;
-        let span = tracing::info_span!(concat!("kvm2.", $name), host = %s.host);
+        let span = tracing::info_span!(SPAN, host = %s.host);
         let started = std::time::Instant::now();
         let $c = s.client().with_timeout(s.limit($limit));
         let r = tracing::Instrument::instrument(s.ctx.run($call), span.clone()).await;
-        s.finish($name, &span, started, r)
+        s.finish(CALL, &span, started, r)
     }};
 }
 pub(crate) use rpc_once;
+
+/// What every span of a libvirt call is named with, before the call's API name.
+pub(crate) const SPAN_PREFIX: &str = "kvm2.";
 
 struct Cached {
     generation: u64,
@@ -327,7 +337,7 @@ async fn dial(
             client: Mutex::new((0, client.clone())),
             slot: None,
         };
-        let types = rpc_once!(s, "AuthList", |c| c.auth_list());
+        let types = rpc_once!(s, AuthList, |c| c.auth_list());
         let types = match types {
             Err(Failure::Interrupted(conformance::Interrupted::DeadlineExceeded))
                 if ctx.interrupted().is_none() =>
@@ -337,14 +347,14 @@ async fn dial(
             other => other?,
         };
         if types.first() == Some(&AuthType::Polkit) {
-            let done = rpc_once!(s, "AuthPolkit", |c| c.auth_polkit())?;
+            let done = rpc_once!(s, AuthPolkit, |c| c.auth_polkit())?;
             if !done {
                 return Err(Failure::Dial(DialError::AuthFailed(
                     "polkit authentication did not complete".into(),
                 )));
             }
         }
-        rpc_once!(s, "ConnectOpen", |c| c.connect_open(LIBVIRT_URI))?;
+        rpc_once!(s, ConnectOpen, |c| c.connect_open(LIBVIRT_URI))?;
         Ok(client)
     }
     .instrument(span.clone())

@@ -68,12 +68,12 @@ impl Kvm2 {
                     .await
                     .map_err(|f| (reason_of(&f), f.to_string()))?;
                 let step = |f: Failure| (reason_of(&f), f.to_string());
-                let version = rpc!(s, "ConnectGetLibVersion", |c| c.connect_get_lib_version())
-                    .map_err(step)?;
+                let version =
+                    rpc!(s, ConnectGetLibVersion, |c| c.connect_get_lib_version()).map_err(step)?;
                 let hypervisor =
-                    rpc!(s, "ConnectGetVersion", |c| c.connect_get_version()).map_err(step)?;
+                    rpc!(s, ConnectGetVersion, |c| c.connect_get_version()).map_err(step)?;
                 let hostname =
-                    rpc!(s, "ConnectGetHostname", |c| c.connect_get_hostname()).map_err(step)?;
+                    rpc!(s, ConnectGetHostname, |c| c.connect_get_hostname()).map_err(step)?;
                 let mut details = BTreeMap::new();
                 details.insert("user".to_owned(), host.user.clone());
                 details.insert("hostname".to_owned(), hostname);
@@ -84,7 +84,7 @@ impl Kvm2 {
                 details.insert("hypervisorVersion".to_owned(), dotted_version(hypervisor));
                 let pool_name = i.config.pool.as_str();
                 details.insert("pool".to_owned(), pool_name.to_owned());
-                let pool = match rpc!(s, "StoragePoolLookupByName", |c| c
+                let pool = match rpc!(s, StoragePoolLookupByName, |c| c
                     .storage_pool_lookup_by_name(pool_name))
                 {
                     Ok(p) => p,
@@ -97,7 +97,7 @@ impl Kvm2 {
                     }
                     Err(f) => return Err(step(f)),
                 };
-                let info = rpc!(s, "StoragePoolGetInfo", |c| c.storage_pool_get_info(&pool))
+                let info = rpc!(s, StoragePoolGetInfo, |c| c.storage_pool_get_info(&pool))
                     .map_err(step)?;
                 let state = StoragePoolState::from_raw(i32::from(info.state));
                 details.insert(

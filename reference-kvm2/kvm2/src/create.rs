@@ -4,6 +4,7 @@
 //! Every step first looks for what an interrupted earlier attempt left, so a
 //! repeated Create completes the same instance instead of doubling anything.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
@@ -14,10 +15,11 @@ use libvirt_wire::{
 };
 
 use crate::backend::{Session, rpc};
+use crate::config::ImageConfig;
 use crate::errors::Failure;
-use crate::get::{MarkRead, address, lookup_domain, read_mark};
 use crate::id::format_id;
 use crate::image;
+use crate::lookup::{MarkRead, address, lookup_domain, lookup_volume, read_mark};
 use crate::names::{image_volume, overlay_volume, seed_volume};
 use crate::provider::Kvm2;
 use crate::seed::{SeedData, seed_iso};
@@ -30,21 +32,6 @@ use crate::xml::{
 /// Headroom the quota precheck adds to what a new instance needs.
 const HEADROOM: u64 = 16 << 20;
 
-/// The volume named `name` in `pool`, or `None`.
-pub(crate) async fn lookup_volume(
-    s: &Session<'_>,
-    pool: &StoragePool,
-    name: &str,
-) -> Result<Option<StorageVol>, Failure> {
-    match rpc!(s, "StorageVolLookupByName", |c| c
-        .storage_vol_lookup_by_name(pool, name))
-    {
-        Ok(v) => Ok(Some(v)),
-        Err(f) if f.is(ErrorCode::NoStorageVol) => Ok(None),
-        Err(f) => Err(f),
-    }
-}
-
 /// Creates a volume, or finds the one a concurrent creator just made.
 async fn create_volume(
     s: &Session<'_>,
@@ -52,7 +39,7 @@ async fn create_volume(
     name: &str,
     xml: &str,
 ) -> Result<StorageVol, Failure> {
-    match rpc!(s, "StorageVolCreateXML", |c| c
+    match rpc!(s, StorageVolCreateXml, |c| c
         .storage_vol_create_xml(pool, xml, 0))
     {
         Ok(v) => Ok(v),
@@ -99,7 +86,7 @@ impl Kvm2 {
         ctx: &Ctx,
         req: &CreateRequest,
         host: &str,
-        image: &crate::config::ImageConfig,
+        image: &ImageConfig,
     ) -> Result<ProviderId, Failure> {
         let cfg = &self.inner.config;
         let s = self.session(ctx, host).await?;
@@ -126,7 +113,7 @@ impl Kvm2 {
                 }
                 MarkRead::Marked(_) => {}
             }
-            let (state, reason) = rpc!(s, "DomainGetState", |c| c.domain_get_state(&dom))?;
+            let (state, reason) = rpc!(s, DomainGetState, |c| c.domain_get_state(&dom))?;
             // Started again when it never ran, failed to start, went down with
             // libvirtd (a Create interrupted by a daemon restart), or was destroyed
             // (what a Delete interrupted between its destroy and its undefine
@@ -150,12 +137,12 @@ impl Kvm2 {
         }
 
         let pool_name = cfg.pool.as_str();
-        let pool = rpc!(s, "StoragePoolLookupByName", |c| c
+        let pool = rpc!(s, StoragePoolLookupByName, |c| c
             .storage_pool_lookup_by_name(pool_name))?;
         let overlay_name = overlay_volume(&req.name);
         let mut overlay = lookup_volume(&s, &pool, &overlay_name).await?;
         if overlay.is_none() {
-            let info = rpc!(s, "StoragePoolGetInfo", |c| c.storage_pool_get_info(&pool))?;
+            let info = rpc!(s, StoragePoolGetInfo, |c| c.storage_pool_get_info(&pool))?;
             if StoragePoolState::from_raw(i32::from(info.state)) != StoragePoolState::Running {
                 return Err(Failure::Refused(format!(
                     "storage pool {pool_name} on {host} is not active"
@@ -172,7 +159,7 @@ impl Kvm2 {
                 }
             } else {
                 // One download per image and host, shared by every caller that waits.
-                let flight = image::join_flight(self, host, image, needed);
+                let flight = self.image_flight(host, image, needed);
                 image::wait(ctx, &flight).await?;
             }
         }
@@ -180,7 +167,7 @@ impl Kvm2 {
         let base = lookup_volume(&s, &pool, &base_name).await?.ok_or_else(|| {
             Failure::Missing(format!("image volume {base_name} vanished on {host}"))
         })?;
-        let base_path = rpc!(s, "StorageVolGetPath", |c| c.storage_vol_get_path(&base))?;
+        let base_path = rpc!(s, StorageVolGetPath, |c| c.storage_vol_get_path(&base))?;
         let overlay = match overlay.take() {
             Some(v) => v,
             None => {
@@ -188,7 +175,7 @@ impl Kvm2 {
                 create_volume(&s, &pool, &overlay_name, &xml).await?
             }
         };
-        let root_path = rpc!(s, "StorageVolGetPath", |c| c.storage_vol_get_path(&overlay))?;
+        let root_path = rpc!(s, StorageVolGetPath, |c| c.storage_vol_get_path(&overlay))?;
 
         // The seed is written again on every attempt that has not defined the
         // domain yet: an interrupted upload leaves nothing half written behind.
@@ -208,12 +195,12 @@ impl Kvm2 {
         };
         let len = iso.len() as u64;
         let (target, data) = (&seed, &iso);
-        rpc!(s, "StorageVolUpload", cfg.timeouts.upload, |c| async move {
+        rpc!(s, StorageVolUpload, cfg.timeouts.upload, |c| async move {
             let mut up = c.storage_vol_upload(target, 0, len, 0).await?;
             up.write(data.clone()).await?;
             up.finish().await
         })?;
-        let seed_path = rpc!(s, "StorageVolGetPath", |c| c.storage_vol_get_path(&seed))?;
+        let seed_path = rpc!(s, StorageVolGetPath, |c| c.storage_vol_get_path(&seed))?;
 
         let spec = DomainSpec {
             name: req.name.clone(),
@@ -232,10 +219,31 @@ impl Kvm2 {
             },
         };
         let xml = domain_define_xml(&spec);
-        let dom = rpc!(s, "DomainDefineXML", |c| c.domain_define_xml(&xml))?;
+        let dom = rpc!(s, DomainDefineXml, |c| c.domain_define_xml(&xml))?;
         let dom = self.start(&s, &dom, req).await?;
         self.wait_for_address(&s, &dom).await?;
         Ok(id)
+    }
+
+    /// Joins the one download of `img` to `host` every waiting Create shares,
+    /// starting it on a connection of its own when none runs. `needed` is what
+    /// the instance needs besides the image.
+    fn image_flight(&self, host: &str, img: &ImageConfig, needed: u64) -> Arc<image::Flight> {
+        let (p, host_name, img_owned) = (self.clone(), host.to_owned(), img.clone());
+        self.inner.flights.join(host, img, move |abandon| {
+            Box::pin(async move {
+                let i = &*p.inner;
+                let ctx = Ctx::with_timeout(i.config.timeouts.upload).cancelled_by(abandon);
+                let host_cfg = i.config.host(&host_name).ok_or_else(|| {
+                    Failure::Refused(format!("host {host_name:?} is not configured"))
+                })?;
+                let up = i
+                    .hosts
+                    .dedicated(&ctx, &i.config, &i.verbosity, host_cfg)
+                    .await?;
+                image::fill(&up, &*i.images, &img_owned, needed).await
+            })
+        })
     }
 
     /// Starts a defined domain and writes the mark into its live definition.
@@ -246,7 +254,7 @@ impl Kvm2 {
         req: &CreateRequest,
     ) -> Result<Domain, Failure> {
         let cfg = &self.inner.config;
-        let started = rpc!(s, "DomainCreateWithFlags", cfg.timeouts.start, |c| c
+        let started = rpc!(s, DomainCreateWithFlags, cfg.timeouts.start, |c| c
             .domain_create_with_flags(dom, 0));
         let dom = match started {
             Ok(d) => d,
@@ -263,7 +271,7 @@ impl Kvm2 {
         };
         let element = metadata_element(&mark);
         let ns = cfg.namespace.as_str();
-        rpc!(s, "DomainSetMetadata", |c| c.domain_set_metadata(
+        rpc!(s, DomainSetMetadata, |c| c.domain_set_metadata(
             &dom,
             DOMAIN_METADATA_ELEMENT,
             Some(&element),
@@ -278,7 +286,7 @@ impl Kvm2 {
     async fn wait_for_address(&self, s: &Session<'_>, dom: &Domain) -> Result<(), Failure> {
         let mut pause = Duration::from_millis(50);
         loop {
-            let (state, reason) = rpc!(s, "DomainGetState", |c| c.domain_get_state(dom))?;
+            let (state, reason) = rpc!(s, DomainGetState, |c| c.domain_get_state(dom))?;
             let starting = state == DomainState::NoState
                 || (state == DomainState::Paused
                     && reason == libvirt_wire::DOMAIN_PAUSED_STARTING_UP);

@@ -5,10 +5,9 @@ use conformance::{Ctx, ProviderId};
 use libvirt_wire::{DOMAIN_UNDEFINE_NVRAM, ErrorCode, STORAGE_VOL_DELETE_NORMAL};
 
 use crate::backend::{Session, rpc};
-use crate::create::lookup_volume;
 use crate::errors::Failure;
-use crate::get::{MarkRead, lookup_domain, read_mark};
 use crate::id::parse_id;
+use crate::lookup::{MarkRead, lookup_domain, lookup_volume, read_mark};
 use crate::names::{overlay_volume, seed_volume};
 use crate::provider::Kvm2;
 
@@ -46,12 +45,12 @@ impl Kvm2 {
                     )));
                 }
             }
-            match rpc!(s, "DomainDestroy", |c| c.domain_destroy(&dom)) {
+            match rpc!(s, DomainDestroy, |c| c.domain_destroy(&dom)) {
                 Ok(()) => {}
                 Err(f) if f.is(ErrorCode::OperationInvalid) || f.is(ErrorCode::NoDomain) => {}
                 Err(f) => return Err(f),
             }
-            match rpc!(s, "DomainUndefineFlags", |c| c
+            match rpc!(s, DomainUndefineFlags, |c| c
                 .domain_undefine_flags(&dom, DOMAIN_UNDEFINE_NVRAM))
             {
                 Ok(()) => {}
@@ -64,7 +63,7 @@ impl Kvm2 {
 
     async fn delete_volumes(&self, s: &Session<'_>, name: &str) -> Result<(), Failure> {
         let pool_name = self.inner.config.pool.as_str();
-        let pool = match rpc!(s, "StoragePoolLookupByName", |c| c
+        let pool = match rpc!(s, StoragePoolLookupByName, |c| c
             .storage_pool_lookup_by_name(pool_name))
         {
             Ok(p) => p,
@@ -80,7 +79,7 @@ impl Kvm2 {
                 }
                 Err(f) => return Err(f),
             };
-            match rpc!(s, "StorageVolDelete", |c| c
+            match rpc!(s, StorageVolDelete, |c| c
                 .storage_vol_delete(&vol, STORAGE_VOL_DELETE_NORMAL))
             {
                 Ok(()) => {}

@@ -21,12 +21,13 @@ use conformance::BoxFuture;
 use futures_util::{Stream, StreamExt};
 use libvirt_wire::{ErrorCode, STORAGE_VOL_DELETE_NORMAL, StoragePool};
 use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::backend::{Session, rpc, rpc_once};
 use crate::config::ImageConfig;
-use crate::create::lookup_volume;
 use crate::errors::Failure;
+use crate::lookup::lookup_volume;
 use crate::names::{image_marker, image_volume};
 use crate::xml::raw_volume_xml;
 
@@ -121,7 +122,7 @@ type Outcome = Option<Result<(), FlightError>>;
 /// One shared download; dropping the last handle abandons it.
 pub(crate) struct Flight {
     done: tokio::sync::watch::Receiver<Outcome>,
-    abandon: tokio_util::sync::CancellationToken,
+    abandon: CancellationToken,
 }
 
 impl Drop for Flight {
@@ -134,43 +135,41 @@ impl Drop for Flight {
 #[derive(Default)]
 pub(crate) struct Flights(Mutex<std::collections::HashMap<String, std::sync::Weak<Flight>>>);
 
-/// Joins the download of `img` to `host`, starting it when none runs. `needed`
-/// is what the instance needs besides the image (the quota precheck adds the
-/// announced length).
-pub(crate) fn join_flight(
-    p: &crate::provider::Kvm2,
-    host: &str,
-    img: &ImageConfig,
-    needed: u64,
-) -> Arc<Flight> {
-    let key = format!("{host}/{}", img.name);
-    let mut map = p.inner.flights.0.lock().expect("flight table poisoned");
-    if let Some(f) = map.get(&key).and_then(std::sync::Weak::upgrade) {
-        return f;
-    }
-    let (tx, rx) = tokio::sync::watch::channel(None);
-    let abandon = tokio_util::sync::CancellationToken::new();
-    let flight = Arc::new(Flight {
-        done: rx,
-        abandon: abandon.clone(),
-    });
-    map.insert(key, Arc::downgrade(&flight));
-    // The flight's backend calls are traced under the operation that started it
-    // (callers that join later wait on it without a span link).
-    let span = tracing::info_span!("kvm2.image", host = %host, image = %img.name);
-    let (p, host, img) = (p.clone(), host.to_owned(), img.clone());
-    tokio::spawn(
-        async move {
-            let cfg = &p.inner.config;
-            let ctx = conformance::Ctx::with_timeout(cfg.timeouts.upload).cancelled_by(abandon);
-            let r = fly(&p, &ctx, &host, &img, needed)
-                .await
-                .map_err(flight_error);
-            let _ = tx.send(Some(r));
+impl Flights {
+    /// Joins the download of `img` to `host`, starting it with `start` when none
+    /// runs; `start` is handed the token that abandons the download once no
+    /// caller waits any more.
+    pub(crate) fn join(
+        &self,
+        host: &str,
+        img: &ImageConfig,
+        start: impl FnOnce(CancellationToken) -> BoxFuture<'static, Result<(), Failure>>,
+    ) -> Arc<Flight> {
+        let key = format!("{host}/{}", img.name);
+        let mut map = self.0.lock().expect("flight table poisoned");
+        if let Some(f) = map.get(&key).and_then(std::sync::Weak::upgrade) {
+            return f;
         }
-        .instrument(span),
-    );
-    flight
+        let (tx, rx) = tokio::sync::watch::channel(None);
+        let abandon = CancellationToken::new();
+        let flight = Arc::new(Flight {
+            done: rx,
+            abandon: abandon.clone(),
+        });
+        map.insert(key, Arc::downgrade(&flight));
+        // The flight's backend calls are traced under the operation that started it
+        // (callers that join later wait on it without a span link).
+        let span = tracing::info_span!("kvm2.image", host = %host, image = %img.name);
+        let work = start(abandon);
+        tokio::spawn(
+            async move {
+                let r = work.await.map_err(flight_error);
+                let _ = tx.send(Some(r));
+            }
+            .instrument(span),
+        );
+        flight
+    }
 }
 
 /// Waits for a shared download under the caller's context.
@@ -191,38 +190,32 @@ pub(crate) async fn wait(ctx: &conformance::Ctx, flight: &Flight) -> Result<(), 
     }
 }
 
-/// The download itself, on a connection of its own.
-async fn fly(
-    p: &crate::provider::Kvm2,
-    ctx: &conformance::Ctx,
-    host: &str,
+/// The download itself, on `up`, a connection of its own to the host: unless
+/// `img` is cached by now, fetches it from `source`, checks that the pool holds
+/// it and `needed` more, and stores it.
+pub(crate) async fn fill(
+    up: &Session<'_>,
+    source: &dyn ImageSource,
     img: &ImageConfig,
     needed: u64,
 ) -> Result<(), Failure> {
-    let i = &*p.inner;
-    let host_cfg = i
-        .config
-        .host(host)
-        .ok_or_else(|| Failure::Refused(format!("host {host:?} is not configured")))?;
-    let up = i
-        .hosts
-        .dedicated(ctx, &i.config, &i.verbosity, host_cfg)
-        .await?;
-    let pool_name = i.config.pool.as_str();
-    let pool = rpc!(up, "StoragePoolLookupByName", |c| c
+    let host = up.host;
+    let pool_name = up.config.pool.as_str();
+    let pool = rpc!(up, StoragePoolLookupByName, |c| c
         .storage_pool_lookup_by_name(pool_name))?;
-    if cached(&up, &pool, img).await? {
+    if cached(up, &pool, img).await? {
         return Ok(());
     }
     // The HTTP request is the image's, not the operation's: its client library's
     // own log lines stay out of the operation's tiers (the span only follows it).
     let fetch = tracing::info_span!(parent: None, "kvm2.fetch", image = %img.name);
     fetch.follows_from(tracing::Span::current());
-    let dl = ctx
-        .run(i.images.fetch(&img.url).instrument(fetch))
+    let dl = up
+        .ctx
+        .run(source.fetch(&img.url).instrument(fetch))
         .await
         .map_err(Failure::Interrupted)??;
-    let info = rpc!(up, "StoragePoolGetInfo", |c| c.storage_pool_get_info(&pool))?;
+    let info = rpc!(up, StoragePoolGetInfo, |c| c.storage_pool_get_info(&pool))?;
     if info.available < needed + dl.length {
         return Err(Failure::Quota(conformance::Quota {
             what: format!("storage pool {pool_name} on {host}"),
@@ -230,7 +223,7 @@ async fn fly(
             needed: needed + dl.length,
         }));
     }
-    store(&up, &pool, img, dl).await
+    store(up, &pool, img, dl).await
 }
 
 /// Whether `img` is cached in `pool` (its marker exists).
@@ -259,11 +252,11 @@ pub(crate) async fn store(
     async {
         let name = image_volume(img);
         if let Some(stale) = lookup_volume(up, pool, &name).await? {
-            rpc!(up, "StorageVolDelete", |c| c
+            rpc!(up, StorageVolDelete, |c| c
                 .storage_vol_delete(&stale, STORAGE_VOL_DELETE_NORMAL))?;
         }
         let xml = raw_volume_xml(&name, dl.length, "qcow2");
-        let vol = rpc!(up, "StorageVolCreateXML", |c| c
+        let vol = rpc!(up, StorageVolCreateXml, |c| c
             .storage_vol_create_xml(pool, &xml, 0))?;
         let r = upload(up, pool, img, &vol, dl).await;
         if r.is_err() {
@@ -337,7 +330,7 @@ async fn upload(
     let body = dl.body;
     let (sent, digest) = rpc_once!(
         up,
-        "StorageVolUpload",
+        StorageVolUpload,
         up.config.timeouts.upload,
         |c| async move {
             let u = c.storage_vol_upload(vol, 0, len, 0).await?;
@@ -359,14 +352,14 @@ async fn upload(
             img.name
         )));
     }
-    match rpc!(up, "StoragePoolRefresh", |c| c.storage_pool_refresh(pool)) {
+    match rpc!(up, StoragePoolRefresh, |c| c.storage_pool_refresh(pool)) {
         Ok(()) => {}
         Err(f) if f.is(ErrorCode::OperationInvalid) => {}
         Err(f) => return Err(f),
     }
     let marker = image_marker(img);
     let xml = raw_volume_xml(&marker, 0, "raw");
-    rpc!(up, "StorageVolCreateXML", |c| c
+    rpc!(up, StorageVolCreateXml, |c| c
         .storage_vol_create_xml(pool, &xml, 0))?;
     Ok(())
 }

@@ -24,16 +24,11 @@ pub mod fuzzing;
 mod get;
 pub mod id;
 pub mod image;
-#[cfg(feature = "fixtures")]
-pub(crate) mod injected;
 mod iso9660;
 mod list;
+mod lookup;
 pub mod names;
 mod provider;
-#[cfg(feature = "fixtures")]
-pub mod real_fixture;
-#[cfg(feature = "fixtures")]
-mod scratch;
 pub mod seed;
 pub mod state;
 #[cfg(test)]

@@ -8,8 +8,8 @@ use tracing::warn;
 
 use crate::backend::{Session, rpc};
 use crate::errors::Failure;
-use crate::get::{MarkRead, read_mark};
 use crate::id::format_id;
+use crate::lookup::{MarkRead, read_mark};
 use crate::provider::Kvm2;
 use crate::state::map_state;
 use crate::xml::Mark;
@@ -45,8 +45,7 @@ impl Kvm2 {
 
     async fn list_host(&self, ctx: &Ctx, host: &str, tag: &str) -> Result<Vec<Instance>, Failure> {
         let s = self.session(ctx, host).await?;
-        let doms = rpc!(s, "ConnectListAllDomains", |c| c
-            .connect_list_all_domains(0))?;
+        let doms = rpc!(s, ConnectListAllDomains, |c| c.connect_list_all_domains(0))?;
         let marked: Vec<(Domain, Mark)> = stream::iter(doms)
             .map(|d| {
                 let s = &s;
@@ -60,7 +59,7 @@ impl Kvm2 {
             .map(|(d, m)| {
                 let s = &s;
                 async move {
-                    match rpc!(s, "DomainGetState", |c| c.domain_get_state(&d)) {
+                    match rpc!(s, DomainGetState, |c| c.domain_get_state(&d)) {
                         Ok((state, _)) => Ok(Some(Instance {
                             id: format_id(host, &d.name),
                             name: d.name.clone(),

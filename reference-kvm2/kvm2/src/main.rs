@@ -183,14 +183,21 @@ impl From<conformance::Error> for Failed {
 }
 
 /// How a failed manual command is reported: the program once, then the operation,
-/// the error's kind and its message (`kvm2: get: NotFound: …`), and the exit code.
+/// the error's kind, its message and every cause below it
+/// (`kvm2: get: NotFound: …: …`), and the exit code.
 fn report(failed: &Failed) -> (String, u8) {
     match failed {
         Failed::Usage(m) => (format!("kvm2: {m}"), EXIT_USAGE),
-        Failed::Provider(e) => (
-            format!("kvm2: {}: {}: {}", e.op(), e.kind().name(), e.message()),
-            exit_code_of(e.kind()),
-        ),
+        Failed::Provider(e) => {
+            let mut text = format!("kvm2: {}: {}: {}", e.op(), e.kind().name(), e.message());
+            let mut cause = std::error::Error::source(e);
+            while let Some(c) = cause {
+                text.push_str(": ");
+                text.push_str(&c.to_string());
+                cause = c.source();
+            }
+            (text, exit_code_of(e.kind()))
+        }
     }
 }
 
@@ -255,7 +262,7 @@ fn conformance_main(args: ConformanceArgs, matches: &ArgMatches) -> u8 {
         let Some(path) = &config else {
             return Ok(Arc::new(kvm2::fixture::Kvm2Fixture::default()));
         };
-        let fixture = kvm2::real_fixture::RealFixture::from_file(path)?;
+        let fixture = kvm2::fixture::RealFixture::from_file(path)?;
         if !test_host && !listing {
             return Err(format!(
                 "refusing to run the suite against {}: it creates, breaks and deletes VMs \
@@ -463,7 +470,7 @@ async fn preflight(p: &Kvm2, tag: Option<&str>) -> Result<ExitCode, Failed> {
             }
         }
         if let Some(host) = cfg.hosts.iter().find(|c| c.name == h.location) {
-            match kvm2::real_fixture::dial_side(host).await {
+            match kvm2::fixture::real::dial_side(host).await {
                 Ok(client) => {
                     ok &= firmware(cfg, &host.name, &client).await;
                     ok &= bridge(cfg, &host.name, &client).await;
@@ -488,7 +495,7 @@ async fn preflight(p: &Kvm2, tag: Option<&str>) -> Result<ExitCode, Failed> {
                     },
                 );
             }
-            Err(e) => ok &= verdict(false, &format!("leftovers tagged {tag}"), &e.to_string()),
+            Err(e) => ok &= verdict(false, &format!("leftovers tagged {tag}"), &e.chain()),
         },
         None => println!("skip leftovers: no --tag given"),
     }

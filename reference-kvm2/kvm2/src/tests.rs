@@ -85,6 +85,48 @@ fn every_backend_call_is_instrumented() {
     });
 }
 
+/// A span's name is `kvm2.` and the call's API name, byte for byte, including
+/// the calls whose marker type is spelled otherwise (`DomainDefineXml` is
+/// `DomainDefineXML`): what the fake saw and what was traced agree exactly.
+#[test]
+fn span_names_are_the_api_names_byte_for_byte() {
+    let names = Names::default();
+    let subscriber = tracing_subscriber::registry().with(names.clone());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    tracing::subscriber::with_default(subscriber, || {
+        rt.block_on(async {
+            let fixture = Kvm2Fixture::default();
+            let bed = fixture.open().await.unwrap();
+            let obs = bed.observation().unwrap();
+            let p = bed.provider();
+            let req = bed.request("vm-2", "tag-2", &fixture.locations()[0]);
+            let ctx = Ctx::with_timeout(Duration::from_secs(10));
+            let id = p.create(&ctx, &req).await.unwrap();
+            p.delete(&ctx, &id).await.unwrap();
+            let spans = names.0.lock().unwrap().clone();
+            for c in obs.calls() {
+                let want = format!("kvm2.{}", c.name);
+                assert!(spans.contains(&want), "no span {want} in {spans:?}");
+            }
+            for want in [
+                "kvm2.DomainDefineXML",
+                "kvm2.StorageVolCreateXML",
+                "kvm2.AuthList",
+                "kvm2.ConnectOpen",
+                "kvm2.DomainCreateWithFlags",
+            ] {
+                assert!(
+                    spans.iter().any(|s| s == want),
+                    "no span {want} in {spans:?}"
+                );
+            }
+        })
+    });
+}
+
 /// Check against a libvirtd on this machine, reached through its socket.
 /// Runs only when `KVM2_TEST_LOCAL_SOCKET` names the socket (`KVM2_TEST_POOL`
 /// the pool); read-only: Check, a listing and a Get change nothing on the host.

@@ -104,20 +104,52 @@ fn mark_attrs(mark: &Mark) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// `<metadata>` holding the `<kvm2:instance>` element with `attrs`, in namespace
+/// `namespace`.
+fn metadata_block(d: &mut Doc, namespace: &str, attrs: &[(&str, &str)]) {
+    d.open("metadata", &[]);
+    let xmlns = format!("xmlns:{METADATA_KEY}");
+    let qname = format!("{METADATA_KEY}:instance");
+    let mut all: Vec<(&str, &str)> = vec![(xmlns.as_str(), namespace)];
+    all.extend_from_slice(attrs);
+    d.empty(&qname, &all);
+    d.close("metadata");
+}
+
+/// A mark's attributes as they are written, `createdAt` as text: what a domain
+/// planted beside kvm2's carries, readable or not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MarkText<'a> {
+    /// `managed`.
+    pub tag: &'a str,
+    /// `uid`.
+    pub uid: &'a str,
+    /// `createdAt`, e.g. [`format_time`]'s output or something unreadable.
+    pub created_at: &'a str,
+}
+
+/// The `<metadata>` element of a domain definition carrying `mark` in
+/// `namespace`, written as [`domain_define_xml`] writes it.
+pub fn metadata_xml(namespace: &str, mark: &MarkText<'_>) -> String {
+    let mut d = Doc(Writer::new(Vec::new()));
+    let attrs = [
+        ("managed", mark.tag),
+        ("uid", mark.uid),
+        ("createdAt", mark.created_at),
+    ];
+    metadata_block(&mut d, namespace, &attrs);
+    d.finish()
+}
+
 /// The domain definition: file disks, firmware, guest agent channel, bridge NIC
 /// and the mark in kvm2's own metadata namespace.
 pub fn domain_define_xml(spec: &DomainSpec) -> String {
     let mut d = Doc::new();
     d.open("domain", &[("type", spec.domain_type.as_str())]);
     d.text("name", &[], &spec.name);
-    d.open("metadata", &[]);
     let attrs = mark_attrs(&spec.mark);
-    let xmlns = format!("xmlns:{METADATA_KEY}");
-    let qname = format!("{METADATA_KEY}:instance");
-    let mut all: Vec<(&str, &str)> = vec![(xmlns.as_str(), spec.namespace.as_str())];
-    all.extend(attrs.iter().map(|(k, v)| (*k, v.as_str())));
-    d.empty(&qname, &all);
-    d.close("metadata");
+    let attrs: Vec<(&str, &str)> = attrs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    metadata_block(&mut d, &spec.namespace, &attrs);
     d.text("memory", &[("unit", "MiB")], &spec.memory_mib.to_string());
     d.text("vcpu", &[], &spec.vcpus.to_string());
     match spec.firmware {
@@ -359,6 +391,39 @@ mod tests {
             20,
             "/srv/vms/images/base.qcow2"
         ));
+    }
+
+    #[test]
+    fn metadata_xml_carries_a_mark_parse_mark_reads() {
+        let xml = metadata_xml(
+            "https://example.invalid/ns",
+            &MarkText {
+                tag: "t<1>",
+                uid: "u'1",
+                created_at: "2024-01-02T03:04:05Z",
+            },
+        );
+        assert!(
+            xml.starts_with("<metadata><kvm2:instance xmlns:kvm2="),
+            "{xml}"
+        );
+        let inner = xml
+            .strip_prefix("<metadata>")
+            .and_then(|x| x.strip_suffix("</metadata>"))
+            .expect("one element inside <metadata>");
+        let m = parse_mark(inner).unwrap();
+        assert_eq!((m.tag.as_str(), m.uid.as_str()), ("t<1>", "u'1"));
+        assert_eq!(m.created_at, parse_time("2024-01-02T03:04:05Z"));
+        let bad = metadata_xml(
+            "ns",
+            &MarkText {
+                tag: "t",
+                uid: "",
+                created_at: "not-a-time",
+            },
+        );
+        let inner = &bad["<metadata>".len()..bad.len() - "</metadata>".len()];
+        assert!(parse_mark(inner).is_err(), "{bad}");
     }
 
     #[test]

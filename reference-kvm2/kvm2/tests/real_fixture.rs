@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use conformance::fixture::{FaultKind, FaultSpec, Fixture, Plant, Reachability, Testbed, Trigger};
 use conformance::{Ctx, ErrorKind};
 use kvm2::Config;
-use kvm2::real_fixture::{RealFixture, test_address, user_data};
+use kvm2::fixture::real::{RealFixture, test_address, user_data};
 use libvirt_fake::FakeLibvirt;
 use libvirt_ssh::server::{ChannelTarget, TestServer};
 

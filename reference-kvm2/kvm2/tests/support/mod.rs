@@ -30,7 +30,7 @@ pub struct Inventory {
 #[allow(dead_code)]
 impl Inventory {
     pub async fn open(host: &HostConfig, pool: &str) -> Inventory {
-        let client = kvm2::real_fixture::dial_side(host)
+        let client = kvm2::fixture::real::dial_side(host)
             .await
             .unwrap_or_else(|e| panic!("a connection of the test's own to {}: {e}", host.name));
         Inventory {
