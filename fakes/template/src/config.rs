@@ -82,8 +82,6 @@ pub struct TemplateConfig {
     pub declared: Profile,
     /// The logging tier.
     pub verbosity: LogTier,
-    /// Deliberate defects, for the mutants only.
-    pub(crate) quirks: Quirks,
     /// A profile reported instead of the one behaved as, for the mutants only.
     pub(crate) claimed: Option<Profile>,
 }
@@ -109,7 +107,6 @@ impl TemplateConfig {
             disk_bytes: 256 << 20,
             declared: TemplateConfig::default_profile(),
             verbosity: LogTier::default(),
-            quirks: Quirks::default(),
             claimed: None,
         }
     }
@@ -218,93 +215,4 @@ pub fn token_env_var(site: &str) -> String {
         "TEMPLATE_TOKEN_{}",
         site.to_ascii_uppercase().replace('-', "_")
     )
-}
-
-/// Deliberate defects below the provider's API, each switched on by one mutant in
-/// `mutants.rs`. The correct provider has all of them off.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Quirks {
-    /// A repeated Create whose cloud-init differs writes a second seed.
-    pub reapply_cloud_init: bool,
-    /// A repeated Create returns the ID without completing missing steps.
-    pub no_resume: bool,
-    /// An unmarked instance of the requested name is adopted.
-    pub adopt_unmarked: bool,
-    /// An instance with a foreign uid is adopted.
-    pub adopt_foreign: bool,
-    /// Create skips the capacity precheck.
-    pub no_quota_precheck: bool,
-    /// A backend not-found inside Create surfaces as NotFound.
-    pub create_not_found: bool,
-    /// Create logs the cloud-init payload at debug level.
-    pub log_cloud_init: bool,
-    /// Create does not validate the uid.
-    pub skip_uid_validation: bool,
-    /// Create writes no creation time.
-    pub no_created_at: bool,
-    /// Create takes no per-name lock and pauses between lookup and define.
-    pub create_unlocked: bool,
-    /// Get answers Transient while another operation holds the name.
-    pub get_busy_while_locked: bool,
-    /// Get reads a dropped connection as a missing instance.
-    pub get_closed_as_not_found: bool,
-    /// Get reports a paused instance as Provisioning.
-    pub paused_is_provisioning: bool,
-    /// Get accepts link-local and loopback addresses.
-    pub any_address_is_usable: bool,
-    /// Get reports the creation time this process wrote, not the backend's.
-    pub created_at_in_memory: bool,
-    /// Get reports a missing instance as Transient.
-    pub get_not_found_as_transient: bool,
-    /// Delete leaves the seed behind.
-    pub delete_keeps_seed: bool,
-    /// Delete does not stop a running instance first.
-    pub delete_without_stop: bool,
-    /// Delete fails on a part that is already gone.
-    pub delete_requires_parts: bool,
-    /// Delete takes no per-name lock and pauses between lookup and stop.
-    pub delete_unlocked: bool,
-    /// Delete ignores the ownership guard.
-    pub delete_ignores_mark: bool,
-    /// Listing includes unmarked instances.
-    pub list_unmarked: bool,
-    /// One unreadable instance fails the listing.
-    pub list_unreadable_fatal: bool,
-    /// Transient backend errors inside Create surface as Permanent.
-    pub create_transient_as_permanent: bool,
-    /// A resumed Create that finds its instance not yet started writes a new mark,
-    /// with a new creation time, before starting it.
-    pub restamp_on_resume: bool,
-    /// A Start whose connection dropped is sent again on a new connection, though the
-    /// backend may have acted on the first one.
-    pub retry_start_blindly: bool,
-    /// Delete treats a missing primary record as nothing left to do.
-    pub delete_done_without_primary: bool,
-    /// Create reports a part of its instance that vanished mid-way as NotFound.
-    pub vanished_part_is_not_found: bool,
-    /// A failed authentication inside Create surfaces as Transient.
-    pub create_auth_failure_transient: bool,
-    /// A backend's Permanent answer inside Create surfaces as Transient.
-    pub create_permanent_as_transient: bool,
-    /// The backend's capacity refusal inside Create surfaces as Transient.
-    pub quota_refusal_transient: bool,
-    /// A partial listing waits for every site until the caller's deadline, so a silent
-    /// site fails the whole call.
-    pub list_waits_for_every_site: bool,
-    /// An instance that vanishes while the listing reads its mark fails the listing.
-    pub list_vanished_fatal: bool,
-    /// Log an info line per backend call even at V0.
-    pub log_calls_at_v0: bool,
-    /// Backend calls get no span.
-    pub no_call_spans: bool,
-    /// Backend call spans are not children of the operation span.
-    pub detached_call_spans: bool,
-    /// The credential files are read once, at the first dial, and cached.
-    pub credentials_read_once: bool,
-    /// Operations share one lock across all names.
-    pub global_lock: bool,
-    /// Check visits the sites one after another.
-    pub check_sequential: bool,
-    /// Check uses the operations' cached connection.
-    pub check_on_cached_connection: bool,
 }

@@ -23,7 +23,7 @@ use conformance::{BoxFuture, CloudInit, CreateRequest, Profile, Provider, Provid
 pub const UNDEFINE_DELAY: Duration = Duration::from_millis(40);
 
 use crate::backend::{BackendConfig, SimBackend, initial_identity, initial_token};
-use crate::config::{CredentialSource, LogTier, Quirks, TemplateConfig, token_env_var};
+use crate::config::{CredentialSource, LogTier, TemplateConfig, token_env_var};
 use crate::id::{instance_id, parse_id};
 use crate::provider::TemplateProvider;
 
@@ -46,7 +46,6 @@ pub struct TemplateFixture {
     boot_delay: Duration,
     latency: Duration,
     profile: Profile,
-    quirks: Quirks,
     build: Build,
     /// What the mutants change around the provider: a claimed profile, the backend's
     /// cascading, a restart that ignores rotated credentials.
@@ -74,7 +73,6 @@ impl Default for TemplateFixture {
             boot_delay: b.boot_delay,
             latency: b.latency,
             profile: TemplateConfig::default_profile(),
-            quirks: Quirks::default(),
             build: plain,
             twists: FixtureTwists::default(),
         }
@@ -131,11 +129,6 @@ impl TemplateFixture {
         self.with_profile(p)
     }
 
-    pub(crate) fn with_quirks(mut self, quirks: Quirks) -> Self {
-        self.quirks = quirks;
-        self
-    }
-
     pub(crate) fn with_build(mut self, build: Build) -> Self {
         self.build = build;
         self
@@ -161,7 +154,6 @@ impl TemplateFixture {
             ),
         };
         c.verbosity = verbosity;
-        c.quirks = self.quirks;
         c.claimed = self.twists.claim;
         c
     }

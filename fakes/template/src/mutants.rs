@@ -1,9 +1,12 @@
 //! Mutant providers: the template provider with exactly one behaviour broken, each
 //! declaring the rules the suite must then fail.
 //!
-//! A defect below the API is a flag inside the provider (`Quirks`); a defect visible at
-//! the API is a small wrapper ([`Twisted`]) around the correct provider. Wrappers like
-//! these exist only here: faults for the real suite are injected below the provider.
+//! A defect below the API is a `Defect` behind one of the provider's seams (the
+//! `Breakage` trait, whose defaults are the correct behaviour); a defect visible at
+//! the API is a small wrapper (`Twisted`) around the correct provider. Both exist
+//! only in this module: the provider as shipped holds no breakage, and faults for the
+//! real suite are injected below the provider. Deleting this module (and the
+//! provider's `breakage` field and seam calls) leaves the provider unchanged.
 //! The kill-matrix test runs the whole suite against every mutant and checks that the
 //! failed rules are exactly the declared ones.
 
@@ -17,7 +20,12 @@ use conformance::{
     Listing, Op, Profile, Provider, ProviderId,
 };
 
-use crate::config::Quirks;
+mod breakage;
+mod defects;
+
+pub(crate) use breakage::{Breakage, Correct};
+use defects::{Defect, broken};
+
 use crate::config::TemplateConfig;
 use crate::fixture::{FixtureTwists, TemplateFixture};
 use crate::id::parse_id;
@@ -400,10 +408,60 @@ fn declares(claim: &str, behaves: &str, twist: fn(&mut FixtureTwists)) -> Templa
     f
 }
 
-fn quirk(set: fn(&mut Quirks)) -> TemplateFixture {
-    let mut q = Quirks::default();
-    set(&mut q);
-    TemplateFixture::default().with_quirks(q)
+macro_rules! defective {
+    ($($f:ident => $d:ident),* $(,)?) => {
+        $(fn $f(p: TemplateProvider) -> Arc<dyn Provider> {
+            broken(p, Defect::$d)
+        })*
+    };
+}
+
+defective! {
+    reapply_cloud_init => ReapplyCloudInit,
+    no_resume => NoResume,
+    restamp_on_resume => RestampOnResume,
+    retry_start_blindly => RetryStartBlindly,
+    adopt_unmarked => AdoptUnmarked,
+    adopt_foreign => AdoptForeign,
+    no_quota_precheck => NoQuotaPrecheck,
+    create_not_found => CreateNotFound,
+    vanished_part_is_not_found => VanishedPartIsNotFound,
+    create_auth_failure_transient => CreateAuthFailureTransient,
+    create_permanent_as_transient => CreatePermanentAsTransient,
+    quota_refusal_transient => QuotaRefusalTransient,
+    create_transient_as_permanent => CreateTransientAsPermanent,
+    log_cloud_init => LogCloudInit,
+    skip_uid_validation => SkipUidValidation,
+    no_created_at => NoCreatedAt,
+    create_unlocked => CreateUnlocked,
+    get_busy_while_locked => GetBusyWhileLocked,
+    get_closed_as_not_found => GetClosedAsNotFound,
+    get_not_found_as_transient => GetNotFoundAsTransient,
+    paused_is_provisioning => PausedIsProvisioning,
+    any_address_is_usable => AnyAddressIsUsable,
+    created_at_in_memory => CreatedAtInMemory,
+    delete_keeps_seed => DeleteKeepsSeed,
+    delete_without_stop => DeleteWithoutStop,
+    delete_requires_parts => DeleteRequiresParts,
+    delete_done_without_primary => DeleteDoneWithoutPrimary,
+    delete_unlocked => DeleteUnlocked,
+    delete_ignores_mark => DeleteIgnoresMark,
+    list_unmarked => ListUnmarked,
+    list_unreadable_fatal => ListUnreadableFatal,
+    list_vanished_fatal => ListVanishedFatal,
+    list_waits_for_every_site => ListWaitsForEverySite,
+    log_calls_at_v0 => LogCallsAtV0,
+    no_call_spans => NoCallSpans,
+    detached_call_spans => DetachedCallSpans,
+    credentials_read_once => CredentialsReadOnce,
+    global_lock => GlobalLock,
+    check_sequential => CheckSequential,
+    check_on_cached_connection => CheckOnCachedConnection,
+}
+
+/// A mutant whose provider has one defect below the API.
+fn defect(build: crate::fixture::Build) -> TemplateFixture {
+    TemplateFixture::default().with_build(build)
 }
 
 /// The rules whose catalogue entry names `delete-return`: what a declaration mutant of
@@ -543,70 +601,70 @@ macro_rules! mutants {
 }
 
 mutants! {
-    "create-reapplies-cloud-init" &["CRE-IDEMPOTENT"] => || quirk(|q| q.reapply_cloud_init = true);
-    "create-does-not-resume" &["CRE-RESUME"] => || quirk(|q| q.no_resume = true);
-    "resume-restamps-created-at" &["CRE-RESUME"] => || quirk(|q| q.restamp_on_resume = true);
-    "retries-start-blindly" &["CRE-RESUME"] => || quirk(|q| q.retry_start_blindly = true);
+    "create-reapplies-cloud-init" &["CRE-IDEMPOTENT"] => || defect(reapply_cloud_init);
+    "create-does-not-resume" &["CRE-RESUME"] => || defect(no_resume);
+    "resume-restamps-created-at" &["CRE-RESUME"] => || defect(restamp_on_resume);
+    "retries-start-blindly" &["CRE-RESUME"] => || defect(retry_start_blindly);
     "early-declares-blocking" &["CRE-RETURN"] => || TemplateFixture::default().with_build(declares_blocking);
     "blocking-declares-early" &["CRE-RETURN"] => || TemplateFixture::default().blocking().with_build(declares_early);
     "unknown-placement-is-transient" &["CRE-PLACEMENT"] => || TemplateFixture::default().with_build(placement_transient);
-    "adopts-unmarked" &["CRE-ADOPT-GUARD"] => || quirk(|q| q.adopt_unmarked = true);
-    "adopts-foreign-uid" &["CRE-ADOPT-GUARD"] => || quirk(|q| q.adopt_foreign = true);
-    "no-quota-precheck" &["CRE-QUOTA"] => || quirk(|q| q.no_quota_precheck = true);
-    "create-surfaces-backend-not-found" &["CRE-BACKEND-NOTFOUND"] => || quirk(|q| q.create_not_found = true);
-    "vanished-part-is-not-found" &["CRE-BACKEND-NOTFOUND"] => || quirk(|q| q.vanished_part_is_not_found = true);
-    "create-auth-failure-is-transient" &["CRE-BACKEND-NOTFOUND"] => || quirk(|q| q.create_auth_failure_transient = true);
-    "create-permanent-is-transient" &["CRE-BACKEND-NOTFOUND"] => || quirk(|q| q.create_permanent_as_transient = true);
-    "logs-cloud-init-at-debug" &["CRE-SECRET"] => || quirk(|q| q.log_cloud_init = true);
+    "adopts-unmarked" &["CRE-ADOPT-GUARD"] => || defect(adopt_unmarked);
+    "adopts-foreign-uid" &["CRE-ADOPT-GUARD"] => || defect(adopt_foreign);
+    "no-quota-precheck" &["CRE-QUOTA"] => || defect(no_quota_precheck);
+    "create-surfaces-backend-not-found" &["CRE-BACKEND-NOTFOUND"] => || defect(create_not_found);
+    "vanished-part-is-not-found" &["CRE-BACKEND-NOTFOUND"] => || defect(vanished_part_is_not_found);
+    "create-auth-failure-is-transient" &["CRE-BACKEND-NOTFOUND"] => || defect(create_auth_failure_transient);
+    "create-permanent-is-transient" &["CRE-BACKEND-NOTFOUND"] => || defect(create_permanent_as_transient);
+    "logs-cloud-init-at-debug" &["CRE-SECRET"] => || defect(log_cloud_init);
     "error-carries-cloud-init" &["CRE-SECRET"] => || TemplateFixture::default().with_build(error_carries_cloud_init);
-    "skips-uid-validation" &["CRE-INVALID"] => || quirk(|q| q.skip_uid_validation = true);
-    "no-created-at" &["CRE-MARK"] => || quirk(|q| q.no_created_at = true);
-    "create-without-lock" &["CRE-CONCURRENT"] => || quirk(|q| q.create_unlocked = true);
-    "get-not-found-is-transient" &["GET-AFTER-DELETE", "GET-DURING-DELETE", "DEL-IDEMPOTENT", "DEL-COMPLETE", "DEL-RUNNING", "DEL-PARTIAL", "DEL-CONCURRENT", "GEN-MODEL", "DEL-RESUME"] => || quirk(|q| q.get_not_found_as_transient = true);
-    "get-busy-while-locked" &["GET-DURING-DELETE"] => || quirk(|q| q.get_busy_while_locked = true);
-    "get-dropped-connection-is-not-found" &["GET-BUSY", "GEN-MODEL"] => || quirk(|q| q.get_closed_as_not_found = true);
-    "paused-is-provisioning" &["GET-STATE"] => || quirk(|q| q.paused_is_provisioning = true);
-    "link-local-is-usable" &["GET-STATE"] => || quirk(|q| q.any_address_is_usable = true);
+    "skips-uid-validation" &["CRE-INVALID"] => || defect(skip_uid_validation);
+    "no-created-at" &["CRE-MARK"] => || defect(no_created_at);
+    "create-without-lock" &["CRE-CONCURRENT"] => || defect(create_unlocked);
+    "get-not-found-is-transient" &["GET-AFTER-DELETE", "GET-DURING-DELETE", "DEL-IDEMPOTENT", "DEL-COMPLETE", "DEL-RUNNING", "DEL-PARTIAL", "DEL-CONCURRENT", "GEN-MODEL", "DEL-RESUME"] => || defect(get_not_found_as_transient);
+    "get-busy-while-locked" &["GET-DURING-DELETE"] => || defect(get_busy_while_locked);
+    "get-dropped-connection-is-not-found" &["GET-BUSY", "GEN-MODEL"] => || defect(get_closed_as_not_found);
+    "paused-is-provisioning" &["GET-STATE"] => || defect(paused_is_provisioning);
+    "link-local-is-usable" &["GET-STATE"] => || defect(any_address_is_usable);
     "malformed-get-is-not-found" &["GET-MALFORMED"] => || TemplateFixture::default().with_build(malformed_get_not_found);
     "unconfigured-get-is-not-found" &["GET-UNCONFIGURED"] => || TemplateFixture::default().with_build(unconfigured_get_not_found);
-    "created-at-in-memory" &["GET-STATELESS"] => || quirk(|q| q.created_at_in_memory = true);
+    "created-at-in-memory" &["GET-STATELESS"] => || defect(created_at_in_memory);
     "malformed-delete-is-ok" &["DEL-MALFORMED"] => || TemplateFixture::default().with_build(malformed_delete_ok);
     "repeat-delete-is-not-found" &["DEL-IDEMPOTENT", "GEN-MODEL"] => || TemplateFixture::default().with_build(repeat_delete_not_found);
-    "delete-keeps-seed" LEAKS => || quirk(|q| q.delete_keeps_seed = true);
-    "delete-without-stop" STUCK => || quirk(|q| q.delete_without_stop = true);
-    "delete-requires-every-part" &["DEL-PARTIAL", "GEN-MODEL"] => || quirk(|q| q.delete_requires_parts = true);
+    "delete-keeps-seed" LEAKS => || defect(delete_keeps_seed);
+    "delete-without-stop" STUCK => || defect(delete_without_stop);
+    "delete-requires-every-part" &["DEL-PARTIAL", "GEN-MODEL"] => || defect(delete_requires_parts);
     "unconfigured-delete-is-permanent" &["DEL-UNCONFIGURED"] => || TemplateFixture::default().with_build(unconfigured_delete_permanent);
-    "delete-done-without-primary" &["DEL-RESUME"] => || quirk(|q| q.delete_done_without_primary = true);
-    "delete-without-lock" &["DEL-CONCURRENT"] => || quirk(|q| q.delete_unlocked = true);
-    "delete-ignores-ownership" &["DEL-OWNERSHIP"] => || quirk(|q| q.delete_ignores_mark = true);
-    "list-leaks-unmarked" &["LST-MARKED-ONLY"] => || quirk(|q| q.list_unmarked = true);
+    "delete-done-without-primary" &["DEL-RESUME"] => || defect(delete_done_without_primary);
+    "delete-without-lock" &["DEL-CONCURRENT"] => || defect(delete_unlocked);
+    "delete-ignores-ownership" &["DEL-OWNERSHIP"] => || defect(delete_ignores_mark);
+    "list-leaks-unmarked" &["LST-MARKED-ONLY"] => || defect(list_unmarked);
     "list-skips-empty-uid" &["LST-EMPTY-UID"] => || TemplateFixture::default().with_build(list_skips_empty_uid);
     "list-reversed" &["LST-ORDER"] => || TemplateFixture::default().with_build(list_reversed);
     "fail-whole-declares-partial" &["LST-PARTIAL"] => || TemplateFixture::default().fail_whole().with_build(declares_partial);
     "partial-declares-fail-whole" &["LST-PARTIAL", "GEN-CANCEL"] => || TemplateFixture::default().with_build(declares_fail_whole);
-    "list-unreadable-is-fatal" &["LST-UNREADABLE"] => || quirk(|q| q.list_unreadable_fatal = true);
-    "list-vanished-is-fatal" &["LST-UNREADABLE"] => || quirk(|q| q.list_vanished_fatal = true);
-    "partial-waits-for-every-site" &["LST-PARTIAL"] => || quirk(|q| q.list_waits_for_every_site = true);
+    "list-unreadable-is-fatal" &["LST-UNREADABLE"] => || defect(list_unreadable_fatal);
+    "list-vanished-is-fatal" &["LST-UNREADABLE"] => || defect(list_vanished_fatal);
+    "partial-waits-for-every-site" &["LST-PARTIAL"] => || defect(list_waits_for_every_site);
     "list-truncates-created-at" &["LST-AGREES"] => || TemplateFixture::default().with_build(list_truncates_created_at);
     "cancel-is-permanent" &["GEN-CANCEL"] => || TemplateFixture::default().with_build(cancel_is_permanent);
     "error-without-provider-name" &["GEN-ERROR-NAME"] => || TemplateFixture::default().with_build(no_provider_name);
     "name-is-not-the-configured-one" &["GEN-ERROR-NAME"] => || TemplateFixture::default().with_build(wrong_name);
-    "logs-every-call-at-v0" &["GEN-LOGGING"] => || quirk(|q| q.log_calls_at_v0 = true);
-    "no-call-spans" &["GEN-SPANS"] => || quirk(|q| q.no_call_spans = true);
-    "call-spans-detached" &["GEN-SPANS"] => || quirk(|q| q.detached_call_spans = true);
+    "logs-every-call-at-v0" &["GEN-LOGGING"] => || defect(log_calls_at_v0);
+    "no-call-spans" &["GEN-SPANS"] => || defect(no_call_spans);
+    "call-spans-detached" &["GEN-SPANS"] => || defect(detached_call_spans);
     "dials-at-new" &["GEN-NO-IO-AT-NEW"] => || TemplateFixture::default().with_build(dials_at_new);
-    "credentials-read-once" &["GEN-ROTATION", "CHK-REASONS"] => || quirk(|q| q.credentials_read_once = true);
-    "global-lock" &["GEN-PARALLEL"] => || quirk(|q| q.global_lock = true);
-    "create-transient-is-permanent" &["GEN-MODEL", "CRE-RESUME"] => || quirk(|q| q.create_transient_as_permanent = true);
+    "credentials-read-once" &["GEN-ROTATION", "CHK-REASONS"] => || defect(credentials_read_once);
+    "global-lock" &["GEN-PARALLEL"] => || defect(global_lock);
+    "create-transient-is-permanent" &["GEN-MODEL", "CRE-RESUME"] => || defect(create_transient_as_permanent);
     "check-adds-an-aggregate-entry" &["CHK-ORDER", "CHK-DEADLINE", "CHK-REASONS"] => || TemplateFixture::default().with_build(check_adds_aggregate);
-    "check-sequential" &["CHK-CONCURRENT", "CHK-REASONS"] => || quirk(|q| q.check_sequential = true);
+    "check-sequential" &["CHK-CONCURRENT", "CHK-REASONS"] => || defect(check_sequential);
     "check-timeout-is-unreachable" &["CHK-DEADLINE", "CHK-REASONS"] => || TemplateFixture::default().with_build(check_timeout_is_unreachable);
     "check-invents-a-reason" &["CHK-REASONS"] => || TemplateFixture::default().with_build(check_invents_reason);
     "check-auth-is-unreachable" &["CHK-REASONS"] => || TemplateFixture::default().with_build(check_auth_is_unreachable);
     "check-host-key-is-auth-failed" &["CHK-REASONS"] => || TemplateFixture::default().with_build(check_host_key_is_auth_failed);
     "check-no-credentials-is-auth-failed" &["CHK-REASONS"] => || TemplateFixture::default().with_build(check_no_credentials_is_auth_failed);
     "check-says-unreachable-for-everything" &["CHK-REASONS", "CHK-DEADLINE"] => || TemplateFixture::default().with_build(check_everything_unreachable);
-    "check-on-the-operations-connection" &["CHK-ISOLATED"] => || quirk(|q| q.check_on_cached_connection = true);
+    "check-on-the-operations-connection" &["CHK-ISOLATED"] => || defect(check_on_cached_connection);
     // Declaration mutants: each declares one value and behaves as another of the axis.
     "declares-delete-waits-returns-early" DELETE_RETURN_RULES => || declares("delete-return=waits", "delete-return=early", |t| t.undefine_delay = Some(Duration::from_secs(1)));
     "declares-cascaded-backend-keeps-parts" &["DEL-COMPLETE"] => || declares("secondary-resources=cascaded", "secondary-resources=cascaded", |t| t.cascade = Some(false));
@@ -621,15 +679,12 @@ mutants! {
     "declares-tags-behaves-name-prefix" &["LST-UNREADABLE"] => || declares("gc-mark=backend-tags,created-at=backend-reported", "gc-mark=name-prefix,created-at=backend-reported", |_| {});
     "declares-metadata-behaves-name-prefix" &["LST-UNREADABLE"] => || declares("gc-mark=written-metadata,created-at=backend-reported", "gc-mark=name-prefix,created-at=backend-reported", |_| {});
     "name-prefix-lists-unprefixed" &["LST-MARKED-ONLY"] => || {
-        let mut f = declares("gc-mark=name-prefix,created-at=none", "gc-mark=name-prefix,created-at=none", |_| {});
-        f = f.with_quirks(Quirks { list_unmarked: true, ..Quirks::default() });
-        f
+        declares("gc-mark=name-prefix,created-at=none", "gc-mark=name-prefix,created-at=none", |_| {}).with_build(list_unmarked)
     };
     "declares-tiered-logs-nothing" &["GEN-LOGGING", "CRE-SECRET"] => || declares("logging=tiered", "logging=none", |_| {});
     "declares-span-decorator-no-spans" &["GEN-SPANS"] => || declares("child-spans=span-decorator", "child-spans=none", |_| {});
     "declares-quota-detected-no-precheck" &["CRE-QUOTA"] => || declares("quota=detected", "quota=backend-reported", |_| {});
     "backend-quota-refusal-is-transient" &["CRE-QUOTA"] => || {
-        let f = declares("quota=backend-reported", "quota=backend-reported", |_| {});
-        f.with_quirks(Quirks { quota_refusal_transient: true, ..Quirks::default() })
+        declares("quota=backend-reported", "quota=backend-reported", |_| {}).with_build(quota_refusal_transient)
     };
 }

@@ -1,7 +1,7 @@
 //! The simulated backend: locations ("sites") holding instances, their disks and seeds,
 //! a shared base image, free capacity, reachability and credentials.
 //!
-//! Every procedure enters through [`SimBackend::invoke`], the backend's one seam, which
+//! Every procedure enters through `SimBackend::invoke`, the backend's one seam, which
 //! checks the connection, records the call in the trace, applies injected faults and
 //! the configured latency, and only then touches the state.
 //! The provider talks to it through its own seam in `provider.rs`; the fixture reaches

@@ -1,6 +1,6 @@
 //! Check: every site at once, each on a connection of its own.
 
-use conformance::{Ctx, HealthReason, HostHealth};
+use conformance::{BoxFuture, Ctx, HealthReason, HostHealth};
 use futures_util::future::join_all;
 use tracing::Span;
 
@@ -10,20 +10,16 @@ use super::{CONTAINER_MISSING, Failure, Session, TemplateProvider};
 
 impl TemplateProvider {
     pub(super) async fn check_op(&self, ctx: &Ctx, span: &Span) -> Vec<HostHealth> {
-        if self.config.quirks.check_sequential {
-            let mut out = Vec::new();
-            for site in &self.config.sites {
-                out.push(self.check_site(ctx, span, &site.name).await);
-            }
-            return out;
+        let mut visits: Vec<BoxFuture<'_, HostHealth>> = self
+            .config
+            .sites
+            .iter()
+            .map(|site| Box::pin(self.check_site(ctx, span, &site.name)) as BoxFuture<'_, _>)
+            .collect();
+        match self.breakage().visit(&mut visits) {
+            Some(visited) => visited.await,
+            None => join_all(visits).await,
         }
-        join_all(
-            self.config
-                .sites
-                .iter()
-                .map(|site| self.check_site(ctx, span, &site.name)),
-        )
-        .await
     }
 
     /// Checks one site on a connection of its own, closed afterwards.
@@ -31,19 +27,17 @@ impl TemplateProvider {
         let mut details =
             std::collections::BTreeMap::from([("location".to_owned(), site.to_owned())]);
         let r: Result<(usize, u64), Failure> = async {
-            let s = if self.config.quirks.check_on_cached_connection {
-                self.session(ctx, span, site).await?
-            } else {
-                let conn = self.dial(ctx, span, site).await?;
-                Session {
-                    p: self,
-                    ctx,
-                    span,
-                    site,
-                    conn,
-                }
+            let (conn, own) = match self.breakage().borrowed_conn(self, ctx, span, site) {
+                Some(borrowed) => (borrowed.await?, false),
+                None => (self.dial(ctx, span, site).await?, true),
             };
-            let own = !self.config.quirks.check_on_cached_connection;
+            let s = Session {
+                p: self,
+                ctx,
+                span,
+                site,
+                conn,
+            };
             let r = async {
                 let n = s.call(Proc::Ping, self.backend.ping(s.conn, site)).await?;
                 let free = s

@@ -4,18 +4,57 @@
 
 use std::time::{Duration, SystemTime};
 
-use conformance::fixture::{Power, Verbosity};
+use conformance::fixture::Power;
 use conformance::profile::{CreateReturn, CreatedAt, QuotaMode, SecondaryResources};
-use conformance::{
-    CreateRequest, Ctx, Error, ErrorKind, Op, ProviderId, Quota, validate_name, validate_request,
-    validate_tag,
-};
-use tracing::{Span, debug};
+use conformance::{CreateRequest, Ctx, Error, ErrorKind, Op, ProviderId, Quota, validate_request};
+use tracing::Span;
 
-use crate::backend::{BackendError, InstanceInfo, Mark, Proc, digest, seed_volume};
+use crate::backend::{BackendError, InstanceInfo, Mark, Proc, seed_volume};
 use crate::id::instance_id;
 
 use super::{Failure, Session, TemplateProvider, first_usable};
+
+/// What Create does with an instance it finds under the requested name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// It carries no mark: refused, it is not ours.
+    Unmanaged,
+    /// Its mark names another owner: refused.
+    Foreign,
+    /// It is ours: the missing steps are completed.
+    Resume,
+    /// Its mark has no owner: returned exactly as it is.
+    AsIs,
+}
+
+/// The instance Create found under the requested name.
+pub(crate) struct Found<'a> {
+    /// The site's session.
+    pub(crate) s: &'a Session<'a>,
+    /// The request.
+    pub(crate) req: &'a CreateRequest,
+    /// Its backend name.
+    pub(crate) key: &'a str,
+    /// What the backend says of it.
+    pub(crate) info: &'a InstanceInfo,
+    /// Its mark.
+    pub(crate) mark: Option<&'a Mark>,
+}
+
+/// The steps Create takes to make what is missing of an instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Steps {
+    /// Read the free capacity first and refuse what does not fit (`quota=detected`).
+    pub(crate) precheck: bool,
+    /// Define the instance, with its mark.
+    pub(crate) define: bool,
+    /// Create its disk.
+    pub(crate) disk: bool,
+    /// Create its cloud-init seed.
+    pub(crate) seed: bool,
+    /// Start it.
+    pub(crate) start: bool,
+}
 
 impl TemplateProvider {
     pub(super) async fn create_op(
@@ -24,13 +63,7 @@ impl TemplateProvider {
         span: &Span,
         req: &CreateRequest,
     ) -> Result<ProviderId, Error> {
-        let q = self.config.quirks;
-        let invalid = if q.skip_uid_validation {
-            validate_name(&req.name).and_then(|()| validate_tag(&req.tag))
-        } else {
-            validate_request(req)
-        };
-        if let Err(e) = invalid {
+        if let Err(e) = self.breakage().validate(req, validate_request(req)) {
             return Err(self
                 .error(Op::Create, ErrorKind::Permanent, "invalid request")
                 .with_source(e));
@@ -49,48 +82,8 @@ impl TemplateProvider {
             .as_str();
         let name = req.name.as_str();
         let id = instance_id(site, name);
-        let _guard = if q.create_unlocked {
-            None
-        } else {
-            Some(
-                ctx.run(self.locks.lock(&self.lock_key(site, name)))
-                    .await
-                    .map_err(|i| self.fail(Op::Create, format!("waiting for {name}"), i.into()))?,
-            )
-        };
-        let fail = |what: &str, f: Failure| {
-            if q.create_not_found && f.is_no_object() {
-                return self
-                    .error(Op::Create, ErrorKind::NotFound, what.to_owned())
-                    .with_source(f);
-            }
-            if q.create_transient_as_permanent
-                && matches!(f, Failure::Backend(BackendError::Busy(_)))
-            {
-                return self
-                    .error(Op::Create, ErrorKind::Permanent, what.to_owned())
-                    .with_source(f);
-            }
-            if (q.create_auth_failure_transient
-                && matches!(f, Failure::Backend(BackendError::AuthFailed)))
-                || (q.quota_refusal_transient
-                    && matches!(f, Failure::Backend(BackendError::NoSpace { .. })))
-                || (q.create_permanent_as_transient
-                    && matches!(f, Failure::Backend(BackendError::Denied(_))))
-            {
-                return self
-                    .error(Op::Create, ErrorKind::Transient, what.to_owned())
-                    .with_source(f);
-            }
-            if q.vanished_part_is_not_found
-                && matches!(&f, Failure::Backend(BackendError::NoObject(m)) if m.starts_with("a volume of"))
-            {
-                return self
-                    .error(Op::Create, ErrorKind::NotFound, what.to_owned())
-                    .with_source(f);
-            }
-            self.fail(Op::Create, what, f)
-        };
+        let _guard = self.hold(ctx, Op::Create, site, name).await?;
+        let fail = |what: &str, f: Failure| self.fail(Op::Create, what, f);
         let s = self
             .session(ctx, span, site)
             .await
@@ -108,59 +101,41 @@ impl TemplateProvider {
                 .mark_of(&s, key)
                 .await
                 .map_err(|f| fail(&format!("reading the mark of {name}"), f))?;
-            match mark {
-                None if !q.adopt_unmarked => {
+            let verdict = match &mark {
+                None => Verdict::Unmanaged,
+                Some(m) if !m.uid.is_empty() && m.uid != req.uid => Verdict::Foreign,
+                // Our own instance: an earlier Create may have stopped half way, so
+                // the steps below finish what is missing and change nothing that
+                // exists (a different image, tag or cloud-init is not applied).
+                Some(m) if m.uid == req.uid => Verdict::Resume,
+                // A marked instance with an empty uid is the same instance, but its
+                // owner is unknown, so it is returned exactly as it is.
+                Some(_) => Verdict::AsIs,
+            };
+            let found = Found {
+                s: &s,
+                req,
+                key,
+                info,
+                mark: mark.as_ref(),
+            };
+            match self.breakage().existing(found, verdict).await? {
+                Verdict::Unmanaged => {
                     return Err(self.error(
                         Op::Create,
                         ErrorKind::Permanent,
                         format!("{name} exists at {site} and is not managed by this provider"),
                     ));
                 }
-                Some(m) if !m.uid.is_empty() && m.uid != req.uid && !q.adopt_foreign => {
+                Verdict::Foreign => {
                     return Err(self.error(
                         Op::Create,
                         ErrorKind::Permanent,
                         format!("{name} exists at {site} and belongs to another owner"),
                     ));
                 }
-                // Our own instance: an earlier Create may have stopped half way, so
-                // the steps below finish what is missing and change nothing that
-                // exists (a different image, tag or cloud-init is not applied).
-                Some(m) if m.uid == req.uid && !q.no_resume => {
-                    if q.restamp_on_resume && info.power == Power::Stopped {
-                        let fresh = Mark {
-                            created_at: Some(SystemTime::now()),
-                            ..m.clone()
-                        };
-                        s.call(Proc::Undefine, self.backend.undefine(s.conn, site, key))
-                            .await
-                            .map_err(|f| fail(&format!("restamping {name}"), f))?;
-                        s.call(Proc::Define, self.backend.define(s.conn, site, key, fresh))
-                            .await
-                            .map_err(|f| fail(&format!("restamping {name}"), f))?;
-                    }
-                    if q.reapply_cloud_init
-                        && info
-                            .seed
-                            .is_some_and(|d| d != digest(req.cloud_init.expose().as_bytes()))
-                    {
-                        s.call(
-                            Proc::CreateSeed,
-                            self.backend.create_seed(
-                                s.conn,
-                                site,
-                                key,
-                                &format!("{name}-seed-update"),
-                                req.cloud_init.expose().as_bytes(),
-                            ),
-                        )
-                        .await
-                        .map_err(|f| fail(&format!("rewriting the seed of {name}"), f))?;
-                    }
-                }
-                // A marked instance with an empty uid is the same instance, but its
-                // owner is unknown, so it is returned exactly as it is.
-                _ => return Ok(id),
+                Verdict::Resume => {}
+                Verdict::AsIs => return Ok(id),
             }
         }
         self.converge(&s, req, key, existing.as_ref(), fail).await?;
@@ -183,15 +158,22 @@ impl TemplateProvider {
         existing: Option<&InstanceInfo>,
         fail: impl Fn(&str, Failure) -> Error,
     ) -> Result<(), Error> {
-        let (site, name, q) = (s.site, req.name.as_str(), self.config.quirks);
+        let (site, name) = (s.site, req.name.as_str());
         let payload = req.cloud_init.expose().as_bytes();
         let whole = self.config.declared.secondary_resources() == SecondaryResources::None;
         let need_disk = existing.is_none_or(|i| !i.disk);
         let need_seed = existing.is_none_or(|i| i.seed.is_none());
         let needed = if need_disk { self.config.disk_bytes } else { 0 }
             + if need_seed { payload.len() as u64 } else { 0 };
-        let precheck = self.config.declared.quota() == QuotaMode::Detected;
-        if needed > 0 && precheck && !q.no_quota_precheck {
+        let steps = Steps {
+            precheck: needed > 0 && self.config.declared.quota() == QuotaMode::Detected,
+            define: existing.is_none(),
+            disk: need_disk && !whole,
+            seed: need_seed && !whole,
+            start: existing.is_none_or(|i| i.power == Power::Stopped),
+        };
+        let steps = self.breakage().steps(s, req, steps);
+        if steps.precheck {
             let free = s
                 .call(Proc::Capacity, self.backend.capacity(s.conn, site))
                 .await
@@ -208,23 +190,12 @@ impl TemplateProvider {
                 ));
             }
         }
-        if existing.is_none() {
-            if q.create_unlocked {
-                self.meet_another(&self.lock_key(site, name)).await;
-            }
+        if steps.define {
+            self.breakage().before_change(Op::Create, site, name).await;
             // The mark travels with the define: no instance of ours is ever unmarked.
-            let written =
-                !q.no_created_at && self.config.declared.created_at() == CreatedAt::WrittenAtCreate;
+            let written = self.config.declared.created_at() == CreatedAt::WrittenAtCreate;
             let mark = Self::mark_for(req, written.then(SystemTime::now));
-            if q.created_at_in_memory {
-                self.written
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(
-                        name.to_owned(),
-                        mark.created_at.unwrap_or(SystemTime::UNIX_EPOCH),
-                    );
-            }
+            let mark = self.breakage().new_mark(name, mark);
             let define = if whole {
                 let parts = (self.config.disk_bytes, payload);
                 s.call(
@@ -238,7 +209,7 @@ impl TemplateProvider {
             };
             define.map_err(|f| fail(&format!("defining {name}"), f))?;
         }
-        if need_disk && !whole {
+        if steps.disk {
             match s
                 .call(
                     Proc::CreateDisk,
@@ -251,10 +222,7 @@ impl TemplateProvider {
                 Err(f) => return Err(fail(&format!("creating the disk of {name}"), f)),
             }
         }
-        if need_seed && !whole {
-            if q.log_cloud_init && self.verbosity() >= Verbosity::V2 {
-                debug!(parent: s.span, user_data = req.cloud_init.expose(), "writing seed");
-            }
+        if steps.seed {
             match s
                 .call(
                     Proc::CreateSeed,
@@ -267,23 +235,14 @@ impl TemplateProvider {
                 Err(f) => return Err(fail(&format!("creating the seed of {name}"), f)),
             }
         }
-        if existing.is_none_or(|i| i.power == Power::Stopped) {
+        if steps.start {
             let started = s
                 .call(Proc::Start, self.backend.start(s.conn, site, key))
                 .await;
-            let started = match started {
-                Err(Failure::Backend(BackendError::Closed)) if q.retry_start_blindly => {
-                    let again = self
-                        .session(s.ctx, s.span, site)
-                        .await
-                        .map_err(|f| fail(&format!("reconnecting to {site}"), f))?;
-                    again
-                        .call(Proc::Start, self.backend.start(again.conn, site, key))
-                        .await
-                }
-                r => r,
-            };
-            started.map_err(|f| fail(&format!("starting {name}"), f))?;
+            self.breakage()
+                .started(s, key, started)
+                .await
+                .map_err(|f| fail(&format!("starting {name}"), f))?;
         }
         Ok(())
     }

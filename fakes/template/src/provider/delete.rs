@@ -9,6 +9,39 @@ use crate::backend::{Proc, seed_volume};
 
 use super::{Failure, Session, TemplateProvider};
 
+/// What Delete finds of an instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Left {
+    /// No record: at most parts of an interrupted Create or Delete are left.
+    NoRecord,
+    /// The record went away while Delete read its mark.
+    Vanished,
+    /// The record, running or not, with or without a mark.
+    Record {
+        /// Whether it is anything but stopped.
+        running: bool,
+        /// Whether it carries a mark.
+        marked: bool,
+    },
+}
+
+/// What Delete does about what it found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Removal {
+    /// Leave it alone and fail: it is not managed by this provider.
+    pub(crate) refuse: bool,
+    /// Stop it first.
+    pub(crate) stop: bool,
+    /// Undefine it.
+    pub(crate) undefine: bool,
+    /// Delete its disk.
+    pub(crate) disk: bool,
+    /// Delete its seed.
+    pub(crate) seed: bool,
+    /// Whether a part (or the whole volume store) already gone is fine.
+    pub(crate) tolerant: bool,
+}
+
 impl TemplateProvider {
     pub(super) async fn delete_op(
         &self,
@@ -16,117 +49,114 @@ impl TemplateProvider {
         span: &Span,
         id: &ProviderId,
     ) -> Result<(), Error> {
-        let q = self.config.quirks;
         let (site, name) = self.locate(Op::Delete, id)?;
         if !self.config.has_site(site) {
             // Nothing of ours can live where we were never configured to go.
             return Ok(());
         }
         let fail = |what: String, f: Failure| self.fail(Op::Delete, what, f);
-        let _guard = if q.delete_unlocked {
-            None
-        } else {
-            Some(
-                ctx.run(self.locks.lock(&self.lock_key(site, name)))
-                    .await
-                    .map_err(|i| fail(format!("waiting for {name}"), i.into()))?,
-            )
-        };
+        let _guard = self.hold(ctx, Op::Delete, site, name).await?;
         let s = self
             .session(ctx, span, site)
             .await
             .map_err(|f| fail(format!("connecting to {site}"), f))?;
-        let (key, info) = match self.look_up(&s, name).await {
-            Ok(found) => found,
-            Err(f) if f.is_no_object() && q.delete_done_without_primary => return Ok(()),
-            Err(f) if f.is_no_object() => return self.remove_parts(&s, name, true).await,
+        let (found, left) = match self.look_up(&s, name).await {
+            Ok((key, info)) => match self.mark_of(&s, &key).await {
+                Ok(mark) => {
+                    let left = Left::Record {
+                        running: info.power != Power::Stopped,
+                        marked: mark.is_some(),
+                    };
+                    (Some(key), left)
+                }
+                Err(f) if f.is_no_object() => (None, Left::Vanished),
+                Err(f) => return Err(fail(format!("reading the mark of {name}"), f)),
+            },
+            Err(f) if f.is_no_object() => (None, Left::NoRecord),
             Err(f) => return Err(fail(format!("looking up {name}"), f)),
         };
-        let mark = match self.mark_of(&s, &key).await {
-            Ok(m) => m,
-            Err(f) if f.is_no_object() => return self.remove_parts(&s, name, true).await,
-            Err(f) => return Err(fail(format!("reading the mark of {name}"), f)),
-        };
-        if mark.is_none() && !q.delete_ignores_mark {
+        let plan = self.breakage().removal(left, self.removal(left));
+        if plan.refuse {
             return Err(self.error(
                 Op::Delete,
                 ErrorKind::Permanent,
                 format!("{name} at {site} is not managed by this provider; left alone"),
             ));
         }
-        if q.delete_unlocked {
-            self.meet_another(&self.lock_key(site, name)).await;
-        }
-        if info.power != Power::Stopped && !q.delete_without_stop {
-            match s
-                .call(Proc::Stop, self.backend.stop(s.conn, site, &key))
-                .await
-            {
-                Ok(()) => {}
-                Err(f) if f.is_no_object() => {}
-                Err(f) => return Err(fail(format!("stopping {name}"), f)),
+        if let Some(key) = &found {
+            self.breakage().before_change(Op::Delete, site, name).await;
+            if plan.stop {
+                match s
+                    .call(Proc::Stop, self.backend.stop(s.conn, site, key))
+                    .await
+                {
+                    Ok(()) => {}
+                    Err(f) if f.is_no_object() => {}
+                    Err(f) => return Err(fail(format!("stopping {name}"), f)),
+                }
+            }
+            if plan.undefine {
+                match s
+                    .call(Proc::Undefine, self.backend.undefine(s.conn, site, key))
+                    .await
+                {
+                    Ok(()) => {}
+                    Err(f) if f.is_no_object() => {}
+                    Err(f) => return Err(fail(format!("undefining {name}"), f)),
+                }
             }
         }
-        match s
-            .call(Proc::Undefine, self.backend.undefine(s.conn, site, &key))
-            .await
-        {
-            Ok(()) => {}
-            Err(f) if f.is_no_object() => {}
-            Err(f) => return Err(fail(format!("undefining {name}"), f)),
-        }
-        self.remove_parts(&s, name, !q.delete_requires_parts).await
+        self.remove_parts(&s, name, plan).await
     }
 
-    /// Whether Delete removes the disk and the seed itself
-    /// (`secondary-resources=explicit`); the backend does it otherwise, or there are none.
-    fn owns_parts(&self) -> bool {
-        self.config.declared.secondary_resources() == SecondaryResources::Explicit
+    /// What Delete does about `left`: an unmarked record is left alone; a record is
+    /// stopped (when running) and undefined; the parts go too when Delete owns them
+    /// (`secondary-resources=explicit`; the backend removes them otherwise, or there
+    /// are none), whatever is already gone.
+    fn removal(&self, left: Left) -> Removal {
+        let parts = self.config.declared.secondary_resources() == SecondaryResources::Explicit;
+        let (refuse, stop, undefine) = match left {
+            Left::NoRecord | Left::Vanished => (false, false, false),
+            Left::Record { marked: false, .. } => (true, false, false),
+            Left::Record { running, .. } => (false, running, true),
+        };
+        Removal {
+            refuse,
+            stop,
+            undefine,
+            disk: parts,
+            seed: parts,
+            tolerant: true,
+        }
     }
 
-    /// Deletes the disk and the seed of `name`; with `tolerant`, parts (or the whole
-    /// volume store) already gone are fine.
-    pub(super) async fn remove_parts(
-        &self,
-        s: &Session<'_>,
-        name: &str,
-        tolerant: bool,
-    ) -> Result<(), Error> {
-        if !self.owns_parts() {
-            return Ok(());
-        }
+    /// Deletes the parts of `name` that `plan` names.
+    async fn remove_parts(&self, s: &Session<'_>, name: &str, plan: Removal) -> Result<(), Error> {
         let site = s.site;
-        let disk = s
-            .call(
+        let disk = if plan.disk {
+            s.call(
                 Proc::DeleteDisk,
                 self.backend.delete_disk(s.conn, site, name),
             )
-            .await;
-        let seed = if self.config.quirks.delete_keeps_seed {
-            Ok(())
+            .await
         } else {
+            Ok(())
+        };
+        let seed = if plan.seed {
             s.call(
                 Proc::DeleteSeed,
                 self.backend.delete_seed(s.conn, site, &seed_volume(name)),
             )
             .await
+        } else {
+            Ok(())
         };
         for (part, r) in [("disk", disk), ("seed", seed)] {
             match r {
                 Ok(()) => {}
-                Err(f) if tolerant && f.is_gone() => {}
+                Err(f) if plan.tolerant && f.is_gone() => {}
                 Err(f) => {
-                    let mut e = self.fail(Op::Delete, format!("deleting the {part} of {name}"), f);
-                    if !tolerant && e.is_not_found() {
-                        e = self
-                            .error(
-                                Op::Delete,
-                                ErrorKind::Permanent,
-                                format!("the {part} of {name} is missing"),
-                            )
-                            .with_source(e);
-                    }
-                    return Err(e);
+                    return Err(self.fail(Op::Delete, format!("deleting the {part} of {name}"), f));
                 }
             }
         }

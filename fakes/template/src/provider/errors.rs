@@ -41,7 +41,7 @@ impl From<Interrupted> for Failure {
 }
 
 impl Failure {
-    pub(super) fn is_no_object(&self) -> bool {
+    pub(crate) fn is_no_object(&self) -> bool {
         matches!(self, Failure::Backend(BackendError::NoObject(_)))
     }
 
@@ -63,7 +63,12 @@ impl Failure {
 /// QuotaExceeded; everything else (busy, closed, refused connections, missing
 /// credential files, deadlines, cancellation) is Transient.
 pub fn classify(provider: &str, op: Op, message: String, failure: Failure) -> Error {
-    let kind = match &failure {
+    Error::new(provider, op, kind_of(op, &failure), message).with_source(failure)
+}
+
+/// The kind [`classify`] gives `failure` inside `op`.
+pub(crate) fn kind_of(op: Op, failure: &Failure) -> ErrorKind {
+    match failure {
         Failure::Interrupted(_) => ErrorKind::Transient,
         Failure::Backend(b) => match b {
             BackendError::NoObject(_) if op == Op::Create => ErrorKind::Transient,
@@ -88,8 +93,7 @@ pub fn classify(provider: &str, op: Op, message: String, failure: Failure) -> Er
                 needed: *needed,
             }),
         },
-    };
-    Error::new(provider, op, kind, message).with_source(failure)
+    }
 }
 
 #[cfg(test)]

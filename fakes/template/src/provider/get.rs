@@ -11,6 +11,15 @@ use crate::backend::{BackendError, Proc};
 
 use super::{Failure, TemplateProvider, state_of};
 
+/// What the backend said of an instance Get reports.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Seen<'a> {
+    /// Its power state.
+    pub(crate) power: Power,
+    /// The addresses it reported, when they were read and the read succeeded.
+    pub(crate) addresses: Option<&'a [IpAddr]>,
+}
+
 impl TemplateProvider {
     pub(super) async fn get_op(
         &self,
@@ -18,7 +27,6 @@ impl TemplateProvider {
         span: &Span,
         id: &ProviderId,
     ) -> Result<Instance, Error> {
-        let q = self.config.quirks;
         let (site, name) = self.locate(Op::Get, id)?;
         if !self.config.has_site(site) {
             return Err(self.error(
@@ -27,22 +35,8 @@ impl TemplateProvider {
                 format!("site {site:?} is not configured"),
             ));
         }
-        if q.get_busy_while_locked && self.locks.is_held(&self.lock_key(site, name)) {
-            return Err(self.error(Op::Get, ErrorKind::Transient, format!("{name} is busy")));
-        }
-        let fail = |what: String, f: Failure| {
-            if q.get_closed_as_not_found && f == Failure::Backend(BackendError::Closed) {
-                return self
-                    .error(Op::Get, ErrorKind::NotFound, what)
-                    .with_source(f);
-            }
-            if q.get_not_found_as_transient && f.is_no_object() {
-                return self
-                    .error(Op::Get, ErrorKind::Transient, what)
-                    .with_source(f);
-            }
-            self.fail(Op::Get, what, f)
-        };
+        self.breakage().admit(self, Op::Get, site, name)?;
+        let fail = |what: String, f: Failure| self.fail(Op::Get, what, f);
         let s = self
             .session(ctx, span, site)
             .await
@@ -62,10 +56,27 @@ impl TemplateProvider {
                     format!("{name} is not managed by this provider"),
                 )
             })?;
+        // ip-source=none: the backend's word that the guest booted makes it Running.
+        let by_address = self.config.declared.ip_source() != IpSource::None;
+        let addresses = match info.power {
+            Power::Running if by_address => match s
+                .call(Proc::Addresses, self.backend.addresses(s.conn, site, &key))
+                .await
+            {
+                Ok(addrs) => Some(addrs),
+                Err(f @ (Failure::Interrupted(_) | Failure::Backend(BackendError::Closed))) => {
+                    return Err(fail(format!("reading the addresses of {name}"), f));
+                }
+                Err(f) if f.is_no_object() => {
+                    return Err(fail(format!("reading the addresses of {name}"), f));
+                }
+                // Any other failure to read them: not known to be reachable yet.
+                Err(_) => None,
+            },
+            _ => None,
+        };
         let (state, ipv4) = match info.power {
-            Power::Paused if q.paused_is_provisioning => (State::Provisioning, None),
-            // ip-source=none: the backend's word that the guest booted makes it Running.
-            Power::Running if self.config.declared.ip_source() == IpSource::None => {
+            Power::Running if !by_address => {
                 let state = if info.booted {
                     State::Running
                 } else {
@@ -73,46 +84,28 @@ impl TemplateProvider {
                 };
                 (state, None)
             }
-            Power::Running => match s
-                .call(Proc::Addresses, self.backend.addresses(s.conn, site, &key))
-                .await
-            {
-                Ok(addrs) if q.any_address_is_usable => match addrs.first() {
-                    Some(IpAddr::V4(v4)) => (State::Running, Some(*v4)),
-                    _ => (State::Provisioning, None),
-                },
-                Ok(addrs) => state_of(Power::Running, Some(&addrs)),
-                Err(f @ (Failure::Interrupted(_) | Failure::Backend(BackendError::Closed))) => {
-                    return Err(fail(format!("reading the addresses of {name}"), f));
-                }
-                Err(f) if f.is_no_object() => {
-                    return Err(fail(format!("reading the addresses of {name}"), f));
-                }
-                Err(_) => (State::Provisioning, None),
+            p => state_of(p, addresses.as_deref()),
+        };
+        let created_at = match self.config.declared.created_at() {
+            CreatedAt::WrittenAtCreate => mark.created_at,
+            CreatedAt::BackendReported => Some(info.defined_at),
+            CreatedAt::None => None,
+        };
+        let seen = Seen {
+            power: info.power,
+            addresses: addresses.as_deref(),
+        };
+        Ok(self.breakage().reported(
+            seen,
+            Instance {
+                id: id.clone(),
+                name: name.to_owned(),
+                state,
+                ipv4,
+                uid: mark.uid,
+                tag: mark.tag,
+                created_at,
             },
-            p => state_of(p, None),
-        };
-        let created_at = if q.created_at_in_memory {
-            self.written
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(name)
-                .copied()
-        } else {
-            match self.config.declared.created_at() {
-                CreatedAt::WrittenAtCreate => mark.created_at,
-                CreatedAt::BackendReported => Some(info.defined_at),
-                CreatedAt::None => None,
-            }
-        };
-        Ok(Instance {
-            id: id.clone(),
-            name: name.to_owned(),
-            state,
-            ipv4,
-            uid: mark.uid,
-            tag: mark.tag,
-            created_at,
-        })
+        ))
     }
 }

@@ -10,6 +10,17 @@ use crate::id::instance_id;
 
 use super::{Failure, TemplateProvider, state_of};
 
+/// What a listing does with one backend entry, given what reading its mark gave.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Entry {
+    /// Listed, with this mark.
+    Keep(Mark),
+    /// Left out: not ours, not the tag asked for, gone meanwhile, or unreadable.
+    Skip,
+    /// The site's listing fails.
+    Fail(Failure),
+}
+
 impl TemplateProvider {
     /// Whether one unreadable site fails the whole listing (`list-partial=fail-whole`).
     fn fail_whole(&self) -> bool {
@@ -24,11 +35,13 @@ impl TemplateProvider {
     ) -> Result<Listing, Error> {
         // A partial listing must come back before the caller's deadline with a silent
         // site named, so each site gets three quarters of the time left.
-        let site_ctx = match ctx.remaining() {
-            Some(left) if !self.fail_whole() && !self.config.quirks.list_waits_for_every_site => {
-                ctx.narrowed(left * 3 / 4)
-            }
-            _ => ctx.clone(),
+        let share = match ctx.remaining() {
+            Some(left) if !self.fail_whole() => Some(left * 3 / 4),
+            _ => None,
+        };
+        let site_ctx = match self.breakage().site_share(share) {
+            Some(share) => ctx.narrowed(share),
+            None => ctx.clone(),
         };
         let per_site = join_all(
             self.config
@@ -76,52 +89,44 @@ impl TemplateProvider {
         site: &str,
         tag: &str,
     ) -> Result<Vec<Instance>, Failure> {
-        let q = self.config.quirks;
         let s = self.session(ctx, span, site).await?;
         let mut out = Vec::new();
         let items = s
             .read(Proc::List, || self.backend.list(s.conn, site))
             .await?;
         for item in items {
-            if self.marks_in_names() {
+            let (read, short) = if self.marks_in_names() {
                 let (mark, short) = mark_in_name(&item.name);
-                let mark = match mark {
-                    Some(m) if m.tag == tag => m,
-                    None if q.list_unmarked => Mark {
-                        tag: String::new(),
-                        uid: String::new(),
-                        created_at: None,
-                    },
-                    _ => continue,
-                };
-                out.push(self.listed(site, short, &item, mark));
-                continue;
-            }
-            let mark = match s
-                .read(Proc::ReadMark, || {
-                    self.backend.read_mark(s.conn, site, &item.name)
-                })
-                .await
-            {
-                Ok(Some(m)) if m.tag == tag => m,
-                Ok(None) if q.list_unmarked => Mark {
-                    tag: String::new(),
-                    uid: String::new(),
-                    created_at: None,
-                },
-                Ok(_) => continue,
-                Err(f) if f.is_no_object() && !q.list_vanished_fatal => continue,
-                Err(Failure::Backend(BackendError::Unreadable(what)))
-                    if !q.list_unreadable_fatal =>
-                {
-                    if self.logs() {
+                (Ok(mark), short)
+            } else {
+                let read = s
+                    .read(Proc::ReadMark, || {
+                        self.backend.read_mark(s.conn, site, &item.name)
+                    })
+                    .await;
+                (read, item.name.as_str())
+            };
+            let entry = match &read {
+                Ok(Some(m)) if m.tag == tag => Entry::Keep(m.clone()),
+                // Unmarked (not ours) or another tag.
+                Ok(_) => Entry::Skip,
+                // Deleted since the listing: it no longer exists.
+                Err(f) if f.is_no_object() => Entry::Skip,
+                // One unreadable instance does not hide the others.
+                Err(Failure::Backend(BackendError::Unreadable(_))) => Entry::Skip,
+                Err(f) => Entry::Fail(f.clone()),
+            };
+            match self.breakage().entry(&read, entry) {
+                Entry::Keep(mark) => out.push(self.listed(site, short, &item, mark)),
+                Entry::Skip => {
+                    if let Err(Failure::Backend(BackendError::Unreadable(what))) = &read
+                        && self.logs()
+                    {
                         warn!(parent: span, site, instance = %item.name, "skipping {what}");
                     }
-                    continue;
                 }
-                Err(f) => return Err(f),
-            };
-            out.push(self.listed(site, &item.name, &item, mark));
+                Entry::Fail(f) => return Err(f),
+            }
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)

@@ -6,6 +6,10 @@
 //! the call under the context's deadline and token.
 //! Connections are cached per site and dialled lazily; operations on one name are
 //! serialised by a per-name lock and nothing else.
+//!
+//! The mutants (`crate::mutants`) break the provider only through
+//! [`TemplateProvider::breakage`]: each `self.breakage().seam(.., correct)` call hands
+//! over the value the provider computed, and the provider as shipped keeps it.
 
 mod check;
 mod create;
@@ -17,15 +21,18 @@ mod lookup;
 mod session;
 mod state;
 
+pub(crate) use create::{Found, Steps, Verdict};
+pub(crate) use delete::{Left, Removal};
 pub use errors::{Failure, classify};
-use session::Session;
+pub(crate) use get::Seen;
+pub(crate) use list::Entry;
+pub(crate) use session::{Session, Trace};
 use state::first_usable;
 pub use state::state_of;
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Mutex;
-use std::time::SystemTime;
 
 use conformance::fixture::Verbosity;
 use conformance::profile::Logging;
@@ -38,12 +45,8 @@ use tracing::{Span, info, warn};
 use crate::backend::{ConnId, SimBackend};
 use crate::config::TemplateConfig;
 use crate::id::parse_id;
-use crate::locks::NameLocks;
-
-/// How long an unlocked mutant waits, between its lookup and its first change, for
-/// another call on the same name to arrive, so that concurrent calls meet whatever the
-/// machine's load or the process bridge do to their timing.
-const UNLOCKED_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+use crate::locks::{NameGuard, NameLocks};
+use crate::mutants::{Breakage, Correct};
 
 /// The cached connection of one site.
 #[derive(Default)]
@@ -58,17 +61,13 @@ struct Slot {
 /// file of a site is read on every dial.
 pub struct TemplateProvider {
     config: TemplateConfig,
-    backend: SimBackend,
+    pub(crate) backend: SimBackend,
     /// One cached connection per configured site.
     slots: HashMap<String, Slot>,
     /// Per-name locks for Create and Delete.
-    locks: NameLocks,
-    /// Tokens kept after the first read; only the `credentials_read_once` mutant uses it.
-    tokens: Mutex<HashMap<String, String>>,
-    /// Creation times this process wrote; only the `created_at_in_memory` mutant uses it.
-    written: Mutex<HashMap<String, SystemTime>>,
-    /// Calls that reached the unlocked window, per name; only the unlocked mutants use it.
-    arrivals: Mutex<HashMap<String, tokio::sync::watch::Sender<u32>>>,
+    pub(crate) locks: NameLocks,
+    /// The mutants' seams; `None` in the provider as shipped.
+    breakage: Option<Box<dyn Breakage>>,
 }
 
 impl fmt::Debug for TemplateProvider {
@@ -93,10 +92,19 @@ impl TemplateProvider {
             config,
             backend,
             slots,
-            tokens: Mutex::default(),
-            written: Mutex::default(),
-            arrivals: Mutex::default(),
+            breakage: None,
         }
+    }
+
+    /// The same provider with one behaviour broken through `breakage` (mutants only).
+    pub(crate) fn with_breakage(mut self, breakage: Box<dyn Breakage>) -> TemplateProvider {
+        self.breakage = Some(breakage);
+        self
+    }
+
+    /// The seams' behaviour: the correct one unless a mutant set a breakage.
+    pub(crate) fn breakage(&self) -> &dyn Breakage {
+        self.breakage.as_deref().unwrap_or(&Correct)
     }
 
     /// The configuration.
@@ -104,7 +112,7 @@ impl TemplateProvider {
         &self.config
     }
 
-    pub(super) fn verbosity(&self) -> Verbosity {
+    pub(crate) fn verbosity(&self) -> Verbosity {
         self.config.verbosity.get()
     }
 
@@ -117,8 +125,10 @@ impl TemplateProvider {
         Error::new(self.config.name.as_str(), op, kind, message)
     }
 
-    pub(super) fn fail(&self, op: Op, what: impl Into<String>, f: Failure) -> Error {
-        classify(&self.config.name, op, what.into(), f)
+    /// The error a failed step surfaces as: its kind from [`errors::kind_of`].
+    pub(crate) fn fail(&self, op: Op, what: impl Into<String>, f: Failure) -> Error {
+        let kind = self.breakage().error_kind(op, &f, errors::kind_of(op, &f));
+        Error::new(self.config.name.as_str(), op, kind, what).with_source(f)
     }
 
     /// Logs an operation's outcome: one info line at V1 and above on success, one
@@ -136,27 +146,23 @@ impl TemplateProvider {
         }
     }
 
-    /// The unlocked mutants' window: waits until a second call on `key` reached it too
-    /// (or [`UNLOCKED_WAIT`] passed), so that two unserialised calls really overlap.
-    pub(super) async fn meet_another(&self, key: &str) {
-        let mut arrived = {
-            let mut all = self.arrivals.lock().unwrap_or_else(|e| e.into_inner());
-            let tx = all
-                .entry(key.to_owned())
-                .or_insert_with(|| tokio::sync::watch::Sender::new(0));
-            let rx = tx.subscribe();
-            tx.send_modify(|n| *n += 1);
-            rx
+    /// Serialises `op` with every other operation on `name` at `site`: the guard is
+    /// held until the operation ends.
+    pub(super) async fn hold(
+        &self,
+        ctx: &Ctx,
+        op: Op,
+        site: &str,
+        name: &str,
+    ) -> Result<Option<NameGuard>, Error> {
+        let Some(key) = self.breakage().lock_key(op, lock_key(site, name)) else {
+            return Ok(None);
         };
-        let _ = tokio::time::timeout(UNLOCKED_WAIT, arrived.wait_for(|n| *n >= 2)).await;
-    }
-
-    pub(super) fn lock_key(&self, site: &str, name: &str) -> String {
-        if self.config.quirks.global_lock {
-            String::from("*")
-        } else {
-            format!("{site}/{name}")
-        }
+        let guard = ctx
+            .run(self.locks.lock(&key))
+            .await
+            .map_err(|i| self.fail(op, format!("waiting for {name}"), i.into()))?;
+        Ok(Some(guard))
     }
 
     /// Parses an ID: malformed → Permanent.
@@ -167,6 +173,11 @@ impl TemplateProvider {
     ) -> Result<(&'i str, &'i str), Error> {
         parse_id(id).ok_or_else(|| self.error(op, ErrorKind::Permanent, "malformed instance id"))
     }
+}
+
+/// The key of the per-name lock of `name` at `site`.
+pub(crate) fn lock_key(site: &str, name: &str) -> String {
+    format!("{site}/{name}")
 }
 
 /// The health reason the template provider adds: the site's volume store is gone.

@@ -6,7 +6,7 @@ use std::future::Future;
 use conformance::Ctx;
 use conformance::fixture::Verbosity;
 use conformance::profile::ChildSpans;
-use tracing::{Instrument, Span, debug, info};
+use tracing::{Instrument, Level, Span, debug, info};
 
 use crate::backend::{BackendError, ConnId, Proc};
 use crate::config::{CredentialSource, token_env_var};
@@ -15,17 +15,28 @@ use super::{Failure, Slot, TemplateProvider};
 
 /// One operation's view of one site: the context, the operation span and the
 /// connection every call of the operation at that site uses.
-pub(super) struct Session<'a> {
-    pub(super) p: &'a TemplateProvider,
-    pub(super) ctx: &'a Ctx,
-    pub(super) span: &'a Span,
-    pub(super) site: &'a str,
-    pub(super) conn: ConnId,
+pub(crate) struct Session<'a> {
+    pub(crate) p: &'a TemplateProvider,
+    pub(crate) ctx: &'a Ctx,
+    pub(crate) span: &'a Span,
+    pub(crate) site: &'a str,
+    pub(crate) conn: ConnId,
+}
+
+/// How one backend call is traced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Trace {
+    /// The call gets a span of its own (`child-spans=span-decorator`).
+    pub(crate) span: bool,
+    /// That span is a child of the operation's span.
+    pub(crate) attached: bool,
+    /// The level of the call's log line, if it gets one (V2 only: debug).
+    pub(crate) line: Option<Level>,
 }
 
 impl Session<'_> {
     /// The seam: runs one backend call with its span, its log line and the deadline.
-    pub(super) async fn call<T>(
+    pub(crate) async fn call<T>(
         &self,
         proc: Proc,
         fut: impl Future<Output = Result<T, BackendError>>,
@@ -70,16 +81,15 @@ impl TemplateProvider {
         proc: Proc,
         fut: impl Future<Output = Result<T, BackendError>>,
     ) -> Result<T, Failure> {
-        let q = self.config.quirks;
-        // child-spans=none: the backend call runs in the operation's span.
-        let no_call_spans =
-            q.no_call_spans || self.config.declared.child_spans() == ChildSpans::None;
-        let parent = if q.detached_call_spans {
-            None
-        } else {
-            op_span.id()
+        let correct = Trace {
+            // child-spans=none: the backend call runs in the operation's span.
+            span: self.config.declared.child_spans() != ChildSpans::None,
+            attached: true,
+            line: (self.logs() && self.verbosity() >= Verbosity::V2).then_some(Level::DEBUG),
         };
-        let span = if no_call_spans {
+        let trace = self.breakage().trace(correct);
+        let parent = if trace.attached { op_span.id() } else { None };
+        let span = if !trace.span {
             Span::none()
         } else {
             call_span!(parent, proc, site;
@@ -93,15 +103,17 @@ impl TemplateProvider {
                 Ping => "template.ping",
             )
         };
-        let line_parent = if no_call_spans || q.detached_call_spans {
-            op_span
-        } else {
+        let line_parent = if trace.span && trace.attached {
             &span
+        } else {
+            op_span
         };
-        if q.log_calls_at_v0 {
-            info!(parent: line_parent, site, call = proc.as_str(), "backend call");
-        } else if self.logs() && self.verbosity() >= Verbosity::V2 {
-            debug!(parent: line_parent, site, call = proc.as_str(), "backend call");
+        match trace.line {
+            Some(Level::INFO) => {
+                info!(parent: line_parent, site, call = proc.as_str(), "backend call")
+            }
+            Some(_) => debug!(parent: line_parent, site, call = proc.as_str(), "backend call"),
+            None => {}
         }
         match ctx.run(fut.instrument(span)).await {
             Ok(Ok(v)) => Ok(v),
@@ -128,21 +140,12 @@ impl TemplateProvider {
     /// The credential token of `site`: from its file (re-read on every dial), or from the
     /// environment map or inline tokens the provider was constructed with.
     pub(super) fn read_token(&self, site: &str) -> Result<String, BackendError> {
-        if self.config.quirks.credentials_read_once
-            && let Some(t) = self
-                .tokens
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(site)
-        {
-            return Ok(t.clone());
-        }
         let token = match &self.config.credentials {
             CredentialSource::MountedFiles => {
                 let path = self.config.token_file(site);
                 std::fs::read_to_string(&path)
                     .map(|t| t.trim().to_owned())
-                    .map_err(|_| BackendError::CredentialsMissing(path.display().to_string()))?
+                    .map_err(|_| BackendError::CredentialsMissing(path.display().to_string()))
             }
             CredentialSource::Env(env) => {
                 let var = token_env_var(site);
@@ -150,19 +153,13 @@ impl TemplateProvider {
                     .cloned()
                     .ok_or(BackendError::CredentialsMissing(format!(
                         "environment variable {var}"
-                    )))?
+                    )))
             }
             CredentialSource::Inline(tokens) => tokens.get(site).cloned().ok_or_else(|| {
                 BackendError::CredentialsMissing(format!("the inline token of {site}"))
-            })?,
+            }),
         };
-        if self.config.quirks.credentials_read_once {
-            self.tokens
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(site.to_owned(), token.clone());
-        }
-        Ok(token)
+        self.breakage().token(site, token)
     }
 
     /// Reads the identity `site` is trusted to present from its file (on every dial).
@@ -174,7 +171,7 @@ impl TemplateProvider {
     }
 
     /// Opens a fresh connection to `site`.
-    pub(super) async fn dial(&self, ctx: &Ctx, span: &Span, site: &str) -> Result<ConnId, Failure> {
+    pub(crate) async fn dial(&self, ctx: &Ctx, span: &Span, site: &str) -> Result<ConnId, Failure> {
         let token = self.read_token(site)?;
         let trusted = self.read_known_host(site)?;
         let dial = self.backend.dial(site, &token, &trusted);
@@ -182,7 +179,7 @@ impl TemplateProvider {
     }
 
     /// The cached connection to `site`, dialled if there is none.
-    pub(super) async fn session<'a>(
+    pub(crate) async fn session<'a>(
         &'a self,
         ctx: &'a Ctx,
         span: &'a Span,

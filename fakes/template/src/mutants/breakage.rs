@@ -1,0 +1,139 @@
+//! The seams through which a mutant breaks the provider below its API.
+//!
+//! The provider computes the correct value at each seam and hands it to its
+//! [`Breakage`]; every method's default returns that value unchanged (or does nothing,
+//! or substitutes nothing), so [`Correct`] is the provider as shipped. A mutant
+//! overrides one method, and the wrong behaviour lives in the override, never in the
+//! provider's code. Without this module, each `self.breakage().seam(.., correct)` call
+//! in `src/provider/` is just `correct`.
+
+use std::time::Duration;
+
+use conformance::{
+    BoxFuture, CreateRequest, Ctx, Error, ErrorKind, HostHealth, Instance, InvalidField, Op,
+};
+use tracing::Span;
+
+use crate::backend::{BackendError, ConnId, Mark};
+use crate::provider::{
+    Entry, Failure, Found, Left, Removal, Seen, Session, Steps, TemplateProvider, Trace, Verdict,
+};
+
+/// One seam per decision a mutant gets wrong; every default is the correct behaviour.
+pub(crate) trait Breakage: Send + Sync {
+    /// The kind a failed step surfaces as (`kind` is the provider's classification).
+    fn error_kind(&self, _op: Op, _failure: &Failure, kind: ErrorKind) -> ErrorKind {
+        kind
+    }
+
+    /// Whether a Create request is acceptable (`verdict` is the full validation).
+    fn validate(
+        &self,
+        _req: &CreateRequest,
+        verdict: Result<(), InvalidField>,
+    ) -> Result<(), InvalidField> {
+        verdict
+    }
+
+    /// The lock `op` takes for one name (`key`, that name's own); `None` takes none.
+    fn lock_key(&self, _op: Op, key: String) -> Option<String> {
+        Some(key)
+    }
+
+    /// Runs between `op`'s reading the state of `name` and its first change to it.
+    fn before_change<'a>(&'a self, _op: Op, _site: &'a str, _name: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(std::future::ready(()))
+    }
+
+    /// Whether `op` on `name` may go ahead now, before it reads anything.
+    fn admit(&self, _p: &TemplateProvider, _op: Op, _site: &str, _name: &str) -> Result<(), Error> {
+        Ok(())
+    }
+
+    /// What Create does with the instance it found under the requested name.
+    fn existing<'a>(
+        &'a self,
+        _found: Found<'a>,
+        verdict: Verdict,
+    ) -> BoxFuture<'a, Result<Verdict, Error>> {
+        Box::pin(std::future::ready(Ok(verdict)))
+    }
+
+    /// The steps Create takes to make what is missing.
+    fn steps(&self, _s: &Session<'_>, _req: &CreateRequest, steps: Steps) -> Steps {
+        steps
+    }
+
+    /// The mark a new instance named `name` is defined with.
+    fn new_mark(&self, _name: &str, mark: Mark) -> Mark {
+        mark
+    }
+
+    /// The outcome of Create's Start of the instance whose backend name is `key`.
+    fn started<'a>(
+        &'a self,
+        _s: &'a Session<'a>,
+        _key: &'a str,
+        started: Result<(), Failure>,
+    ) -> BoxFuture<'a, Result<(), Failure>> {
+        Box::pin(std::future::ready(started))
+    }
+
+    /// What Delete does about what it found.
+    fn removal(&self, _left: Left, removal: Removal) -> Removal {
+        removal
+    }
+
+    /// The instance Get reports, from what the backend said of it.
+    fn reported(&self, _seen: Seen<'_>, instance: Instance) -> Instance {
+        instance
+    }
+
+    /// What a listing does with one entry, given the read of its mark.
+    fn entry(&self, _read: &Result<Option<Mark>, Failure>, entry: Entry) -> Entry {
+        entry
+    }
+
+    /// How long each site of a listing may take (`None`: until the caller's deadline).
+    fn site_share(&self, share: Option<Duration>) -> Option<Duration> {
+        share
+    }
+
+    /// How one backend call is traced.
+    fn trace(&self, trace: Trace) -> Trace {
+        trace
+    }
+
+    /// The token a dial to `site` uses (`read` is the token read for this dial).
+    fn token(
+        &self,
+        _site: &str,
+        read: Result<String, BackendError>,
+    ) -> Result<String, BackendError> {
+        read
+    }
+
+    /// Check visiting the sites otherwise than all at once (`None`: all at once).
+    fn visit<'a>(
+        &'a self,
+        _visits: &mut Vec<BoxFuture<'a, HostHealth>>,
+    ) -> Option<BoxFuture<'a, Vec<HostHealth>>> {
+        None
+    }
+
+    /// A connection Check borrows instead of dialling its own (`None`: its own).
+    fn borrowed_conn<'a>(
+        &'a self,
+        _p: &'a TemplateProvider,
+        _ctx: &'a Ctx,
+        _span: &'a Span,
+        _site: &'a str,
+    ) -> Option<BoxFuture<'a, Result<ConnId, Failure>>> {
+        None
+    }
+}
+
+/// The provider as shipped: every seam keeps the correct behaviour.
+pub(crate) struct Correct;
+
+impl Breakage for Correct {}

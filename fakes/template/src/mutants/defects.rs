@@ -1,0 +1,497 @@
+//! The defects below the provider's API: each one [`Breakage`] seam overridden to do
+//! the wrong thing, for exactly one mutant.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use conformance::fixture::{Power, Verbosity};
+use conformance::{
+    BoxFuture, CreateRequest, Ctx, Error, ErrorKind, Instance, InvalidField, Op, Provider, State,
+    validate_name, validate_tag,
+};
+use tracing::{Level, Span, debug};
+
+use crate::backend::{BackendError, ConnId, Mark, Proc, digest};
+use crate::provider::{
+    Entry, Failure, Found, Left, Removal, Seen, Session, Steps, TemplateProvider, Trace, Verdict,
+    lock_key,
+};
+
+use super::breakage::Breakage;
+
+/// How long an unlocked mutant waits, between its lookup and its first change, for
+/// another call on the same name to arrive, so that concurrent calls meet whatever the
+/// machine's load or the process bridge do to their timing.
+const UNLOCKED_WAIT: Duration = Duration::from_secs(1);
+
+/// One deliberate defect below the API.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Defect {
+    /// A repeated Create whose cloud-init differs writes a second seed.
+    ReapplyCloudInit,
+    /// A repeated Create returns the ID without completing missing steps.
+    NoResume,
+    /// A resumed Create that finds its instance not yet started writes a new mark,
+    /// with a new creation time, before starting it.
+    RestampOnResume,
+    /// A Start whose connection dropped is sent again on a new connection, though the
+    /// backend may have acted on the first one.
+    RetryStartBlindly,
+    /// An unmarked instance of the requested name is adopted.
+    AdoptUnmarked,
+    /// An instance with a foreign uid is adopted.
+    AdoptForeign,
+    /// Create skips the capacity precheck.
+    NoQuotaPrecheck,
+    /// A backend not-found inside Create surfaces as NotFound.
+    CreateNotFound,
+    /// Create reports a part of its instance that vanished mid-way as NotFound.
+    VanishedPartIsNotFound,
+    /// A failed authentication inside Create surfaces as Transient.
+    CreateAuthFailureTransient,
+    /// A backend's Permanent answer inside Create surfaces as Transient.
+    CreatePermanentAsTransient,
+    /// The backend's capacity refusal inside Create surfaces as Transient.
+    QuotaRefusalTransient,
+    /// Transient backend errors inside Create surface as Permanent.
+    CreateTransientAsPermanent,
+    /// Create logs the cloud-init payload at debug level.
+    LogCloudInit,
+    /// Create does not validate the uid.
+    SkipUidValidation,
+    /// Create writes no creation time.
+    NoCreatedAt,
+    /// Create takes no per-name lock and pauses between lookup and define.
+    CreateUnlocked,
+    /// Get answers Transient while another operation holds the name.
+    GetBusyWhileLocked,
+    /// Get reads a dropped connection as a missing instance.
+    GetClosedAsNotFound,
+    /// Get reports a missing instance as Transient.
+    GetNotFoundAsTransient,
+    /// Get reports a paused instance as Provisioning.
+    PausedIsProvisioning,
+    /// Get accepts link-local and loopback addresses.
+    AnyAddressIsUsable,
+    /// Get reports the creation time this process wrote, not the backend's.
+    CreatedAtInMemory,
+    /// Delete leaves the seed behind.
+    DeleteKeepsSeed,
+    /// Delete does not stop a running instance first.
+    DeleteWithoutStop,
+    /// Delete fails on a part that is already gone.
+    DeleteRequiresParts,
+    /// Delete treats a missing primary record as nothing left to do.
+    DeleteDoneWithoutPrimary,
+    /// Delete takes no per-name lock and pauses between lookup and stop.
+    DeleteUnlocked,
+    /// Delete ignores the ownership guard.
+    DeleteIgnoresMark,
+    /// Listing includes unmarked instances.
+    ListUnmarked,
+    /// One unreadable instance fails the listing.
+    ListUnreadableFatal,
+    /// An instance that vanishes while the listing reads its mark fails the listing.
+    ListVanishedFatal,
+    /// A partial listing waits for every site until the caller's deadline, so a silent
+    /// site fails the whole call.
+    ListWaitsForEverySite,
+    /// Log an info line per backend call even at V0.
+    LogCallsAtV0,
+    /// Backend calls get no span.
+    NoCallSpans,
+    /// Backend call spans are not children of the operation span.
+    DetachedCallSpans,
+    /// The credentials are read once, at the first dial, and cached.
+    CredentialsReadOnce,
+    /// Operations share one lock across all names.
+    GlobalLock,
+    /// Check visits the sites one after another.
+    CheckSequential,
+    /// Check uses the operations' cached connection.
+    CheckOnCachedConnection,
+}
+
+/// The template provider with `defect`: what a mutant's fixture builds.
+pub(super) fn broken(p: TemplateProvider, defect: Defect) -> Arc<dyn Provider> {
+    let broken = Broken {
+        defect,
+        tokens: Mutex::default(),
+        written: Mutex::default(),
+        arrivals: Mutex::default(),
+    };
+    Arc::new(p.with_breakage(Box::new(broken)))
+}
+
+/// One provider's breakage: its defect and what the defect remembers, per provider (a
+/// restarted provider starts afresh).
+struct Broken {
+    defect: Defect,
+    /// Tokens kept after the first read (`CredentialsReadOnce`).
+    tokens: Mutex<HashMap<String, String>>,
+    /// Creation times this process wrote (`CreatedAtInMemory`).
+    written: Mutex<HashMap<String, SystemTime>>,
+    /// Calls that reached the unlocked window, per name (the unlocked defects).
+    arrivals: Mutex<HashMap<String, tokio::sync::watch::Sender<u32>>>,
+}
+
+impl Broken {
+    /// The unlocked window: waits until a second call on `key` reached it too (or
+    /// [`UNLOCKED_WAIT`] passed), so that two unserialised calls really overlap.
+    async fn meet_another(&self, key: String) {
+        let mut arrived = {
+            let mut all = self.arrivals.lock().unwrap_or_else(|e| e.into_inner());
+            let tx = all
+                .entry(key)
+                .or_insert_with(|| tokio::sync::watch::Sender::new(0));
+            let rx = tx.subscribe();
+            tx.send_modify(|n| *n += 1);
+            rx
+        };
+        let _ = tokio::time::timeout(UNLOCKED_WAIT, arrived.wait_for(|n| *n >= 2)).await;
+    }
+
+    /// Rewrites the mark of a stopped instance of ours with a new creation time.
+    async fn restamp(&self, found: &Found<'_>, mark: &Mark) -> Result<(), Error> {
+        let (s, key, p) = (found.s, found.key, found.s.p);
+        let name = &found.req.name;
+        let fresh = Mark {
+            created_at: Some(SystemTime::now()),
+            ..mark.clone()
+        };
+        let fail = |f| p.fail(Op::Create, format!("restamping {name}"), f);
+        s.call(Proc::Undefine, p.backend.undefine(s.conn, s.site, key))
+            .await
+            .map_err(fail)?;
+        s.call(Proc::Define, p.backend.define(s.conn, s.site, key, fresh))
+            .await
+            .map_err(fail)
+    }
+
+    /// Writes the request's cloud-init once more, beside the seed already there.
+    async fn reseed(&self, found: &Found<'_>) -> Result<(), Error> {
+        let (s, p, req) = (found.s, found.s.p, found.req);
+        let payload = req.cloud_init.expose().as_bytes();
+        let volume = format!("{}-seed-update", req.name);
+        s.call(
+            Proc::CreateSeed,
+            p.backend
+                .create_seed(s.conn, s.site, found.key, &volume, payload),
+        )
+        .await
+        .map_err(|f| p.fail(Op::Create, format!("rewriting the seed of {}", req.name), f))
+    }
+}
+
+impl Breakage for Broken {
+    fn error_kind(&self, op: Op, failure: &Failure, kind: ErrorKind) -> ErrorKind {
+        use BackendError as B;
+        let Failure::Backend(b) = failure else {
+            return kind;
+        };
+        match (self.defect, op, b) {
+            (Defect::CreateNotFound, Op::Create, B::NoObject(_)) => ErrorKind::NotFound,
+            (Defect::VanishedPartIsNotFound, Op::Create, B::NoObject(m))
+                if m.starts_with("a volume of") =>
+            {
+                ErrorKind::NotFound
+            }
+            (Defect::CreateTransientAsPermanent, Op::Create, B::Busy(_)) => ErrorKind::Permanent,
+            (Defect::CreateAuthFailureTransient, Op::Create, B::AuthFailed)
+            | (Defect::QuotaRefusalTransient, Op::Create, B::NoSpace { .. })
+            | (Defect::CreatePermanentAsTransient, Op::Create, B::Denied(_)) => {
+                ErrorKind::Transient
+            }
+            (Defect::GetClosedAsNotFound, Op::Get, B::Closed) => ErrorKind::NotFound,
+            (Defect::GetNotFoundAsTransient, Op::Get, B::NoObject(_)) => ErrorKind::Transient,
+            // A part Delete requires but finds gone.
+            (Defect::DeleteRequiresParts, Op::Delete, B::NoObject(_)) => ErrorKind::Permanent,
+            _ => kind,
+        }
+    }
+
+    fn validate(
+        &self,
+        req: &CreateRequest,
+        verdict: Result<(), InvalidField>,
+    ) -> Result<(), InvalidField> {
+        match self.defect {
+            Defect::SkipUidValidation => {
+                validate_name(&req.name).and_then(|()| validate_tag(&req.tag))
+            }
+            _ => verdict,
+        }
+    }
+
+    fn lock_key(&self, op: Op, key: String) -> Option<String> {
+        match (self.defect, op) {
+            (Defect::CreateUnlocked, Op::Create) | (Defect::DeleteUnlocked, Op::Delete) => None,
+            (Defect::GlobalLock, _) => Some("*".into()),
+            _ => Some(key),
+        }
+    }
+
+    fn before_change<'a>(&'a self, op: Op, site: &'a str, name: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            if let (Defect::CreateUnlocked, Op::Create) | (Defect::DeleteUnlocked, Op::Delete) =
+                (self.defect, op)
+            {
+                self.meet_another(lock_key(site, name)).await;
+            }
+        })
+    }
+
+    fn admit(&self, p: &TemplateProvider, op: Op, site: &str, name: &str) -> Result<(), Error> {
+        if self.defect == Defect::GetBusyWhileLocked && p.locks.is_held(&lock_key(site, name)) {
+            return Err(Error::new(
+                p.name(),
+                op,
+                ErrorKind::Transient,
+                format!("{name} is busy"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn existing<'a>(
+        &'a self,
+        found: Found<'a>,
+        verdict: Verdict,
+    ) -> BoxFuture<'a, Result<Verdict, Error>> {
+        Box::pin(async move {
+            match (self.defect, verdict) {
+                (Defect::AdoptUnmarked, Verdict::Unmanaged)
+                | (Defect::AdoptForeign, Verdict::Foreign)
+                | (Defect::NoResume, Verdict::Resume) => Ok(Verdict::AsIs),
+                (Defect::RestampOnResume, Verdict::Resume) => {
+                    if let Some(mark) = found.mark
+                        && found.info.power == Power::Stopped
+                    {
+                        self.restamp(&found, mark).await?;
+                    }
+                    Ok(verdict)
+                }
+                (Defect::ReapplyCloudInit, Verdict::Resume) => {
+                    let wanted = digest(found.req.cloud_init.expose().as_bytes());
+                    if found.info.seed.is_some_and(|d| d != wanted) {
+                        self.reseed(&found).await?;
+                    }
+                    Ok(verdict)
+                }
+                _ => Ok(verdict),
+            }
+        })
+    }
+
+    fn steps(&self, s: &Session<'_>, req: &CreateRequest, steps: Steps) -> Steps {
+        match self.defect {
+            Defect::NoQuotaPrecheck => Steps {
+                precheck: false,
+                ..steps
+            },
+            Defect::LogCloudInit => {
+                if steps.seed && s.p.verbosity() >= Verbosity::V2 {
+                    debug!(parent: s.span, user_data = req.cloud_init.expose(), "writing seed");
+                }
+                steps
+            }
+            _ => steps,
+        }
+    }
+
+    fn new_mark(&self, name: &str, mark: Mark) -> Mark {
+        match self.defect {
+            Defect::NoCreatedAt => Mark {
+                created_at: None,
+                ..mark
+            },
+            Defect::CreatedAtInMemory => {
+                self.written
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(
+                        name.to_owned(),
+                        mark.created_at.unwrap_or(SystemTime::UNIX_EPOCH),
+                    );
+                mark
+            }
+            _ => mark,
+        }
+    }
+
+    fn started<'a>(
+        &'a self,
+        s: &'a Session<'a>,
+        key: &'a str,
+        started: Result<(), Failure>,
+    ) -> BoxFuture<'a, Result<(), Failure>> {
+        Box::pin(async move {
+            match started {
+                Err(Failure::Backend(BackendError::Closed))
+                    if self.defect == Defect::RetryStartBlindly =>
+                {
+                    let again = s.p.session(s.ctx, s.span, s.site).await?;
+                    again
+                        .call(Proc::Start, s.p.backend.start(again.conn, s.site, key))
+                        .await
+                }
+                r => r,
+            }
+        })
+    }
+
+    fn removal(&self, left: Left, removal: Removal) -> Removal {
+        match (self.defect, left) {
+            (Defect::DeleteKeepsSeed, _) => Removal {
+                seed: false,
+                ..removal
+            },
+            (Defect::DeleteWithoutStop, _) => Removal {
+                stop: false,
+                ..removal
+            },
+            (Defect::DeleteIgnoresMark, _) => Removal {
+                refuse: false,
+                ..removal
+            },
+            (Defect::DeleteDoneWithoutPrimary, Left::NoRecord) => Removal {
+                disk: false,
+                seed: false,
+                ..removal
+            },
+            (Defect::DeleteRequiresParts, Left::Record { .. }) => Removal {
+                tolerant: false,
+                ..removal
+            },
+            _ => removal,
+        }
+    }
+
+    fn reported(&self, seen: Seen<'_>, instance: Instance) -> Instance {
+        match self.defect {
+            Defect::PausedIsProvisioning if seen.power == Power::Paused => Instance {
+                state: State::Provisioning,
+                ipv4: None,
+                ..instance
+            },
+            Defect::AnyAddressIsUsable => match seen.addresses {
+                Some(addrs) => {
+                    let ipv4 = match addrs.first() {
+                        Some(IpAddr::V4(v4)) => Some(*v4),
+                        _ => None,
+                    };
+                    let state = match ipv4 {
+                        Some(_) => State::Running,
+                        None => State::Provisioning,
+                    };
+                    Instance {
+                        state,
+                        ipv4,
+                        ..instance
+                    }
+                }
+                None => instance,
+            },
+            Defect::CreatedAtInMemory => {
+                let written = self.written.lock().unwrap_or_else(|e| e.into_inner());
+                Instance {
+                    created_at: written.get(&instance.name).copied(),
+                    ..instance
+                }
+            }
+            _ => instance,
+        }
+    }
+
+    fn entry(&self, read: &Result<Option<Mark>, Failure>, entry: Entry) -> Entry {
+        match (self.defect, read) {
+            (Defect::ListUnmarked, Ok(None)) => Entry::Keep(Mark {
+                tag: String::new(),
+                uid: String::new(),
+                created_at: None,
+            }),
+            (Defect::ListVanishedFatal, Err(f)) if f.is_no_object() => Entry::Fail(f.clone()),
+            (
+                Defect::ListUnreadableFatal,
+                Err(f @ Failure::Backend(BackendError::Unreadable(_))),
+            ) => Entry::Fail(f.clone()),
+            _ => entry,
+        }
+    }
+
+    fn site_share(&self, share: Option<Duration>) -> Option<Duration> {
+        match self.defect {
+            Defect::ListWaitsForEverySite => None,
+            _ => share,
+        }
+    }
+
+    fn trace(&self, trace: Trace) -> Trace {
+        match self.defect {
+            Defect::NoCallSpans => Trace {
+                span: false,
+                ..trace
+            },
+            Defect::DetachedCallSpans => Trace {
+                attached: false,
+                ..trace
+            },
+            Defect::LogCallsAtV0 => Trace {
+                line: Some(Level::INFO),
+                ..trace
+            },
+            _ => trace,
+        }
+    }
+
+    fn token(
+        &self,
+        site: &str,
+        read: Result<String, BackendError>,
+    ) -> Result<String, BackendError> {
+        if self.defect != Defect::CredentialsReadOnce {
+            return read;
+        }
+        let mut kept = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(t) = kept.get(site) {
+            return Ok(t.clone());
+        }
+        let token = read?;
+        kept.insert(site.to_owned(), token.clone());
+        Ok(token)
+    }
+
+    fn visit<'a>(
+        &'a self,
+        visits: &mut Vec<BoxFuture<'a, conformance::HostHealth>>,
+    ) -> Option<BoxFuture<'a, Vec<conformance::HostHealth>>> {
+        if self.defect != Defect::CheckSequential {
+            return None;
+        }
+        let visits = std::mem::take(visits);
+        Some(Box::pin(async move {
+            let mut out = Vec::new();
+            for v in visits {
+                out.push(v.await);
+            }
+            out
+        }))
+    }
+
+    fn borrowed_conn<'a>(
+        &'a self,
+        p: &'a TemplateProvider,
+        ctx: &'a Ctx,
+        span: &'a Span,
+        site: &'a str,
+    ) -> Option<BoxFuture<'a, Result<ConnId, Failure>>> {
+        if self.defect != Defect::CheckOnCachedConnection {
+            return None;
+        }
+        Some(Box::pin(async move {
+            p.session(ctx, span, site).await.map(|s| s.conn)
+        }))
+    }
+}
