@@ -350,4 +350,6 @@ mutants! {
     "backend-quota-refusal-is-transient" &["CRE-QUOTA"] => || {
         declares("quota=backend-reported", "quota=backend-reported", |_| {}).with_build(quota_refusal_transient)
     };
+    // Clause mutants, API-visible (mutants/twisted.rs): each breaks one clause of a rule.
+    // Clause mutants, below the API (mutants/defects.rs): each breaks one clause of a rule.
 }
