@@ -19,12 +19,12 @@ use crate::error::{CallError, VirError};
 use crate::fake::FakeLibvirt;
 use crate::fault::{Fault, FaultHandle};
 use crate::state::State;
-use crate::types::{
-    DomainInfo, DomainRef, DomainState, Interface, PoolInfo, PoolRef, VolInfo, VolRef,
-};
+use crate::types::{DomainInfo, PoolInfo, VolInfo};
 use crate::upload::UploadSession;
-use libvirt_wire::Procedure;
-use libvirt_wire::{ErrorCode, ErrorDomain, FEATURE_PROGRAM_KEEPALIVE};
+use libvirt_wire::{
+    Domain, DomainInterface, DomainState, ErrorCode, ErrorDomain, FEATURE_PROGRAM_KEEPALIVE,
+    Procedure, StoragePool, StorageVol,
+};
 
 #[derive(Debug, Default)]
 struct ConnState {
@@ -423,7 +423,7 @@ impl FakeConnection {
     }
 
     /// `ConnectListAllDomains`, sorted by name.
-    pub async fn list_all_domains(&self, flags_: u32) -> Result<Vec<DomainRef>, CallError> {
+    pub async fn list_all_domains(&self, flags_: u32) -> Result<Vec<Domain>, CallError> {
         self.call(Procedure::ConnectListAllDomains, |st, _| {
             st.list_all_domains(flags_)
         })
@@ -433,7 +433,7 @@ impl FakeConnection {
     // ----- domains -------------------------------------------------------
 
     /// `DomainLookupByName`.
-    pub async fn domain_lookup_by_name(&self, name: &str) -> Result<DomainRef, CallError> {
+    pub async fn domain_lookup_by_name(&self, name: &str) -> Result<Domain, CallError> {
         self.call_on(Procedure::DomainLookupByName, &[name], |st, _| {
             st.lookup_by_name(name)
         })
@@ -441,7 +441,7 @@ impl FakeConnection {
     }
 
     /// `DomainLookupByUUID`.
-    pub async fn domain_lookup_by_uuid(&self, uuid: &Uuid) -> Result<DomainRef, CallError> {
+    pub async fn domain_lookup_by_uuid(&self, uuid: &Uuid) -> Result<Domain, CallError> {
         self.call(Procedure::DomainLookupByUuid, |st, _| {
             st.lookup_by_uuid(uuid)
         })
@@ -450,7 +450,7 @@ impl FakeConnection {
 
     /// `DomainDefineXML`: defines a domain, or updates the definition of the
     /// domain with that name (keeping its UUID).
-    pub async fn domain_define_xml(&self, xml: &str) -> Result<DomainRef, CallError> {
+    pub async fn domain_define_xml(&self, xml: &str) -> Result<Domain, CallError> {
         self.call(Procedure::DomainDefineXml, |st, _| st.define(xml, 0))
             .await
     }
@@ -460,7 +460,7 @@ impl FakeConnection {
         &self,
         xml: &str,
         flags_: u32,
-    ) -> Result<DomainRef, CallError> {
+    ) -> Result<Domain, CallError> {
         self.call(Procedure::DomainDefineXmlFlags, |st, _| {
             st.define(xml, flags_)
         })
@@ -468,7 +468,7 @@ impl FakeConnection {
     }
 
     /// `DomainCreate`.
-    pub async fn domain_create(&self, dom: &DomainRef) -> Result<(), CallError> {
+    pub async fn domain_create(&self, dom: &Domain) -> Result<(), CallError> {
         self.call_on(Procedure::DomainCreate, &[&dom.name], |st, now| {
             st.create(dom, 0, now).map(drop)
         })
@@ -478,9 +478,9 @@ impl FakeConnection {
     /// `DomainCreateWithFlags`: returns the handle with its new id.
     pub async fn domain_create_with_flags(
         &self,
-        dom: &DomainRef,
+        dom: &Domain,
         flags_: u32,
-    ) -> Result<DomainRef, CallError> {
+    ) -> Result<Domain, CallError> {
         self.call_on(Procedure::DomainCreateWithFlags, &[&dom.name], |st, now| {
             st.create(dom, flags_, now)
         })
@@ -488,7 +488,7 @@ impl FakeConnection {
     }
 
     /// `DomainDestroy`.
-    pub async fn domain_destroy(&self, dom: &DomainRef) -> Result<(), CallError> {
+    pub async fn domain_destroy(&self, dom: &Domain) -> Result<(), CallError> {
         self.call_on(Procedure::DomainDestroy, &[&dom.name], |st, _| {
             st.destroy(dom, 0)
         })
@@ -496,11 +496,7 @@ impl FakeConnection {
     }
 
     /// `DomainDestroyFlags`.
-    pub async fn domain_destroy_flags(
-        &self,
-        dom: &DomainRef,
-        flags_: u32,
-    ) -> Result<(), CallError> {
+    pub async fn domain_destroy_flags(&self, dom: &Domain, flags_: u32) -> Result<(), CallError> {
         self.call_on(Procedure::DomainDestroyFlags, &[&dom.name], |st, _| {
             st.destroy(dom, flags_)
         })
@@ -509,11 +505,7 @@ impl FakeConnection {
 
     /// `DomainShutdownFlags`: the guest shuts down at once (reason
     /// shutdown).
-    pub async fn domain_shutdown_flags(
-        &self,
-        dom: &DomainRef,
-        flags_: u32,
-    ) -> Result<(), CallError> {
+    pub async fn domain_shutdown_flags(&self, dom: &Domain, flags_: u32) -> Result<(), CallError> {
         self.call_on(Procedure::DomainShutdownFlags, &[&dom.name], |st, _| {
             st.shutdown(dom, flags_)
         })
@@ -521,11 +513,7 @@ impl FakeConnection {
     }
 
     /// `DomainUndefineFlags`.
-    pub async fn domain_undefine_flags(
-        &self,
-        dom: &DomainRef,
-        flags_: u32,
-    ) -> Result<(), CallError> {
+    pub async fn domain_undefine_flags(&self, dom: &Domain, flags_: u32) -> Result<(), CallError> {
         self.call_on(Procedure::DomainUndefineFlags, &[&dom.name], |st, _| {
             st.undefine(dom, flags_)
         })
@@ -533,7 +521,7 @@ impl FakeConnection {
     }
 
     /// `DomainSuspend`: pauses a running domain.
-    pub async fn domain_suspend(&self, dom: &DomainRef) -> Result<(), CallError> {
+    pub async fn domain_suspend(&self, dom: &Domain) -> Result<(), CallError> {
         self.call_on(Procedure::DomainSuspend, &[&dom.name], |st, _| {
             st.suspend(dom)
         })
@@ -541,7 +529,7 @@ impl FakeConnection {
     }
 
     /// `DomainResume`: resumes a paused domain.
-    pub async fn domain_resume(&self, dom: &DomainRef) -> Result<(), CallError> {
+    pub async fn domain_resume(&self, dom: &Domain) -> Result<(), CallError> {
         self.call_on(Procedure::DomainResume, &[&dom.name], |st, _| {
             st.resume(dom)
         })
@@ -551,7 +539,7 @@ impl FakeConnection {
     /// `DomainGetState`: state and reason.
     pub async fn domain_get_state(
         &self,
-        dom: &DomainRef,
+        dom: &Domain,
         flags_: u32,
     ) -> Result<(DomainState, i32), CallError> {
         self.call_on(Procedure::DomainGetState, &[&dom.name], |st, _| {
@@ -561,7 +549,7 @@ impl FakeConnection {
     }
 
     /// `DomainGetInfo`.
-    pub async fn domain_get_info(&self, dom: &DomainRef) -> Result<DomainInfo, CallError> {
+    pub async fn domain_get_info(&self, dom: &Domain) -> Result<DomainInfo, CallError> {
         self.call_on(Procedure::DomainGetInfo, &[&dom.name], |st, now| {
             st.get_info(dom, now)
         })
@@ -572,7 +560,7 @@ impl FakeConnection {
     /// `VIR_DOMAIN_XML_INACTIVE` is given.
     pub async fn domain_get_xml_desc(
         &self,
-        dom: &DomainRef,
+        dom: &Domain,
         flags_: u32,
     ) -> Result<String, CallError> {
         self.call_on(Procedure::DomainGetXmlDesc, &[&dom.name], |st, _| {
@@ -584,7 +572,7 @@ impl FakeConnection {
     /// `DomainSetMetadata`.
     pub async fn domain_set_metadata(
         &self,
-        dom: &DomainRef,
+        dom: &Domain,
         kind: i32,
         metadata: Option<&str>,
         key: Option<&str>,
@@ -600,7 +588,7 @@ impl FakeConnection {
     /// `DomainGetMetadata`.
     pub async fn domain_get_metadata(
         &self,
-        dom: &DomainRef,
+        dom: &Domain,
         kind: i32,
         uri: Option<&str>,
         flags_: u32,
@@ -614,10 +602,10 @@ impl FakeConnection {
     /// `DomainInterfaceAddresses`.
     pub async fn domain_interface_addresses(
         &self,
-        dom: &DomainRef,
+        dom: &Domain,
         source: u32,
         flags_: u32,
-    ) -> Result<Vec<Interface>, CallError> {
+    ) -> Result<Vec<DomainInterface>, CallError> {
         self.call_on(
             Procedure::DomainInterfaceAddresses,
             &[&dom.name],
@@ -629,7 +617,7 @@ impl FakeConnection {
     // ----- storage -------------------------------------------------------
 
     /// `ConnectListAllStoragePools`.
-    pub async fn list_all_storage_pools(&self, flags_: u32) -> Result<Vec<PoolRef>, CallError> {
+    pub async fn list_all_storage_pools(&self, flags_: u32) -> Result<Vec<StoragePool>, CallError> {
         self.call(Procedure::ConnectListAllStoragePools, |st, _| {
             st.list_all_pools(flags_)
         })
@@ -637,7 +625,7 @@ impl FakeConnection {
     }
 
     /// `StoragePoolLookupByName`.
-    pub async fn storage_pool_lookup_by_name(&self, name: &str) -> Result<PoolRef, CallError> {
+    pub async fn storage_pool_lookup_by_name(&self, name: &str) -> Result<StoragePool, CallError> {
         self.call_on(Procedure::StoragePoolLookupByName, &[name], |st, _| {
             st.pool_lookup_by_name(name)
         })
@@ -649,7 +637,7 @@ impl FakeConnection {
         &self,
         xml: &str,
         flags_: u32,
-    ) -> Result<PoolRef, CallError> {
+    ) -> Result<StoragePool, CallError> {
         self.call(Procedure::StoragePoolDefineXml, |st, _| {
             st.pool_define(xml, flags_)
         })
@@ -661,7 +649,7 @@ impl FakeConnection {
         &self,
         xml: &str,
         flags_: u32,
-    ) -> Result<PoolRef, CallError> {
+    ) -> Result<StoragePool, CallError> {
         self.call(Procedure::StoragePoolCreateXml, |st, _| {
             st.pool_create_xml(xml, flags_)
         })
@@ -669,7 +657,11 @@ impl FakeConnection {
     }
 
     /// `StoragePoolCreate`: starts a defined pool.
-    pub async fn storage_pool_create(&self, pool: &PoolRef, flags_: u32) -> Result<(), CallError> {
+    pub async fn storage_pool_create(
+        &self,
+        pool: &StoragePool,
+        flags_: u32,
+    ) -> Result<(), CallError> {
         self.call_on(Procedure::StoragePoolCreate, &[&pool.name], |st, _| {
             st.pool_start(pool, flags_)
         })
@@ -677,7 +669,11 @@ impl FakeConnection {
     }
 
     /// `StoragePoolBuild`: makes a stopped pool's directory.
-    pub async fn storage_pool_build(&self, pool: &PoolRef, flags_: u32) -> Result<(), CallError> {
+    pub async fn storage_pool_build(
+        &self,
+        pool: &StoragePool,
+        flags_: u32,
+    ) -> Result<(), CallError> {
         self.call_on(Procedure::StoragePoolBuild, &[&pool.name], |st, _| {
             st.pool_build(pool, flags_)
         })
@@ -685,7 +681,7 @@ impl FakeConnection {
     }
 
     /// `StoragePoolDestroy`: stops a pool (a transient one goes away).
-    pub async fn storage_pool_destroy(&self, pool: &PoolRef) -> Result<(), CallError> {
+    pub async fn storage_pool_destroy(&self, pool: &StoragePool) -> Result<(), CallError> {
         self.call_on(Procedure::StoragePoolDestroy, &[&pool.name], |st, _| {
             st.pool_destroy(pool)
         })
@@ -693,7 +689,11 @@ impl FakeConnection {
     }
 
     /// `StoragePoolDelete`: removes a stopped pool's (empty) directory.
-    pub async fn storage_pool_delete(&self, pool: &PoolRef, flags_: u32) -> Result<(), CallError> {
+    pub async fn storage_pool_delete(
+        &self,
+        pool: &StoragePool,
+        flags_: u32,
+    ) -> Result<(), CallError> {
         self.call_on(Procedure::StoragePoolDelete, &[&pool.name], |st, _| {
             st.pool_delete(pool, flags_)
         })
@@ -701,7 +701,7 @@ impl FakeConnection {
     }
 
     /// `StoragePoolUndefine`: forgets a stopped pool; its files stay.
-    pub async fn storage_pool_undefine(&self, pool: &PoolRef) -> Result<(), CallError> {
+    pub async fn storage_pool_undefine(&self, pool: &StoragePool) -> Result<(), CallError> {
         self.call_on(Procedure::StoragePoolUndefine, &[&pool.name], |st, _| {
             st.pool_undefine(pool)
         })
@@ -711,7 +711,7 @@ impl FakeConnection {
     /// `StoragePoolGetXMLDesc`.
     pub async fn storage_pool_get_xml_desc(
         &self,
-        pool: &PoolRef,
+        pool: &StoragePool,
         flags_: u32,
     ) -> Result<String, CallError> {
         self.call_on(Procedure::StoragePoolGetXmlDesc, &[&pool.name], |st, _| {
@@ -721,7 +721,7 @@ impl FakeConnection {
     }
 
     /// `StoragePoolGetInfo`.
-    pub async fn storage_pool_get_info(&self, pool: &PoolRef) -> Result<PoolInfo, CallError> {
+    pub async fn storage_pool_get_info(&self, pool: &StoragePool) -> Result<PoolInfo, CallError> {
         self.call_on(Procedure::StoragePoolGetInfo, &[&pool.name], |st, _| {
             st.pool_get_info(pool)
         })
@@ -729,7 +729,11 @@ impl FakeConnection {
     }
 
     /// `StoragePoolRefresh`.
-    pub async fn storage_pool_refresh(&self, pool: &PoolRef, flags_: u32) -> Result<(), CallError> {
+    pub async fn storage_pool_refresh(
+        &self,
+        pool: &StoragePool,
+        flags_: u32,
+    ) -> Result<(), CallError> {
         self.call_on(Procedure::StoragePoolRefresh, &[&pool.name], |st, _| {
             st.pool_refresh(pool, flags_)
         })
@@ -739,9 +743,9 @@ impl FakeConnection {
     /// `StoragePoolListAllVolumes`, sorted by name.
     pub async fn storage_pool_list_all_volumes(
         &self,
-        pool: &PoolRef,
+        pool: &StoragePool,
         flags_: u32,
-    ) -> Result<Vec<VolRef>, CallError> {
+    ) -> Result<Vec<StorageVol>, CallError> {
         self.call_on(
             Procedure::StoragePoolListAllVolumes,
             &[&pool.name],
@@ -754,10 +758,10 @@ impl FakeConnection {
     /// of the volume the XML describes.
     pub async fn storage_vol_create_xml(
         &self,
-        pool: &PoolRef,
+        pool: &StoragePool,
         xml: &str,
         flags_: u32,
-    ) -> Result<VolRef, CallError> {
+    ) -> Result<StorageVol, CallError> {
         let name = crate::xml::parse_volume(xml).map(|v| v.name).ok();
         let mut objects = vec![pool.name.as_str()];
         objects.extend(name.as_deref());
@@ -770,9 +774,9 @@ impl FakeConnection {
     /// `StorageVolLookupByName`.
     pub async fn storage_vol_lookup_by_name(
         &self,
-        pool: &PoolRef,
+        pool: &StoragePool,
         name: &str,
-    ) -> Result<VolRef, CallError> {
+    ) -> Result<StorageVol, CallError> {
         self.call_on(
             Procedure::StorageVolLookupByName,
             &[&pool.name, name],
@@ -782,7 +786,7 @@ impl FakeConnection {
     }
 
     /// `StorageVolGetInfo`.
-    pub async fn storage_vol_get_info(&self, vol: &VolRef) -> Result<VolInfo, CallError> {
+    pub async fn storage_vol_get_info(&self, vol: &StorageVol) -> Result<VolInfo, CallError> {
         self.call_on(
             Procedure::StorageVolGetInfo,
             &[&vol.pool, &vol.name],
@@ -792,7 +796,7 @@ impl FakeConnection {
     }
 
     /// `StorageVolGetPath`.
-    pub async fn storage_vol_get_path(&self, vol: &VolRef) -> Result<String, CallError> {
+    pub async fn storage_vol_get_path(&self, vol: &StorageVol) -> Result<String, CallError> {
         self.call_on(
             Procedure::StorageVolGetPath,
             &[&vol.pool, &vol.name],
@@ -802,7 +806,7 @@ impl FakeConnection {
     }
 
     /// `StorageVolDelete`.
-    pub async fn storage_vol_delete(&self, vol: &VolRef, flags_: u32) -> Result<(), CallError> {
+    pub async fn storage_vol_delete(&self, vol: &StorageVol, flags_: u32) -> Result<(), CallError> {
         self.call_on(
             Procedure::StorageVolDelete,
             &[&vol.pool, &vol.name],
@@ -815,7 +819,7 @@ impl FakeConnection {
     /// `length` 0 means no limit.
     pub async fn storage_vol_upload(
         &self,
-        vol: &VolRef,
+        vol: &StorageVol,
         offset: u64,
         length: u64,
         flags_: u32,
@@ -849,7 +853,7 @@ impl FakeConnection {
 #[derive(Debug)]
 pub struct Upload {
     conn: FakeConnection,
-    vol: VolRef,
+    vol: StorageVol,
     session: UploadSession,
     fault: Option<(u64, VirError, FaultHandle)>,
     done: bool,

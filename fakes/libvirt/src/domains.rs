@@ -8,9 +8,7 @@ use uuid::Uuid;
 use crate::error::VirError;
 use crate::state::{NVRAM_DIR, State, auto_ip, check_flags, mac_for};
 use crate::storage::Volume;
-use crate::types::{
-    AddressSource, DomainInfo, DomainRef, DomainState, Interface, IpAddr, MetadataEntry,
-};
+use crate::types::{AddressSource, DomainInfo, MetadataEntry};
 use crate::xml::{self, ParsedDomain};
 use libvirt_wire::{
     CONNECT_LIST_DOMAINS_ACTIVE, CONNECT_LIST_DOMAINS_INACTIVE, CONNECT_LIST_DOMAINS_OTHER,
@@ -21,7 +19,8 @@ use libvirt_wire::{
     DOMAIN_METADATA_TITLE, DOMAIN_PAUSED_USER, DOMAIN_RUNNING_BOOTED, DOMAIN_RUNNING_UNPAUSED,
     DOMAIN_SHUTOFF_DESTROYED, DOMAIN_SHUTOFF_FAILED, DOMAIN_SHUTOFF_SHUTDOWN,
     DOMAIN_SHUTOFF_UNKNOWN, DOMAIN_START_ALL, DOMAIN_START_PAUSED, DOMAIN_UNDEFINE_KEEP_NVRAM,
-    DOMAIN_UNDEFINE_NVRAM, DOMAIN_XML_ALL, DOMAIN_XML_INACTIVE, ErrorCode, ErrorDomain,
+    DOMAIN_UNDEFINE_NVRAM, DOMAIN_XML_ALL, DOMAIN_XML_INACTIVE, DomainInterface, DomainIpAddr,
+    DomainState, ErrorCode, ErrorDomain,
 };
 
 /// The IPv6 link-local address a guest derives from its MAC (EUI-64), as a
@@ -81,8 +80,8 @@ pub(crate) struct Domain {
 }
 
 impl Domain {
-    pub(crate) fn handle(&self) -> DomainRef {
-        DomainRef {
+    pub(crate) fn handle(&self) -> libvirt_wire::Domain {
+        libvirt_wire::Domain {
             name: self.name.clone(),
             uuid: libvirt_wire::Uuid(*self.uuid.as_bytes()),
             id: self.id,
@@ -108,7 +107,7 @@ impl Domain {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DomainSnapshot {
     /// The handle (name, UUID, id).
-    pub handle: DomainRef,
+    pub handle: libvirt_wire::Domain,
     /// Current state.
     pub state: DomainState,
     /// Current state reason.
@@ -134,13 +133,13 @@ impl State {
         self.domains.values().find(|d| d.name == name)
     }
 
-    fn dom(&self, h: &DomainRef) -> Result<&Domain, VirError> {
+    fn dom(&self, h: &libvirt_wire::Domain) -> Result<&Domain, VirError> {
         self.domains
             .get(&Uuid::from_bytes(h.uuid.0))
             .ok_or_else(|| VirError::no_domain_uuid(&h.uuid, &h.name))
     }
 
-    fn dom_mut(&mut self, h: &DomainRef) -> Result<&mut Domain, VirError> {
+    fn dom_mut(&mut self, h: &libvirt_wire::Domain) -> Result<&mut Domain, VirError> {
         self.domains
             .get_mut(&Uuid::from_bytes(h.uuid.0))
             .ok_or_else(|| VirError::no_domain_uuid(&h.uuid, &h.name))
@@ -153,7 +152,11 @@ impl State {
             .ok_or_else(|| VirError::no_domain_name(name))
     }
 
-    pub(crate) fn define(&mut self, xml_doc: &str, flags_: u32) -> Result<DomainRef, VirError> {
+    pub(crate) fn define(
+        &mut self,
+        xml_doc: &str,
+        flags_: u32,
+    ) -> Result<libvirt_wire::Domain, VirError> {
         check_flags(flags_, DOMAIN_DEFINE_VALIDATE, "qemuDomainDefineXMLFlags")?;
         let parsed = xml::parse_domain(xml_doc)?;
         let by_name = self.find_name(&parsed.name).map(|d| d.uuid);
@@ -206,13 +209,13 @@ impl State {
         }
     }
 
-    pub(crate) fn lookup_by_name(&self, name: &str) -> Result<DomainRef, VirError> {
+    pub(crate) fn lookup_by_name(&self, name: &str) -> Result<libvirt_wire::Domain, VirError> {
         self.find_name(name)
             .map(Domain::handle)
             .ok_or_else(|| VirError::no_domain_name(name))
     }
 
-    pub(crate) fn lookup_by_uuid(&self, uuid: &Uuid) -> Result<DomainRef, VirError> {
+    pub(crate) fn lookup_by_uuid(&self, uuid: &Uuid) -> Result<libvirt_wire::Domain, VirError> {
         self.domains.get(uuid).map(Domain::handle).ok_or_else(|| {
             VirError::new(
                 ErrorCode::NoDomain,
@@ -224,10 +227,10 @@ impl State {
 
     pub(crate) fn create(
         &mut self,
-        h: &DomainRef,
+        h: &libvirt_wire::Domain,
         flags_: u32,
         now: Instant,
-    ) -> Result<DomainRef, VirError> {
+    ) -> Result<libvirt_wire::Domain, VirError> {
         check_flags(flags_, DOMAIN_START_ALL, "qemuDomainCreateWithFlags")?;
         let id = self.next_id;
         let d = self.dom(h)?;
@@ -275,7 +278,11 @@ impl State {
         }
     }
 
-    pub(crate) fn destroy(&mut self, h: &DomainRef, flags_: u32) -> Result<(), VirError> {
+    pub(crate) fn destroy(
+        &mut self,
+        h: &libvirt_wire::Domain,
+        flags_: u32,
+    ) -> Result<(), VirError> {
         check_flags(
             flags_,
             DOMAIN_DESTROY_GRACEFUL | DOMAIN_DESTROY_REMOVE_LOGS,
@@ -291,7 +298,11 @@ impl State {
     }
 
     /// A guest shutdown; the fake's guests always comply at once.
-    pub(crate) fn shutdown(&mut self, h: &DomainRef, flags_: u32) -> Result<(), VirError> {
+    pub(crate) fn shutdown(
+        &mut self,
+        h: &libvirt_wire::Domain,
+        flags_: u32,
+    ) -> Result<(), VirError> {
         check_flags(flags_, 0x1f, "qemuDomainShutdownFlags")?;
         let d = self.dom(h)?;
         if !d.active() {
@@ -304,7 +315,7 @@ impl State {
 
     /// `virDomainSuspend`: a running domain pauses (reason user); pausing a
     /// paused domain changes nothing, as in the QEMU driver.
-    pub(crate) fn suspend(&mut self, h: &DomainRef) -> Result<(), VirError> {
+    pub(crate) fn suspend(&mut self, h: &libvirt_wire::Domain) -> Result<(), VirError> {
         let d = self.dom_mut(h)?;
         if !d.active() {
             return Err(VirError::domain_not_running());
@@ -322,7 +333,7 @@ impl State {
 
     /// `virDomainResume`: a paused domain runs again (reason unpaused); a
     /// running one is refused, other states are left as they are.
-    pub(crate) fn resume(&mut self, h: &DomainRef) -> Result<(), VirError> {
+    pub(crate) fn resume(&mut self, h: &libvirt_wire::Domain) -> Result<(), VirError> {
         let d = self.dom_mut(h)?;
         if !d.active() {
             return Err(VirError::domain_not_running());
@@ -339,7 +350,11 @@ impl State {
         }
     }
 
-    pub(crate) fn undefine(&mut self, h: &DomainRef, flags_: u32) -> Result<(), VirError> {
+    pub(crate) fn undefine(
+        &mut self,
+        h: &libvirt_wire::Domain,
+        flags_: u32,
+    ) -> Result<(), VirError> {
         check_flags(flags_, 0x7f, "qemuDomainUndefineFlags")?;
         if flags_ & DOMAIN_UNDEFINE_NVRAM != 0 && flags_ & DOMAIN_UNDEFINE_KEEP_NVRAM != 0 {
             return Err(VirError::invalid_arg_check(
@@ -377,7 +392,7 @@ impl State {
 
     pub(crate) fn get_state(
         &self,
-        h: &DomainRef,
+        h: &libvirt_wire::Domain,
         flags_: u32,
     ) -> Result<(DomainState, i32), VirError> {
         check_flags(flags_, 0, "qemuDomainGetState")?;
@@ -385,7 +400,11 @@ impl State {
         Ok((d.state, d.reason))
     }
 
-    pub(crate) fn get_info(&self, h: &DomainRef, now: Instant) -> Result<DomainInfo, VirError> {
+    pub(crate) fn get_info(
+        &self,
+        h: &libvirt_wire::Domain,
+        now: Instant,
+    ) -> Result<DomainInfo, VirError> {
         let d = self.dom(h)?;
         let def = d.live.as_ref().unwrap_or(&d.config);
         let cpu_time_ns = d
@@ -403,7 +422,11 @@ impl State {
         })
     }
 
-    pub(crate) fn get_xml_desc(&self, h: &DomainRef, flags_: u32) -> Result<String, VirError> {
+    pub(crate) fn get_xml_desc(
+        &self,
+        h: &libvirt_wire::Domain,
+        flags_: u32,
+    ) -> Result<String, VirError> {
         check_flags(flags_, DOMAIN_XML_ALL, "qemuDomainGetXMLDesc")?;
         let d = self.dom(h)?;
         let (def, id) = match (&d.live, flags_ & DOMAIN_XML_INACTIVE != 0) {
@@ -449,7 +472,7 @@ impl State {
 
     pub(crate) fn set_metadata(
         &mut self,
-        h: &DomainRef,
+        h: &libvirt_wire::Domain,
         kind: i32,
         metadata: Option<&str>,
         key: Option<&str>,
@@ -541,7 +564,7 @@ impl State {
 
     pub(crate) fn get_metadata(
         &self,
-        h: &DomainRef,
+        h: &libvirt_wire::Domain,
         kind: i32,
         uri: Option<&str>,
         flags_: u32,
@@ -610,11 +633,11 @@ impl State {
 
     pub(crate) fn interface_addresses(
         &self,
-        h: &DomainRef,
+        h: &libvirt_wire::Domain,
         source: u32,
         flags_: u32,
         now: Instant,
-    ) -> Result<Vec<Interface>, VirError> {
+    ) -> Result<Vec<DomainInterface>, VirError> {
         check_flags(flags_, 0, "qemuDomainInterfaceAddresses")?;
         let d = self.dom(h)?;
         if !d.active() {
@@ -649,16 +672,19 @@ impl State {
                     return Ok(Vec::new());
                 }
                 Ok(vec![
-                    Interface {
+                    DomainInterface {
                         name: "lo".into(),
                         hwaddr: Some("00:00:00:00:00:00".into()),
-                        addrs: vec![IpAddr::v4("127.0.0.1", 8), IpAddr::v6("::1", 128)],
+                        addrs: vec![
+                            DomainIpAddr::v4("127.0.0.1", 8),
+                            DomainIpAddr::v6("::1", 128),
+                        ],
                     },
-                    Interface {
+                    DomainInterface {
                         name: "eth0".into(),
                         addrs: vec![
-                            IpAddr::v4(d.auto_ip.clone(), 24),
-                            IpAddr::v6(link_local(&mac), 64),
+                            DomainIpAddr::v4(d.auto_ip.clone(), 24),
+                            DomainIpAddr::v6(link_local(&mac), 64),
                         ],
                         hwaddr: Some(mac),
                     },
@@ -674,10 +700,10 @@ impl State {
                 if !self.host.auto_addresses || !self.booted(d, now) {
                     return Ok(Vec::new());
                 }
-                Ok(vec![Interface {
+                Ok(vec![DomainInterface {
                     name: "vnet0".into(),
                     hwaddr: Some(mac),
-                    addrs: vec![IpAddr::v4(d.auto_ip.clone(), 0)],
+                    addrs: vec![DomainIpAddr::v4(d.auto_ip.clone(), 0)],
                 }])
             }
             AddressSource::Lease => Ok(self
@@ -688,14 +714,17 @@ impl State {
         }
     }
 
-    pub(crate) fn list_all_domains(&self, flags_: u32) -> Result<Vec<DomainRef>, VirError> {
+    pub(crate) fn list_all_domains(
+        &self,
+        flags_: u32,
+    ) -> Result<Vec<libvirt_wire::Domain>, VirError> {
         check_flags(flags_, 0xffff, "qemuConnectListAllDomains")?;
         let group = |a: u32, b: u32, pa: bool, pb: bool| -> bool {
             let fa = flags_ & a != 0;
             let fb = flags_ & b != 0;
             !(fa || fb) || (fa && pa) || (fb && pb)
         };
-        let mut out: Vec<DomainRef> = self
+        let mut out: Vec<libvirt_wire::Domain> = self
             .domains
             .values()
             .filter(|d| {
@@ -786,7 +815,7 @@ impl State {
         &mut self,
         name: &str,
         source: AddressSource,
-        ifaces: Option<Vec<Interface>>,
+        ifaces: Option<Vec<DomainInterface>>,
     ) {
         let key = (name.to_owned(), source);
         match ifaces {

@@ -10,71 +10,20 @@ use std::fmt;
 
 use libvirt_wire::{ErrorCode, ErrorDomain, ErrorLevel, RemoteError};
 
-/// The wire crate's error numbers as plain `i32`s under their libvirt
-/// names without the `VIR_ERR_` prefix, for callers that name them through
-/// the fake (`code::NO_DOMAIN` is `ErrorCode::NoDomain`).
-#[allow(missing_docs)]
-pub mod code {
-    use libvirt_wire::ErrorCode;
-
-    pub const INTERNAL_ERROR: i32 = ErrorCode::InternalError.to_raw();
-    pub const NO_SUPPORT: i32 = ErrorCode::NoSupport.to_raw();
-    pub const INVALID_ARG: i32 = ErrorCode::InvalidArg.to_raw();
-    pub const OPERATION_FAILED: i32 = ErrorCode::OperationFailed.to_raw();
-    pub const NO_NAME: i32 = ErrorCode::NoName.to_raw();
-    pub const XML_ERROR: i32 = ErrorCode::XmlError.to_raw();
-    pub const XML_DETAIL: i32 = ErrorCode::XmlDetail.to_raw();
-    pub const OPERATION_DENIED: i32 = ErrorCode::OperationDenied.to_raw();
-    pub const SYSTEM_ERROR: i32 = ErrorCode::SystemError.to_raw();
-    pub const RPC: i32 = ErrorCode::Rpc.to_raw();
-    pub const NO_DOMAIN: i32 = ErrorCode::NoDomain.to_raw();
-    pub const AUTH_FAILED: i32 = ErrorCode::AuthFailed.to_raw();
-    pub const NO_STORAGE_POOL: i32 = ErrorCode::NoStoragePool.to_raw();
-    pub const NO_STORAGE_VOL: i32 = ErrorCode::NoStorageVol.to_raw();
-    pub const OPERATION_INVALID: i32 = ErrorCode::OperationInvalid.to_raw();
-    pub const OPERATION_TIMEOUT: i32 = ErrorCode::OperationTimeout.to_raw();
-    pub const ARGUMENT_UNSUPPORTED: i32 = ErrorCode::ArgumentUnsupported.to_raw();
-    pub const NO_DOMAIN_METADATA: i32 = ErrorCode::NoDomainMetadata.to_raw();
-    pub const AGENT_UNRESPONSIVE: i32 = ErrorCode::AgentUnresponsive.to_raw();
-    pub const ACCESS_DENIED: i32 = ErrorCode::AccessDenied.to_raw();
-    pub const STORAGE_VOL_EXIST: i32 = ErrorCode::StorageVolExist.to_raw();
-    pub const NO_INTERFACE: i32 = ErrorCode::NoInterface.to_raw();
-}
-
-/// The wire crate's error domains as plain `i32`s under their libvirt names
-/// without the `VIR_FROM_` prefix (`domain::QEMU` is `ErrorDomain::Qemu`).
-#[allow(missing_docs)]
-pub mod domain {
-    use libvirt_wire::ErrorDomain;
-
-    pub const NONE: i32 = ErrorDomain::None.to_raw();
-    pub const XML: i32 = ErrorDomain::Xml.to_raw();
-    pub const RPC: i32 = ErrorDomain::Rpc.to_raw();
-    pub const QEMU: i32 = ErrorDomain::Qemu.to_raw();
-    pub const STORAGE: i32 = ErrorDomain::Storage.to_raw();
-    pub const INTERFACE: i32 = ErrorDomain::Interface.to_raw();
-    pub const DOMAIN: i32 = ErrorDomain::Domain.to_raw();
-    pub const STREAMS: i32 = ErrorDomain::Streams.to_raw();
-}
-
-/// `VIR_ERR_ERROR`, the level of every error the fake raises.
-pub const LEVEL_ERROR: i32 = ErrorLevel::Error.to_raw();
-
 /// One libvirt error, shaped like `remote_error` on the wire.
 ///
 /// `message` is the full text a client shows (`"Domain not found: no domain
 /// with matching name 'x'"`); `str1` is the format of its prefix and `str2`
-/// the detail, as libvirtd fills them.
+/// the detail, as libvirtd fills them. Its level is not stored: every error
+/// the fake raises is `VIR_ERR_ERROR` ([`ErrorLevel::Error`]) on the wire.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VirError {
-    /// The error number (`virErrorNumber`, see [`code`]).
-    pub code: i32,
-    /// The raising subsystem (`virErrorDomain`, see [`domain`]).
-    pub domain: i32,
+    /// The error number (`virErrorNumber`).
+    pub code: ErrorCode,
+    /// The raising subsystem (`virErrorDomain`).
+    pub domain: ErrorDomain,
     /// The full message text.
     pub message: String,
-    /// The level, always [`LEVEL_ERROR`] for raised errors.
-    pub level: i32,
     /// The message format of the error number (`"Domain not found: %s"`).
     pub str1: Option<String>,
     /// The detail text.
@@ -97,8 +46,8 @@ impl std::error::Error for VirError {}
 
 /// The message prefix libvirt puts before the detail for an error number,
 /// with `%s` where the detail goes (libvirt's `virErrorMsg` table).
-fn prefix_format(code: i32) -> &'static str {
-    match ErrorCode::from_raw(code) {
+fn prefix_format(code: ErrorCode) -> &'static str {
+    match code {
         ErrorCode::InternalError => "internal error: %s",
         ErrorCode::NoSupport => "this function is not supported by the connection driver: %s",
         ErrorCode::InvalidArg => "invalid argument: %s",
@@ -126,15 +75,13 @@ fn prefix_format(code: i32) -> &'static str {
 impl VirError {
     /// Builds an error the way libvirt's `virReportError` does: the message is
     /// the error number's format with `detail` filled in.
-    pub fn new(code: impl Into<i32>, domain: impl Into<i32>, detail: impl Into<String>) -> Self {
-        let (code, domain) = (code.into(), domain.into());
+    pub fn new(code: ErrorCode, domain: ErrorDomain, detail: impl Into<String>) -> Self {
         let detail = detail.into();
         let format = prefix_format(code);
         VirError {
             code,
             domain,
             message: format.replacen("%s", &detail, 1),
-            level: ErrorLevel::Error.to_raw(),
             str1: Some(format.to_owned()),
             str2: Some(detail),
             str3: None,
@@ -281,7 +228,7 @@ impl VirError {
 
     /// `VIR_ERR_SYSTEM_ERROR`: what failed and the operating system's reason
     /// (`strerror`), as `virReportSystemError` writes them.
-    pub fn system(domain: impl Into<i32>, text: impl Into<String>, reason: &str) -> Self {
+    pub fn system(domain: ErrorDomain, text: impl Into<String>, reason: &str) -> Self {
         Self::new(
             ErrorCode::SystemError,
             domain,
@@ -307,7 +254,7 @@ impl VirError {
 
     /// `VIR_ERR_OPERATION_INVALID` "domain is not running" raised by the given
     /// subsystem: the QEMU driver checks shutdown itself.
-    pub fn domain_not_running_from(from: impl Into<i32>) -> Self {
+    pub fn domain_not_running_from(from: ErrorDomain) -> Self {
         Self::new(ErrorCode::OperationInvalid, from, "domain is not running")
     }
 
@@ -356,7 +303,7 @@ impl VirError {
     }
 
     /// `VIR_ERR_INVALID_ARG` with a free-form detail.
-    pub fn invalid_arg(domain: impl Into<i32>, detail: impl Into<String>) -> Self {
+    pub fn invalid_arg(domain: ErrorDomain, detail: impl Into<String>) -> Self {
         Self::new(ErrorCode::InvalidArg, domain, detail)
     }
 
@@ -365,7 +312,7 @@ impl VirError {
     /// must or must not be NULL): libvirt 11.3 gives the bare text, without
     /// the "invalid argument: " prefix (measured by the fidelity comparison's
     /// metadata and domain-capabilities steps).
-    pub fn invalid_arg_check(domain: impl Into<i32>, detail: impl Into<String>) -> Self {
+    pub fn invalid_arg_check(domain: ErrorDomain, detail: impl Into<String>) -> Self {
         let detail = detail.into();
         VirError {
             message: detail.clone(),
@@ -385,7 +332,7 @@ impl VirError {
     /// handler does: the line, the parser's detail, then the line of input
     /// and a pointer to the column where the parser stopped.
     pub fn xml_syntax(
-        from: impl Into<i32>,
+        from: ErrorDomain,
         line: usize,
         detail: &str,
         context: &str,
@@ -443,13 +390,13 @@ impl VirError {
     }
 
     /// `VIR_ERR_INTERNAL_ERROR` with a detail, from the given subsystem.
-    pub fn internal(domain: impl Into<i32>, detail: impl Into<String>) -> Self {
+    pub fn internal(domain: ErrorDomain, detail: impl Into<String>) -> Self {
         Self::new(ErrorCode::InternalError, domain, detail)
     }
 
     /// `VIR_ERR_SYSTEM_ERROR` for a missing file: the text and the
     /// operating system's reason, as `virReportSystemError` writes them.
-    pub fn no_such_file(domain: impl Into<i32>, text: impl Into<String>) -> Self {
+    pub fn no_such_file(domain: ErrorDomain, text: impl Into<String>) -> Self {
         Self::new(
             ErrorCode::SystemError,
             domain,
@@ -500,10 +447,10 @@ impl VirError {
 impl From<&VirError> for RemoteError {
     fn from(e: &VirError) -> Self {
         RemoteError {
-            code: ErrorCode::from_raw(e.code),
-            domain: ErrorDomain::from_raw(e.domain),
+            code: e.code,
+            domain: e.domain,
             message: Some(e.message.clone()),
-            level: ErrorLevel::from_raw(e.level),
+            level: ErrorLevel::Error,
             dom: None,
             str1: e.str1.clone(),
             str2: e.str2.clone(),
@@ -537,7 +484,7 @@ impl CallError {
     }
 
     /// The libvirt error number, when the fake answered with one.
-    pub fn code(&self) -> Option<i32> {
+    pub fn code(&self) -> Option<ErrorCode> {
         self.as_libvirt().map(|e| e.code)
     }
 }

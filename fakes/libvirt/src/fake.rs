@@ -19,8 +19,11 @@ use crate::fault::Faults;
 use crate::state::{HostConfig, State};
 use crate::storage::VolumeSnapshot;
 use crate::trace::Trace;
-use crate::types::{AddressSource, DomainRef, DomainState, Interface, IpAddr, PoolInfo, PoolRef};
-use libvirt_wire::{DOMAIN_PAUSED_USER, DOMAIN_RUNNING_UNPAUSED, DOMAIN_SHUTOFF_SHUTDOWN};
+use crate::types::{AddressSource, PoolInfo};
+use libvirt_wire::{
+    DOMAIN_PAUSED_USER, DOMAIN_RUNNING_UNPAUSED, DOMAIN_SHUTOFF_SHUTDOWN, Domain, DomainInterface,
+    DomainIpAddr, DomainState, StoragePool,
+};
 
 /// How the fake answers a new connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -182,7 +185,7 @@ impl FakeLibvirt {
 
     /// Adds an active directory pool (or updates the path and capacity of an
     /// existing one).
-    pub fn add_pool(&self, name: &str, path: &str, capacity: u64) -> PoolRef {
+    pub fn add_pool(&self, name: &str, path: &str, capacity: u64) -> StoragePool {
         self.state().add_pool(name, path, capacity)
     }
 
@@ -265,7 +268,7 @@ impl FakeLibvirt {
 
     /// Defines a domain out of band (planting), with the same rules as a
     /// define call.
-    pub fn define_domain(&self, xml: &str) -> Result<DomainRef, VirError> {
+    pub fn define_domain(&self, xml: &str) -> Result<Domain, VirError> {
         self.state().define(xml, 0)
     }
 
@@ -315,7 +318,7 @@ impl FakeLibvirt {
 
     /// Sets the interfaces a domain reports from one source (kept by name,
     /// across restarts and redefinitions).
-    pub fn set_interfaces(&self, name: &str, source: AddressSource, ifaces: Vec<Interface>) {
+    pub fn set_interfaces(&self, name: &str, source: AddressSource, ifaces: Vec<DomainInterface>) {
         self.state().set_addresses(name, source, Some(ifaces));
     }
 
@@ -329,21 +332,21 @@ impl FakeLibvirt {
     pub fn set_ipv4(&self, name: &str, addr: &str) {
         let mac = Some("52:54:00:00:00:01".to_owned());
         let agent = vec![
-            Interface {
+            DomainInterface {
                 name: "lo".into(),
                 hwaddr: Some("00:00:00:00:00:00".into()),
-                addrs: vec![IpAddr::v4("127.0.0.1", 8)],
+                addrs: vec![DomainIpAddr::v4("127.0.0.1", 8)],
             },
-            Interface {
+            DomainInterface {
                 name: "eth0".into(),
                 hwaddr: mac.clone(),
-                addrs: vec![IpAddr::v4(addr, 24)],
+                addrs: vec![DomainIpAddr::v4(addr, 24)],
             },
         ];
-        let arp = vec![Interface {
+        let arp = vec![DomainInterface {
             name: "vnet0".into(),
             hwaddr: mac,
-            addrs: vec![IpAddr::v4(addr, 0)],
+            addrs: vec![DomainIpAddr::v4(addr, 0)],
         }];
         let mut s = self.state();
         s.set_addresses(name, AddressSource::Agent, Some(agent));

@@ -16,8 +16,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::error::VirError;
-use libvirt_wire::Procedure;
-use libvirt_wire::{ErrorCode, ErrorDomain};
+use libvirt_wire::{ErrorCode, ErrorDomain, Procedure};
 
 /// What an injected fault does to the call it hits.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,7 +37,7 @@ pub enum Fault {
 
 impl Fault {
     /// A libvirt error with the number's real prefix and this detail.
-    pub fn error(code: impl Into<i32>, domain: impl Into<i32>, detail: impl Into<String>) -> Self {
+    pub fn error(code: ErrorCode, domain: ErrorDomain, detail: impl Into<String>) -> Self {
         Fault::Error(VirError::new(code, domain, detail))
     }
 

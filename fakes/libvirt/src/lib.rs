@@ -19,7 +19,8 @@
 //! on the provider.
 //!
 //! ```
-//! use libvirt_fake::{FakeLibvirt, Fault, FaultRule, Procedure, code};
+//! use libvirt_fake::{FakeLibvirt, Fault, FaultRule};
+//! use libvirt_wire::{ErrorCode, Procedure};
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let fake = FakeLibvirt::new();
@@ -38,7 +39,7 @@
 //! // The next lookup fails once, and the handle says so.
 //! let busy = fake.faults().add(FaultRule::on(Procedure::DomainLookupByName, Fault::busy()).once());
 //! let err = conn.domain_lookup_by_name("vm").await.unwrap_err();
-//! assert_eq!(err.code(), Some(code::OPERATION_TIMEOUT));
+//! assert_eq!(err.code(), Some(ErrorCode::OperationTimeout));
 //! assert!(busy.fired());
 //! assert_eq!(fake.trace().count(Procedure::DomainLookupByName), 1);
 //! # });
@@ -83,18 +84,12 @@ mod xml;
 
 pub use connection::{FakeConnection, Upload};
 pub use domains::DomainSnapshot;
-pub use error::{CallError, LEVEL_ERROR, VirError, code, domain};
+pub use error::{CallError, VirError};
 pub use fake::{DialMode, FakeLibvirt};
 pub use fault::{Fault, FaultHandle, FaultRule, Faults, Trigger};
-/// The remote procedures, from the wire crate's table (kept at this path for
-/// callers that name it through the fake).
-pub use libvirt_wire::Procedure;
 pub use server::{ServerOptions, UnixServer};
 pub use state::{HostConfig, HostInterface};
 pub use storage::VolumeSnapshot;
 pub use trace::{ConnectionInfo, Trace, TraceEntry};
-pub use types::{
-    AddressSource, DomainInfo, DomainRef, DomainState, Interface, IpAddr, MetadataEntry, PoolInfo,
-    PoolRef, PoolState, VolInfo, VolRef, flags, reason,
-};
+pub use types::{AddressSource, DomainInfo, MetadataEntry, PoolInfo, VolInfo};
 pub use upload::VolumeContent;

@@ -13,7 +13,8 @@ use uuid::Uuid;
 use crate::domains::Domain;
 use crate::error::VirError;
 use crate::storage::{Directory, Pool};
-use crate::types::{AddressSource, Interface};
+use crate::types::AddressSource;
+use libvirt_wire::DomainInterface;
 
 /// Where libvirt puts a domain's NVRAM file when its XML names none.
 pub(crate) const NVRAM_DIR: &str = "/var/lib/libvirt/qemu/nvram";
@@ -209,7 +210,7 @@ pub(crate) struct State {
     /// Whether every boot is held.
     pub(crate) hold_all_boots: bool,
     /// Addresses set by tests, per domain name and source.
-    pub(crate) addresses: HashMap<(String, AddressSource), Vec<Interface>>,
+    pub(crate) addresses: HashMap<(String, AddressSource), Vec<DomainInterface>>,
 }
 
 pub(crate) fn check_flags(given: u32, allowed: u32, function: &str) -> Result<(), VirError> {

@@ -8,10 +8,10 @@ use uuid::Uuid;
 
 use crate::error::VirError;
 use crate::state::{QCOW2_EMPTY_ALLOCATION, State, check_flags};
-use crate::types::{PoolInfo, PoolRef, PoolState, VolInfo, VolRef};
+use crate::types::{PoolInfo, VolInfo};
 use crate::upload::VolumeContent;
 use crate::xml;
-use libvirt_wire::ErrorDomain;
+use libvirt_wire::{ErrorDomain, StoragePool, StoragePoolState, StorageVol};
 
 /// The unit in which a file system allocates: writes allocate whole blocks.
 const BLOCK: u64 = 4096;
@@ -119,8 +119,8 @@ const LIST_AUTOSTART: u32 = 16;
 const LIST_NO_AUTOSTART: u32 = 32;
 
 impl Pool {
-    pub(crate) fn handle(&self) -> PoolRef {
-        PoolRef {
+    pub(crate) fn handle(&self) -> StoragePool {
+        StoragePool {
             name: self.name.clone(),
             uuid: libvirt_wire::Uuid(*self.uuid.as_bytes()),
         }
@@ -136,9 +136,9 @@ impl Pool {
         let allocation = self.allocation();
         PoolInfo {
             state: if self.active {
-                PoolState::Running
+                StoragePoolState::Running
             } else {
-                PoolState::Inactive
+                StoragePoolState::Inactive
             },
             capacity: self.capacity,
             allocation,
@@ -150,8 +150,8 @@ impl Pool {
         format!("{}/{}", self.path.trim_end_matches('/'), name)
     }
 
-    pub(crate) fn vol_handle(&self, name: &str) -> VolRef {
-        VolRef {
+    pub(crate) fn vol_handle(&self, name: &str) -> StorageVol {
+        StorageVol {
             pool: self.name.clone(),
             name: name.to_owned(),
             key: self.vol_path(name),
@@ -163,7 +163,7 @@ impl Pool {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VolumeSnapshot {
     /// The handle (pool, name, key).
-    pub handle: VolRef,
+    pub handle: StorageVol,
     /// Logical size.
     pub capacity: u64,
     /// Bytes allocated.
@@ -179,7 +179,7 @@ pub struct VolumeSnapshot {
 impl State {
     // ----- pools ---------------------------------------------------------
 
-    pub(crate) fn add_pool(&mut self, name: &str, path: &str, capacity: u64) -> PoolRef {
+    pub(crate) fn add_pool(&mut self, name: &str, path: &str, capacity: u64) -> StoragePool {
         let dir = self.directories.remove(path).unwrap_or(Directory {
             mode: EXISTING_DIR_MODE,
             volumes: BTreeMap::new(),
@@ -221,21 +221,21 @@ impl State {
         Ok(())
     }
 
-    fn pool(&self, h: &PoolRef) -> Result<&Pool, VirError> {
+    fn pool(&self, h: &StoragePool) -> Result<&Pool, VirError> {
         self.pools
             .values()
             .find(|p| *p.uuid.as_bytes() == h.uuid.0)
             .ok_or_else(|| VirError::no_pool_uuid(&h.uuid, &h.name))
     }
 
-    fn pool_mut(&mut self, h: &PoolRef) -> Result<&mut Pool, VirError> {
+    fn pool_mut(&mut self, h: &StoragePool) -> Result<&mut Pool, VirError> {
         self.pools
             .values_mut()
             .find(|p| *p.uuid.as_bytes() == h.uuid.0)
             .ok_or_else(|| VirError::no_pool_uuid(&h.uuid, &h.name))
     }
 
-    fn active_pool(&self, h: &PoolRef) -> Result<&Pool, VirError> {
+    fn active_pool(&self, h: &StoragePool) -> Result<&Pool, VirError> {
         let p = self.pool(h)?;
         if !p.active {
             return Err(VirError::pool_not_active(&p.name));
@@ -243,24 +243,24 @@ impl State {
         Ok(p)
     }
 
-    pub(crate) fn pool_lookup_by_name(&self, name: &str) -> Result<PoolRef, VirError> {
+    pub(crate) fn pool_lookup_by_name(&self, name: &str) -> Result<StoragePool, VirError> {
         self.pools
             .get(name)
             .map(Pool::handle)
             .ok_or_else(|| VirError::no_pool_name(name))
     }
 
-    pub(crate) fn pool_get_info(&self, h: &PoolRef) -> Result<PoolInfo, VirError> {
+    pub(crate) fn pool_get_info(&self, h: &StoragePool) -> Result<PoolInfo, VirError> {
         Ok(self.pool(h)?.info())
     }
 
-    pub(crate) fn pool_refresh(&mut self, h: &PoolRef, flags_: u32) -> Result<(), VirError> {
+    pub(crate) fn pool_refresh(&mut self, h: &StoragePool, flags_: u32) -> Result<(), VirError> {
         check_flags(flags_, 0, "storagePoolRefresh")?;
         self.active_pool(h)?;
         Ok(())
     }
 
-    pub(crate) fn list_all_pools(&self, flags_: u32) -> Result<Vec<PoolRef>, VirError> {
+    pub(crate) fn list_all_pools(&self, flags_: u32) -> Result<Vec<StoragePool>, VirError> {
         // `VIR_CONNECT_LIST_STORAGE_POOLS_INACTIVE` (1) and `_ACTIVE` (2);
         // the pool-type filters are accepted and, all pools being
         // directories, ignored.
@@ -441,7 +441,7 @@ impl State {
     /// `virStoragePoolDefineXML`: a new pool is persistent and inactive; a
     /// pool with the same name and UUID gets the new definition (at once
     /// when stopped, when it stops otherwise) and becomes persistent.
-    pub(crate) fn pool_define(&mut self, doc: &str, flags_: u32) -> Result<PoolRef, VirError> {
+    pub(crate) fn pool_define(&mut self, doc: &str, flags_: u32) -> Result<StoragePool, VirError> {
         check_flags(flags_, POOL_DEFINE_VALIDATE, "storagePoolDefineXML")?;
         let def = xml::parse_pool(doc)?;
         let name = self.pool_add(def, false)?;
@@ -452,7 +452,11 @@ impl State {
 
     /// `virStoragePoolCreateXML`: a transient pool, started at once (built
     /// first with the build flags). When it cannot start it is gone.
-    pub(crate) fn pool_create_xml(&mut self, doc: &str, flags_: u32) -> Result<PoolRef, VirError> {
+    pub(crate) fn pool_create_xml(
+        &mut self,
+        doc: &str,
+        flags_: u32,
+    ) -> Result<StoragePool, VirError> {
         Self::check_create_flags(flags_, "storagePoolCreateXML")?;
         let def = xml::parse_pool(doc)?;
         let name = self.pool_add(def, true)?;
@@ -474,7 +478,7 @@ impl State {
     }
 
     /// `virStoragePoolCreate`: starts a defined pool.
-    pub(crate) fn pool_start(&mut self, h: &PoolRef, flags_: u32) -> Result<(), VirError> {
+    pub(crate) fn pool_start(&mut self, h: &StoragePool, flags_: u32) -> Result<(), VirError> {
         Self::check_create_flags(flags_, "storagePoolCreate")?;
         let p = self.pool(h)?;
         if p.active {
@@ -488,7 +492,7 @@ impl State {
     }
 
     /// `virStoragePoolBuild` of a directory pool: makes the directory.
-    pub(crate) fn pool_build(&mut self, h: &PoolRef, flags_: u32) -> Result<(), VirError> {
+    pub(crate) fn pool_build(&mut self, h: &StoragePool, flags_: u32) -> Result<(), VirError> {
         let p = self.pool(h)?;
         if p.active {
             return Err(VirError::pool_already_active(&p.name));
@@ -516,7 +520,7 @@ impl State {
 
     /// `virStoragePoolDestroy`: stops a pool; a transient one is gone (its
     /// directory and files stay on the host).
-    pub(crate) fn pool_destroy(&mut self, h: &PoolRef) -> Result<(), VirError> {
+    pub(crate) fn pool_destroy(&mut self, h: &StoragePool) -> Result<(), VirError> {
         let p = self.pool(h)?;
         if !p.active {
             return Err(VirError::pool_not_active(&p.name));
@@ -537,7 +541,7 @@ impl State {
     /// `virStoragePoolDelete` of a directory pool: removes the directory of
     /// a stopped pool, which fails as `rmdir` does when it is missing or
     /// still holds files.
-    pub(crate) fn pool_delete(&mut self, h: &PoolRef, flags_: u32) -> Result<(), VirError> {
+    pub(crate) fn pool_delete(&mut self, h: &StoragePool, flags_: u32) -> Result<(), VirError> {
         let p = self.pool(h)?;
         if p.active {
             return Err(VirError::pool_still_active(&p.name));
@@ -571,7 +575,7 @@ impl State {
 
     /// `virStoragePoolUndefine`: forgets a stopped pool; its directory and
     /// files stay on the host.
-    pub(crate) fn pool_undefine(&mut self, h: &PoolRef) -> Result<(), VirError> {
+    pub(crate) fn pool_undefine(&mut self, h: &StoragePool) -> Result<(), VirError> {
         let p = self.pool(h)?;
         if p.active {
             return Err(VirError::pool_still_active(&p.name));
@@ -583,7 +587,11 @@ impl State {
 
     /// `virStoragePoolGetXMLDesc`; `VIR_STORAGE_XML_INACTIVE` shows the
     /// definition a running pool will switch to when it stops.
-    pub(crate) fn pool_get_xml_desc(&self, h: &PoolRef, flags_: u32) -> Result<String, VirError> {
+    pub(crate) fn pool_get_xml_desc(
+        &self,
+        h: &StoragePool,
+        flags_: u32,
+    ) -> Result<String, VirError> {
         check_flags(flags_, POOL_XML_INACTIVE, "storagePoolGetXMLDesc")?;
         let p = self.pool(h)?;
         let i = p.info();
@@ -609,9 +617,9 @@ impl State {
 
     pub(crate) fn pool_list_volumes(
         &self,
-        h: &PoolRef,
+        h: &StoragePool,
         flags_: u32,
-    ) -> Result<Vec<VolRef>, VirError> {
+    ) -> Result<Vec<StorageVol>, VirError> {
         check_flags(flags_, 0, "storagePoolListAllVolumes")?;
         let p = self.active_pool(h)?;
         Ok(p.volumes.keys().map(|n| p.vol_handle(n)).collect())
@@ -621,7 +629,7 @@ impl State {
 
     /// Resolves a volume handle as the storage driver does: the pool by
     /// name, which must be active, then the volume by name.
-    fn vol_pool(&self, h: &VolRef) -> Result<&Pool, VirError> {
+    fn vol_pool(&self, h: &StorageVol) -> Result<&Pool, VirError> {
         let p = self
             .pools
             .get(&h.pool)
@@ -635,11 +643,11 @@ impl State {
         Ok(p)
     }
 
-    pub(crate) fn vol(&self, h: &VolRef) -> Result<&Volume, VirError> {
+    pub(crate) fn vol(&self, h: &StorageVol) -> Result<&Volume, VirError> {
         Ok(&self.vol_pool(h)?.volumes[&h.name])
     }
 
-    pub(crate) fn vol_mut(&mut self, h: &VolRef) -> Result<&mut Volume, VirError> {
+    pub(crate) fn vol_mut(&mut self, h: &StorageVol) -> Result<&mut Volume, VirError> {
         self.vol_pool(h)?;
         Ok(self
             .pools
@@ -650,10 +658,10 @@ impl State {
 
     pub(crate) fn vol_create(
         &mut self,
-        h: &PoolRef,
+        h: &StoragePool,
         doc: &str,
         flags_: u32,
-    ) -> Result<VolRef, VirError> {
+    ) -> Result<StorageVol, VirError> {
         check_flags(flags_, 0x7, "storageVolCreateXML")?;
         self.active_pool(h)?;
         let parsed = xml::parse_volume(doc)?;
@@ -705,7 +713,11 @@ impl State {
         Ok(handle)
     }
 
-    pub(crate) fn vol_lookup_by_name(&self, h: &PoolRef, name: &str) -> Result<VolRef, VirError> {
+    pub(crate) fn vol_lookup_by_name(
+        &self,
+        h: &StoragePool,
+        name: &str,
+    ) -> Result<StorageVol, VirError> {
         let p = self.active_pool(h)?;
         if !p.volumes.contains_key(name) {
             return Err(VirError::no_vol_name(name));
@@ -713,7 +725,7 @@ impl State {
         Ok(p.vol_handle(name))
     }
 
-    pub(crate) fn vol_get_info(&self, h: &VolRef) -> Result<VolInfo, VirError> {
+    pub(crate) fn vol_get_info(&self, h: &StorageVol) -> Result<VolInfo, VirError> {
         let v = self.vol(h)?;
         Ok(VolInfo {
             kind: 0,
@@ -722,12 +734,12 @@ impl State {
         })
     }
 
-    pub(crate) fn vol_get_path(&self, h: &VolRef) -> Result<String, VirError> {
+    pub(crate) fn vol_get_path(&self, h: &StorageVol) -> Result<String, VirError> {
         let p = self.vol_pool(h)?;
         Ok(p.vol_path(&h.name))
     }
 
-    pub(crate) fn vol_delete(&mut self, h: &VolRef, flags_: u32) -> Result<(), VirError> {
+    pub(crate) fn vol_delete(&mut self, h: &StorageVol, flags_: u32) -> Result<(), VirError> {
         check_flags(flags_, 0x3, "storageVolDelete")?;
         self.vol_pool(h)?;
         if let Some(p) = self.pools.get_mut(&h.pool) {

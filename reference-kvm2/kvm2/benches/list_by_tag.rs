@@ -30,9 +30,9 @@ use kvm2::config::{DEFAULT_NAMESPACE, HostConfig};
 use kvm2::dialer::{DialError, Dialer, Stream};
 use kvm2::fixture::Kvm2Fixture;
 use kvm2::xml::parse_mark;
-use libvirt_fake::{DomainState, FakeLibvirt, reason};
+use libvirt_fake::FakeLibvirt;
 use libvirt_rpc::Client;
-use libvirt_wire::{DOMAIN_METADATA_ELEMENT, Domain};
+use libvirt_wire::{DOMAIN_METADATA_ELEMENT, DOMAIN_RUNNING_BOOTED, Domain, DomainState};
 
 const TAG: &str = "bench-list";
 
@@ -64,7 +64,7 @@ fn plant(fake: &FakeLibvirt, count: usize) {
             "<domain type='qemu'><name>{name}</name><metadata><kvm2:instance xmlns:kvm2='{DEFAULT_NAMESPACE}' managed='{TAG}' uid='uid-{i}' createdAt='2026-01-01T00:00:00Z'/></metadata><memory unit='MiB'>64</memory><os><type>hvm</type></os></domain>"
         );
         fake.define_domain(&xml).expect("define a bench domain");
-        fake.set_domain_state(&name, DomainState::Running, reason::RUNNING_BOOTED)
+        fake.set_domain_state(&name, DomainState::Running, DOMAIN_RUNNING_BOOTED)
             .expect("start a bench domain");
     }
 }

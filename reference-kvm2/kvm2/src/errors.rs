@@ -166,7 +166,8 @@ mod tests {
     /// Real libvirt errors, produced by the fake over the wire.
     #[tokio::test]
     async fn libvirt_codes() {
-        use libvirt_fake::{FakeLibvirt, Fault, FaultRule, Procedure};
+        use libvirt_fake::{FakeLibvirt, Fault, FaultRule};
+        use libvirt_wire::Procedure;
         let fake = FakeLibvirt::new();
         let (client, conn) = libvirt_rpc::Config::default().attach(fake.duplex());
         tokio::spawn(conn);

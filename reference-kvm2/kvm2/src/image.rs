@@ -451,7 +451,8 @@ mod tests {
 
     #[tokio::test]
     async fn downloads_once_verifies_and_writes_the_marker_last() {
-        use libvirt_fake::{Fault, FaultRule, Procedure};
+        use libvirt_fake::{Fault, FaultRule};
+        use libvirt_wire::Procedure;
         let sum = digest(&[7u8; 1_500_000]);
         let (fake, p, mem, config) = setup(Some(sum.clone()), Some(LEN));
         let img = &config.images[0];

@@ -12,7 +12,8 @@ use kvm2::config::HostConfig;
 use kvm2::fixture::Kvm2Fixture;
 use kvm2::names::{image_marker, image_volume};
 use kvm2::{Config, DialError, Dialer, Failure, HttpSource, ImageSource, Kvm2};
-use libvirt_fake::{FakeLibvirt, Procedure};
+use libvirt_fake::FakeLibvirt;
+use libvirt_wire::Procedure;
 use sha2::{Digest, Sha256};
 
 const POOL: &str = "default";
@@ -383,7 +384,7 @@ async fn a_slow_download_nobody_waits_for_is_abandoned_and_cleaned_up() {
 /// shut off by someone else's shutdown is not restarted behind their back.
 #[tokio::test]
 async fn the_next_create_restarts_a_guest_a_daemon_restart_shut_off() {
-    use libvirt_fake::DomainState;
+    use libvirt_wire::DomainState;
     let server = ImageServer::start().await.unwrap();
     let bytes = data(300_000);
     server.add(PATH, bytes.clone());

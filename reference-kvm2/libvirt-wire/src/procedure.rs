@@ -286,17 +286,6 @@ impl Procedure {
     /// What [`Procedure::api_name`] gives for a procedure number not in the table.
     pub const UNKNOWN_API_NAME: &'static str = "UnknownProcedure";
 
-    /// libvirt's API name without the `vir` prefix; the same as
-    /// [`Procedure::api_name`].
-    pub const fn name(self) -> &'static str {
-        self.api_name()
-    }
-
-    /// The remote program's procedure number; the same as [`Procedure::to_raw`].
-    pub const fn number(self) -> i32 {
-        self.to_raw()
-    }
-
     /// The procedure with this number, if it is in the table.
     pub const fn from_number(n: i32) -> Option<Procedure> {
         match Self::from_raw(n) {

@@ -340,8 +340,8 @@ fn procedures_are_found_by_any_spelling_and_number() {
     assert_eq!(Procedure::from_name("DomainTeleport"), None);
     assert_eq!(Procedure::from_number(11), Some(Procedure::DomainDefineXml));
     assert_eq!(Procedure::from_number(3), None);
-    assert_eq!(Procedure::DomainDefineXml.number(), 11);
-    assert_eq!(Procedure::DomainDefineXml.name(), "DomainDefineXML");
+    assert_eq!(Procedure::DomainDefineXml.to_raw(), 11);
+    assert_eq!(Procedure::DomainDefineXml.api_name(), "DomainDefineXML");
     // Display keeps the protocol's name.
     assert_eq!(Procedure::DomainDefineXml.to_string(), "DOMAIN_DEFINE_XML");
     assert_eq!(Procedure::Other(9999).to_string(), "Procedure(9999)");

@@ -37,8 +37,8 @@ impl Document {
         let end = xml[upto..].find('\n').map_or(xml.len(), |i| upto + i);
         let line = xml[..upto].matches('\n').count() + 1;
         let from = match self {
-            Document::Domain => ErrorDomain::Domain.to_raw(),
-            Document::Volume | Document::Pool => ErrorDomain::Storage.to_raw(),
+            Document::Domain => ErrorDomain::Domain,
+            Document::Volume | Document::Pool => ErrorDomain::Storage,
         };
         let column = xml[start..upto].chars().count();
         VirError::xml_syntax(from, line, &detail.to_string(), &xml[start..end], column)
@@ -459,9 +459,9 @@ mod tests {
             err.message
         );
         let (expected_code, expected_domain) = if message.starts_with("at line") {
-            (ErrorCode::XmlDetail.to_raw(), doc_domain(doc))
+            (ErrorCode::XmlDetail, doc_domain(doc))
         } else {
-            (ErrorCode::XmlError.to_raw(), ErrorDomain::Xml.to_raw())
+            (ErrorCode::XmlError, ErrorDomain::Xml)
         };
         assert_eq!(
             (err.code, err.domain),
@@ -470,10 +470,10 @@ mod tests {
         );
     }
 
-    fn doc_domain(doc: Document) -> i32 {
+    fn doc_domain(doc: Document) -> ErrorDomain {
         match doc {
-            Document::Domain => ErrorDomain::Domain.to_raw(),
-            Document::Volume | Document::Pool => ErrorDomain::Storage.to_raw(),
+            Document::Domain => ErrorDomain::Domain,
+            Document::Volume | Document::Pool => ErrorDomain::Storage,
         }
     }
 }

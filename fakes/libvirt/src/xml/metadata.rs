@@ -255,9 +255,9 @@ mod tests {
     fn malformed_metadata_is_an_xml_error() {
         for bad in ["<a>", "<a/><b/>", "text", "", "<a></b>"] {
             let e = inject_namespace(bad, "k", NS).unwrap_err();
-            assert_eq!(e.code, ErrorCode::XmlError.to_raw(), "{bad}");
+            assert_eq!(e.code, ErrorCode::XmlError, "{bad}");
         }
         let e = inject_namespace("<a/>", "no:colon", NS).unwrap_err();
-        assert_eq!(e.code, ErrorCode::InvalidArg.to_raw());
+        assert_eq!(e.code, ErrorCode::InvalidArg);
     }
 }

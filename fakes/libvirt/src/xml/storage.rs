@@ -295,7 +295,7 @@ mod tests {
             "XML error: expecting root element of 'pool', not 'volume'"
         );
         let e = parse_pool("<pool type='dir'><name>").unwrap_err();
-        assert_eq!(e.code, ErrorCode::XmlDetail.to_raw());
+        assert_eq!(e.code, ErrorCode::XmlDetail);
         let e = parse_pool(
             "<pool type='logical'><name>l</name><target><path>/x</path></target></pool>",
         )
@@ -319,6 +319,6 @@ mod tests {
         assert_eq!(e.message, "XML error: missing capacity element");
         let e = parse_volume("<volume><name>x</name><capacity unit='Q'>1</capacity></volume>")
             .unwrap_err();
-        assert_eq!(e.code, ErrorCode::XmlError.to_raw());
+        assert_eq!(e.code, ErrorCode::XmlError);
     }
 }

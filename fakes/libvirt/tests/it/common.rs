@@ -1,6 +1,7 @@
 //! Shared fixtures: domain and volume documents and an opened connection.
 
 use libvirt_fake::{CallError, FakeConnection, FakeLibvirt};
+use libvirt_wire::ErrorCode;
 
 pub const NS: &str = "https://example.org/kvm2/v1";
 
@@ -29,7 +30,7 @@ pub async fn open(fake: &FakeLibvirt) -> FakeConnection {
     c
 }
 
-pub fn code(r: Result<impl std::fmt::Debug, CallError>) -> i32 {
+pub fn code(r: Result<impl std::fmt::Debug, CallError>) -> ErrorCode {
     match r {
         Ok(v) => panic!("expected an error, got {v:?}"),
         Err(e) => e.code().expect("a libvirt error"),

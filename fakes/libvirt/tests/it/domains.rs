@@ -3,8 +3,13 @@
 
 use std::time::Duration;
 
-use libvirt_fake::{
-    AddressSource, DomainState, FakeLibvirt, Interface, IpAddr, code as err, flags, reason,
+use libvirt_fake::{AddressSource, FakeLibvirt};
+use libvirt_wire::{
+    CONNECT_LIST_DOMAINS_ACTIVE, CONNECT_LIST_DOMAINS_INACTIVE, CONNECT_LIST_DOMAINS_SHUTOFF,
+    DOMAIN_METADATA_DESCRIPTION, DOMAIN_METADATA_TITLE, DOMAIN_PAUSED_USER, DOMAIN_RUNNING_BOOTED,
+    DOMAIN_SHUTOFF_DESTROYED, DOMAIN_SHUTOFF_SHUTDOWN, DOMAIN_SHUTOFF_UNKNOWN,
+    DOMAIN_UNDEFINE_KEEP_NVRAM, DOMAIN_UNDEFINE_NVRAM, DOMAIN_XML_INACTIVE, DomainInterface,
+    DomainIpAddr, DomainState, ErrorCode,
 };
 use rstest::rstest;
 
@@ -18,14 +23,14 @@ async fn define_start_destroy_cycle_keeps_ids_and_states() {
     assert_eq!(d.id, -1);
     assert_eq!(
         c.domain_get_state(&d, 0).await.unwrap(),
-        (DomainState::Shutoff, reason::SHUTOFF_UNKNOWN)
+        (DomainState::Shutoff, DOMAIN_SHUTOFF_UNKNOWN)
     );
     let running = c.domain_create_with_flags(&d, 0).await.unwrap();
     assert!(running.id >= 1);
     assert_eq!(running.uuid, d.uuid);
     assert_eq!(
         c.domain_get_state(&d, 0).await.unwrap(),
-        (DomainState::Running, reason::RUNNING_BOOTED)
+        (DomainState::Running, DOMAIN_RUNNING_BOOTED)
     );
     assert_eq!(c.domain_lookup_by_name("vm1").await.unwrap().id, running.id);
     let again = c.domain_create(&d).await;
@@ -36,7 +41,7 @@ async fn define_start_destroy_cycle_keeps_ids_and_states() {
     c.domain_destroy(&d).await.unwrap();
     assert_eq!(
         c.domain_get_state(&d, 0).await.unwrap(),
-        (DomainState::Shutoff, reason::SHUTOFF_DESTROYED)
+        (DomainState::Shutoff, DOMAIN_SHUTOFF_DESTROYED)
     );
     assert_eq!(c.domain_lookup_by_name("vm1").await.unwrap().id, -1);
     let r = c.domain_destroy(&d).await;
@@ -61,7 +66,7 @@ async fn missing_domain_is_no_domain() {
     let d = c.domain_define_xml(&bios_xml("gone")).await.unwrap();
     c.domain_undefine_flags(&d, 0).await.unwrap();
     let r = c.domain_get_state(&d, 0).await;
-    assert_eq!(code(r), err::NO_DOMAIN);
+    assert_eq!(code(r), ErrorCode::NoDomain);
     let r = c.domain_get_xml_desc(&d, 0).await;
     assert_eq!(
         message(r),
@@ -103,16 +108,16 @@ async fn redefine_keeps_uuid_and_foreign_uuid_is_refused() {
 // Codes as a real libvirtd 9.0 answers them (the fidelity comparison checks
 // these against one): syntax errors are XML_DETAIL, a bad UUID is internal.
 #[rstest]
-#[case::not_xml("<domain", err::XML_DETAIL)]
-#[case::unclosed("<domain type='qemu'><name>", err::XML_DETAIL)]
-#[case::wrong_root("<volume><name>x</name></volume>", err::XML_ERROR)]
-#[case::no_name("<domain type='kvm'><memory>1</memory></domain>", err::NO_NAME)]
+#[case::not_xml("<domain", ErrorCode::XmlDetail)]
+#[case::unclosed("<domain type='qemu'><name>", ErrorCode::XmlDetail)]
+#[case::wrong_root("<volume><name>x</name></volume>", ErrorCode::XmlError)]
+#[case::no_name("<domain type='kvm'><memory>1</memory></domain>", ErrorCode::NoName)]
 #[case::bad_uuid(
     "<domain type='kvm'><name>x</name><uuid>nope</uuid></domain>",
-    err::INTERNAL_ERROR
+    ErrorCode::InternalError
 )]
 #[tokio::test]
-async fn malformed_definitions_are_refused(#[case] xml: &str, #[case] expected: i32) {
+async fn malformed_definitions_are_refused(#[case] xml: &str, #[case] expected: ErrorCode) {
     let fake = FakeLibvirt::new();
     let c = open(&fake).await;
     assert_eq!(code(c.domain_define_xml(xml).await), expected);
@@ -142,12 +147,12 @@ async fn uefi_undefine_needs_the_nvram_flag_once_nvram_exists() {
     );
     c.domain_destroy(&d).await.unwrap();
     let r = c.domain_undefine_flags(&d, 0).await;
-    assert_eq!(code(r), err::OPERATION_INVALID);
+    assert_eq!(code(r), ErrorCode::OperationInvalid);
     let r = c
-        .domain_undefine_flags(&d, flags::UNDEFINE_NVRAM | flags::UNDEFINE_KEEP_NVRAM)
+        .domain_undefine_flags(&d, DOMAIN_UNDEFINE_NVRAM | DOMAIN_UNDEFINE_KEEP_NVRAM)
         .await;
-    assert_eq!(code(r), err::INVALID_ARG);
-    c.domain_undefine_flags(&d, flags::UNDEFINE_NVRAM)
+    assert_eq!(code(r), ErrorCode::InvalidArg);
+    c.domain_undefine_flags(&d, DOMAIN_UNDEFINE_NVRAM)
         .await
         .unwrap();
     assert!(fake.nvram_files().is_empty());
@@ -161,14 +166,14 @@ async fn keep_nvram_leaves_the_file_and_a_new_definition_sees_it() {
     let d = c.domain_define_xml(&uefi_xml("efi")).await.unwrap();
     c.domain_create(&d).await.unwrap();
     c.domain_destroy(&d).await.unwrap();
-    c.domain_undefine_flags(&d, flags::UNDEFINE_KEEP_NVRAM)
+    c.domain_undefine_flags(&d, DOMAIN_UNDEFINE_KEEP_NVRAM)
         .await
         .unwrap();
     assert_eq!(fake.nvram_files().len(), 1);
     let d = c.domain_define_xml(&uefi_xml("efi")).await.unwrap();
     assert_eq!(
         code(c.domain_undefine_flags(&d, 0).await),
-        err::OPERATION_INVALID
+        ErrorCode::OperationInvalid
     );
 }
 
@@ -178,7 +183,7 @@ async fn undefining_a_running_domain_makes_it_transient() {
     let c = open(&fake).await;
     let d = c.domain_define_xml(&uefi_xml("t")).await.unwrap();
     c.domain_create(&d).await.unwrap();
-    c.domain_undefine_flags(&d, flags::UNDEFINE_NVRAM)
+    c.domain_undefine_flags(&d, DOMAIN_UNDEFINE_NVRAM)
         .await
         .unwrap();
     let snap = fake.domain("t").unwrap();
@@ -186,11 +191,14 @@ async fn undefining_a_running_domain_makes_it_transient() {
     assert_eq!(snap.state, DomainState::Running);
     assert_eq!(
         code(c.domain_undefine_flags(&d, 0).await),
-        err::OPERATION_INVALID
+        ErrorCode::OperationInvalid
     );
     c.domain_destroy(&d).await.unwrap();
     assert!(fake.domain("t").is_none());
-    assert_eq!(code(c.domain_lookup_by_name("t").await), err::NO_DOMAIN);
+    assert_eq!(
+        code(c.domain_lookup_by_name("t").await),
+        ErrorCode::NoDomain
+    );
 }
 
 #[tokio::test]
@@ -214,11 +222,11 @@ async fn info_and_xml_reflect_the_definition() {
         "{xml}"
     );
     let inactive = c
-        .domain_get_xml_desc(&d, flags::XML_INACTIVE)
+        .domain_get_xml_desc(&d, DOMAIN_XML_INACTIVE)
         .await
         .unwrap();
     assert!(!inactive.contains(" id="), "{inactive}");
-    assert_eq!(code(c.domain_get_state(&d, 1).await), err::INVALID_ARG);
+    assert_eq!(code(c.domain_get_state(&d, 1).await), ErrorCode::InvalidArg);
 }
 
 #[tokio::test]
@@ -230,16 +238,16 @@ async fn out_of_band_state_changes() {
     fake.pause("s").unwrap();
     assert_eq!(
         c.domain_get_state(&d, 0).await.unwrap(),
-        (DomainState::Paused, reason::PAUSED_USER)
+        (DomainState::Paused, DOMAIN_PAUSED_USER)
     );
     fake.resume("s").unwrap();
     fake.stop("s").unwrap();
     assert_eq!(
         c.domain_get_state(&d, 0).await.unwrap(),
-        (DomainState::Shutoff, reason::SHUTOFF_SHUTDOWN)
+        (DomainState::Shutoff, DOMAIN_SHUTOFF_SHUTDOWN)
     );
     assert_eq!(c.domain_lookup_by_name("s").await.unwrap().id, -1);
-    fake.set_domain_state("s", DomainState::Running, reason::RUNNING_BOOTED)
+    fake.set_domain_state("s", DomainState::Running, DOMAIN_RUNNING_BOOTED)
         .unwrap();
     assert!(c.domain_lookup_by_name("s").await.unwrap().id >= 1);
     fake.check_invariants().unwrap();
@@ -252,18 +260,30 @@ async fn list_all_domains_filters() {
     let a = c.domain_define_xml(&bios_xml("a")).await.unwrap();
     c.domain_define_xml(&bios_xml("b")).await.unwrap();
     c.domain_create(&a).await.unwrap();
-    let names = |v: Vec<libvirt_fake::DomainRef>| v.into_iter().map(|d| d.name).collect::<Vec<_>>();
+    let names = |v: Vec<libvirt_wire::Domain>| v.into_iter().map(|d| d.name).collect::<Vec<_>>();
     assert_eq!(names(c.list_all_domains(0).await.unwrap()), ["a", "b"]);
     assert_eq!(
-        names(c.list_all_domains(flags::LIST_ACTIVE).await.unwrap()),
+        names(
+            c.list_all_domains(CONNECT_LIST_DOMAINS_ACTIVE)
+                .await
+                .unwrap()
+        ),
         ["a"]
     );
     assert_eq!(
-        names(c.list_all_domains(flags::LIST_INACTIVE).await.unwrap()),
+        names(
+            c.list_all_domains(CONNECT_LIST_DOMAINS_INACTIVE)
+                .await
+                .unwrap()
+        ),
         ["b"]
     );
     assert_eq!(
-        names(c.list_all_domains(flags::LIST_SHUTOFF).await.unwrap()),
+        names(
+            c.list_all_domains(CONNECT_LIST_DOMAINS_SHUTOFF)
+                .await
+                .unwrap()
+        ),
         ["b"]
     );
 }
@@ -293,21 +313,21 @@ async fn agent_answers_only_after_the_boot_delay() {
     // Like a real agent: the link-local IPv6 address from the MAC as well.
     assert_eq!(
         ifaces[1].addrs[1],
-        IpAddr::v6("fe80::5054:ff:feaa:bbcc", 64)
+        DomainIpAddr::v6("fe80::5054:ff:feaa:bbcc", 64)
     );
     // A held boot keeps the agent silent even after the delay.
     fake.hold_boot("g");
     assert_eq!(
         code(c.domain_interface_addresses(&d, 1, 0).await),
-        err::AGENT_UNRESPONSIVE
+        ErrorCode::AgentUnresponsive
     );
     fake.release_boot("g");
     fake.set_ipv4("g", "192.0.2.77");
     let ifaces = c.domain_interface_addresses(&d, 1, 0).await.unwrap();
-    assert_eq!(ifaces[1].addrs, vec![IpAddr::v4("192.0.2.77", 24)]);
+    assert_eq!(ifaces[1].addrs, vec![DomainIpAddr::v4("192.0.2.77", 24)]);
     assert_eq!(
         code(c.domain_interface_addresses(&d, 3, 0).await),
-        err::ARGUMENT_UNSUPPORTED
+        ErrorCode::ArgumentUnsupported
     );
 }
 
@@ -327,10 +347,10 @@ async fn arp_fails_like_libvirt_9() {
     fake.set_interfaces(
         "n",
         AddressSource::Lease,
-        vec![Interface {
+        vec![DomainInterface {
             name: "vnet0".into(),
             hwaddr: None,
-            addrs: vec![IpAddr::v4("198.51.100.9", 24)],
+            addrs: vec![DomainIpAddr::v4("198.51.100.9", 24)],
         }],
     );
     assert_eq!(
@@ -363,12 +383,12 @@ async fn title_and_description_come_from_the_definition() {
     );
     let dom = c.domain_define_xml(&xml).await.unwrap();
     let title = c
-        .domain_get_metadata(&dom, flags::METADATA_TITLE, None, 0)
+        .domain_get_metadata(&dom, DOMAIN_METADATA_TITLE, None, 0)
         .await
         .unwrap();
     assert_eq!(title, "a <title>");
     let description = c
-        .domain_get_metadata(&dom, flags::METADATA_DESCRIPTION, None, 0)
+        .domain_get_metadata(&dom, DOMAIN_METADATA_DESCRIPTION, None, 0)
         .await
         .unwrap();
     assert_eq!(description, "about t");
@@ -387,7 +407,7 @@ async fn shutdown_of_an_inactive_domain_is_refused_by_the_qemu_driver() {
     let e = e.as_libvirt().unwrap();
     assert_eq!(
         (e.code, e.domain),
-        (err::OPERATION_INVALID, libvirt_fake::domain::QEMU)
+        (ErrorCode::OperationInvalid, libvirt_wire::ErrorDomain::Qemu)
     );
 }
 

@@ -2,10 +2,8 @@
 
 use std::time::Duration;
 
-use libvirt_fake::{
-    CallError, DialMode, FakeLibvirt, Fault, FaultRule, Procedure, Trigger, VirError, code as err,
-    domain,
-};
+use libvirt_fake::{CallError, DialMode, FakeLibvirt, Fault, FaultRule, Trigger, VirError};
+use libvirt_wire::{ErrorCode, ErrorDomain, Procedure};
 
 use crate::common::{bios_xml, code, message, open, pool_fake};
 
@@ -17,8 +15,8 @@ async fn error_on_a_named_procedure_once_fires_and_reports() {
         FaultRule::on(
             Procedure::DomainLookupByName,
             Fault::error(
-                err::NO_DOMAIN,
-                domain::QEMU,
+                ErrorCode::NoDomain,
+                ErrorDomain::Qemu,
                 "no domain with matching name 'x'",
             ),
         )
@@ -48,9 +46,9 @@ async fn kth_call_and_kth_call_of_a_procedure() {
     ));
     c.get_lib_version().await.unwrap();
     c.get_hostname().await.unwrap();
-    assert_eq!(code(c.get_lib_version().await), err::OPERATION_TIMEOUT);
+    assert_eq!(code(c.get_lib_version().await), ErrorCode::OperationTimeout);
     assert!(third.fired());
-    assert_eq!(code(c.get_hostname().await), err::ACCESS_DENIED);
+    assert_eq!(code(c.get_hostname().await), ErrorCode::AccessDenied);
     assert!(second_lookup.fired());
     c.get_hostname().await.unwrap();
 }
@@ -62,7 +60,7 @@ async fn scripted_queue_runs_in_order() {
     let a = fake.faults().push(Fault::busy());
     let pass = fake.faults().push_pass();
     let drop = fake.faults().push(Fault::DropConnection);
-    assert_eq!(code(c.get_hostname().await), err::OPERATION_TIMEOUT);
+    assert_eq!(code(c.get_hostname().await), ErrorCode::OperationTimeout);
     c.get_hostname().await.unwrap();
     assert_eq!(c.get_hostname().await, Err(CallError::Closed));
     assert!(a.fired() && drop.fired() && !pass.fired());
@@ -257,7 +255,7 @@ async fn gating_like_libvirtd() {
     polkit.update_host_config(|h| h.auth_types = vec![2]);
     let c = polkit.connect().unwrap();
     assert_eq!(c.auth_list().await.unwrap(), vec![2]);
-    assert_eq!(code(c.open(None, 0).await), err::RPC);
+    assert_eq!(code(c.open(None, 0).await), ErrorCode::Rpc);
     assert_eq!(c.auth_polkit().await.unwrap(), 1);
     c.open(Some("qemu:///system"), 0).await.unwrap();
 }
@@ -277,11 +275,15 @@ async fn stream_error_mid_upload_keeps_the_bytes_before() {
         .unwrap();
     let h = fake.faults().stream_error_after(
         5,
-        VirError::new(err::INTERNAL_ERROR, domain::STREAMS, "write failed"),
+        VirError::new(
+            ErrorCode::InternalError,
+            ErrorDomain::Streams,
+            "write failed",
+        ),
     );
     let mut up = c.storage_vol_upload(&vol, 0, 0, 0).await.unwrap();
     up.send(b"abc").unwrap();
-    assert_eq!(code(up.send(b"defg").map(|_| ())), err::INTERNAL_ERROR);
+    assert_eq!(code(up.send(b"defg").map(|_| ())), ErrorCode::InternalError);
     assert!(h.fired());
     let v = fake.volume("default", "v").unwrap();
     assert_eq!(v.content.bytes(), Some(&b"abcde"[..]));
@@ -299,7 +301,7 @@ async fn faults_can_be_bound_to_one_object() {
     c.domain_get_xml_desc(&a, 0).await.unwrap();
     assert_eq!(
         code(c.domain_get_xml_desc(&b, 0).await),
-        err::OPERATION_TIMEOUT
+        ErrorCode::OperationTimeout
     );
     assert_eq!(h.fire_count(), 1);
 }
@@ -318,7 +320,7 @@ async fn a_volume_create_is_bound_to_the_volume_it_names() {
         .unwrap();
     assert_eq!(
         code(c.storage_vol_create_xml(&pool, &xml("second"), 0).await),
-        err::OPERATION_TIMEOUT
+        ErrorCode::OperationTimeout
     );
     assert_eq!(h.fire_count(), 1);
     assert!(fake.volume("default", "second").is_none());
@@ -328,7 +330,7 @@ async fn a_volume_create_is_bound_to_the_volume_it_names() {
         .add(FaultRule::on(Procedure::StorageVolCreateXml, Fault::busy()).on_object("default"));
     assert_eq!(
         code(c.storage_vol_create_xml(&pool, &xml("third"), 0).await),
-        err::OPERATION_TIMEOUT
+        ErrorCode::OperationTimeout
     );
     assert_eq!(p.fire_count(), 1);
 }
@@ -366,12 +368,12 @@ async fn not_found_helpers_carry_the_real_texts() {
     fake.faults().push(Fault::no_storage_pool("default"));
     fake.faults().push(Fault::no_storage_vol("base"));
     fake.faults().push(Fault::no_domain("vm"));
-    assert_eq!(code(c.get_hostname().await), err::NO_STORAGE_POOL);
+    assert_eq!(code(c.get_hostname().await), ErrorCode::NoStoragePool);
     assert_eq!(
         message(c.get_hostname().await),
         "Storage volume not found: no storage vol with matching name 'base'"
     );
-    assert_eq!(code(c.get_hostname().await), err::NO_DOMAIN);
+    assert_eq!(code(c.get_hostname().await), ErrorCode::NoDomain);
 }
 
 #[tokio::test]

@@ -2,7 +2,8 @@
 //! lookup, XML and state of the bridge guests join, the error for a name the
 //! host does not have, and the error of a host without the driver.
 
-use libvirt_fake::{FakeLibvirt, HostConfig, HostInterface, code as err, domain};
+use libvirt_fake::{FakeLibvirt, HostConfig, HostInterface};
+use libvirt_wire::{ErrorCode, ErrorDomain};
 use rstest::rstest;
 
 use crate::common::{code, message, open};
@@ -43,7 +44,10 @@ async fn an_ethernet_interface_shows_its_link_and_address() {
     assert!(xml.contains("<mac address='02:00:00:00:00:01'/>"), "{xml}");
     match c.interface_get_xml_desc("eth0", 2).await {
         Err(libvirt_fake::CallError::Libvirt(e)) => {
-            assert_eq!((e.code, e.domain), (err::INVALID_ARG, domain::INTERFACE));
+            assert_eq!(
+                (e.code, e.domain),
+                (ErrorCode::InvalidArg, ErrorDomain::Interface)
+            );
             assert_eq!(
                 e.message,
                 "unsupported flags (0x2) in function udevInterfaceGetXMLDesc"
@@ -61,8 +65,11 @@ async fn a_missing_interface_is_not_found() {
         message(r.clone()),
         "Interface not found: couldn't find interface named 'br9'"
     );
-    assert_eq!(code(r), err::NO_INTERFACE);
-    assert_eq!(code(c.interface_is_active("br9").await), err::NO_INTERFACE);
+    assert_eq!(code(r), ErrorCode::NoInterface);
+    assert_eq!(
+        code(c.interface_is_active("br9").await),
+        ErrorCode::NoInterface
+    );
 }
 
 /// Without an interface driver every interface call is unsupported, naming
@@ -83,7 +90,10 @@ async fn a_host_without_the_interface_driver_supports_no_interface_call(#[case] 
         Err(libvirt_fake::CallError::Libvirt(e)) => e,
         other => panic!("expected a libvirt error, got {other:?}"),
     };
-    assert_eq!((e.code, e.domain), (err::NO_SUPPORT, domain::NONE));
+    assert_eq!(
+        (e.code, e.domain),
+        (ErrorCode::NoSupport, ErrorDomain::None)
+    );
     assert_eq!(
         e.message,
         format!("this function is not supported by the connection driver: {function}")

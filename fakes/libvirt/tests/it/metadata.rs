@@ -1,11 +1,15 @@
 //! Domain metadata: stored per namespace URI, returned without its
 //! namespace, live versus config definitions, libvirt's errors.
 
-use libvirt_fake::{FakeLibvirt, code as err, flags};
+use libvirt_fake::FakeLibvirt;
+use libvirt_wire::{
+    DOMAIN_AFFECT_CONFIG, DOMAIN_AFFECT_LIVE, DOMAIN_METADATA_ELEMENT, DOMAIN_METADATA_TITLE,
+    ErrorCode,
+};
 
 use crate::common::{NS, bios_xml, code, message, open};
 
-const ELEMENT: i32 = flags::METADATA_ELEMENT;
+const ELEMENT: i32 = DOMAIN_METADATA_ELEMENT;
 
 #[tokio::test]
 async fn element_round_trips_without_its_namespace() {
@@ -18,7 +22,7 @@ async fn element_round_trips_without_its_namespace() {
         Some("<instance managed='true' uid='u-1'><id>7</id></instance>"),
         Some("kvm2"),
         Some(NS),
-        flags::AFFECT_CONFIG,
+        DOMAIN_AFFECT_CONFIG,
     )
     .await
     .unwrap();
@@ -40,7 +44,7 @@ async fn element_round_trips_without_its_namespace() {
                 &d,
                 ELEMENT,
                 Some(NS),
-                flags::AFFECT_LIVE | flags::AFFECT_CONFIG
+                DOMAIN_AFFECT_LIVE | DOMAIN_AFFECT_CONFIG
             )
             .await
         ),
@@ -105,13 +109,13 @@ async fn metadata_written_with_the_define_is_found() {
             c.domain_get_metadata(&d, ELEMENT, Some("urn:unknown"), 0)
                 .await
         ),
-        err::NO_DOMAIN_METADATA
+        ErrorCode::NoDomainMetadata
     );
     // A redefinition without metadata drops it, as libvirt does.
     c.domain_define_xml(&bios_xml("w")).await.unwrap();
     assert_eq!(
         code(c.domain_get_metadata(&d, ELEMENT, Some(NS), 0).await),
-        err::NO_DOMAIN_METADATA
+        ErrorCode::NoDomainMetadata
     );
 }
 
@@ -127,7 +131,7 @@ async fn live_flag_on_an_inactive_domain_is_refused() {
             Some("<i/>"),
             Some("k"),
             Some(NS),
-            flags::AFFECT_LIVE,
+            DOMAIN_AFFECT_LIVE,
         )
         .await;
     assert_eq!(
@@ -135,9 +139,9 @@ async fn live_flag_on_an_inactive_domain_is_refused() {
         "Requested operation is not valid: domain is not running"
     );
     let r = c
-        .domain_get_metadata(&d, ELEMENT, Some(NS), flags::AFFECT_LIVE)
+        .domain_get_metadata(&d, ELEMENT, Some(NS), DOMAIN_AFFECT_LIVE)
         .await;
-    assert_eq!(code(r), err::OPERATION_INVALID);
+    assert_eq!(code(r), ErrorCode::OperationInvalid);
 }
 
 #[tokio::test]
@@ -150,17 +154,17 @@ async fn current_on_a_running_domain_touches_only_the_live_definition() {
         .await
         .unwrap();
     assert_eq!(
-        c.domain_get_metadata(&d, ELEMENT, Some(NS), flags::AFFECT_LIVE)
+        c.domain_get_metadata(&d, ELEMENT, Some(NS), DOMAIN_AFFECT_LIVE)
             .await
             .unwrap(),
         "<i id=\"1\"/>"
     );
     assert_eq!(
         code(
-            c.domain_get_metadata(&d, ELEMENT, Some(NS), flags::AFFECT_CONFIG)
+            c.domain_get_metadata(&d, ELEMENT, Some(NS), DOMAIN_AFFECT_CONFIG)
                 .await
         ),
-        err::NO_DOMAIN_METADATA
+        ErrorCode::NoDomainMetadata
     );
     // LIVE|CONFIG writes both; after a restart the config copy is live.
     c.domain_set_metadata(
@@ -169,7 +173,7 @@ async fn current_on_a_running_domain_touches_only_the_live_definition() {
         Some("<i id='2'/>"),
         Some("x"),
         Some(NS),
-        flags::AFFECT_LIVE | flags::AFFECT_CONFIG,
+        DOMAIN_AFFECT_LIVE | DOMAIN_AFFECT_CONFIG,
     )
     .await
     .unwrap();
@@ -187,41 +191,41 @@ async fn argument_rules() {
     let fake = FakeLibvirt::new();
     let c = open(&fake).await;
     let d = c.domain_define_xml(&bios_xml("a")).await.unwrap();
-    let both = flags::AFFECT_LIVE | flags::AFFECT_CONFIG;
+    let both = DOMAIN_AFFECT_LIVE | DOMAIN_AFFECT_CONFIG;
     assert_eq!(
         code(c.domain_get_metadata(&d, ELEMENT, Some(NS), both).await),
-        err::INVALID_ARG
+        ErrorCode::InvalidArg
     );
     assert_eq!(
         code(c.domain_get_metadata(&d, ELEMENT, None, 0).await),
-        err::INVALID_ARG
+        ErrorCode::InvalidArg
     );
     assert_eq!(
         code(
             c.domain_set_metadata(&d, ELEMENT, Some("<i/>"), None, Some(NS), 0)
                 .await
         ),
-        err::INVALID_ARG
+        ErrorCode::InvalidArg
     );
     assert_eq!(
         code(
             c.domain_set_metadata(&d, ELEMENT, Some("<i>"), Some("k"), Some(NS), 0)
                 .await
         ),
-        err::XML_ERROR
+        ErrorCode::XmlError
     );
     assert_eq!(
         code(
             c.domain_set_metadata(&d, ELEMENT, Some("<i/>"), Some("1bad"), Some(NS), 0)
                 .await
         ),
-        err::INVALID_ARG
+        ErrorCode::InvalidArg
     );
-    c.domain_set_metadata(&d, flags::METADATA_TITLE, Some("hello"), None, None, 0)
+    c.domain_set_metadata(&d, DOMAIN_METADATA_TITLE, Some("hello"), None, None, 0)
         .await
         .unwrap();
     assert_eq!(
-        c.domain_get_metadata(&d, flags::METADATA_TITLE, None, 0)
+        c.domain_get_metadata(&d, DOMAIN_METADATA_TITLE, None, 0)
             .await
             .unwrap(),
         "hello"

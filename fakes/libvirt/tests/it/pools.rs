@@ -2,13 +2,13 @@
 //! transient create) and domain pause/resume, through the wire: each call's
 //! success and libvirt's error code, domain and message on failure.
 
-use libvirt_fake::{FakeLibvirt, code as err, domain as from};
+use libvirt_fake::FakeLibvirt;
 use libvirt_wire::{
     Decode, DomainArgs, DomainCreateWithFlagsArgs, DomainDefineXmlArgs, DomainDefineXmlRet,
     DomainDestroyArgs, DomainGetStateArgs, DomainGetStateRet, DomainLookupByNameArgs,
-    DomainLookupByNameRet, Encode, Procedure, RemoteError, Status, StoragePool, StoragePoolArgs,
-    StoragePoolDefineXmlArgs, StoragePoolDefineXmlRet, StoragePoolFlagsArgs,
-    StoragePoolGetInfoArgs, StoragePoolGetInfoRet, StoragePoolGetXmlDescRet,
+    DomainLookupByNameRet, Encode, ErrorCode, ErrorDomain, Procedure, RemoteError, Status,
+    StoragePool, StoragePoolArgs, StoragePoolDefineXmlArgs, StoragePoolDefineXmlRet,
+    StoragePoolFlagsArgs, StoragePoolGetInfoArgs, StoragePoolGetInfoRet, StoragePoolGetXmlDescRet,
     StoragePoolListAllVolumesArgs, StoragePoolListAllVolumesRet, StoragePoolLookupByNameArgs,
     StoragePoolRefreshArgs, StorageVol, StorageVolCreateXmlArgs, StorageVolCreateXmlRet,
     StorageVolDeleteArgs,
@@ -44,8 +44,8 @@ async fn fails<A: Encode + ?Sized>(c: &mut Conn, p: Procedure, args: &A) -> Remo
 }
 
 /// Code, domain and message of an error.
-fn parts(e: &RemoteError) -> (i32, i32, String) {
-    (e.code.to_raw(), e.domain.to_raw(), e.message().to_owned())
+fn parts(e: &RemoteError) -> (ErrorCode, ErrorDomain, String) {
+    (e.code, e.domain, e.message().to_owned())
 }
 
 fn pool_xml(name: &str, path: &str) -> String {
@@ -158,8 +158,8 @@ async fn define_build_start_stop_delete_undefine() {
     assert_eq!(
         parts(&e),
         (
-            err::OPERATION_INVALID,
-            from::STORAGE,
+            ErrorCode::OperationInvalid,
+            ErrorDomain::Storage,
             "Requested operation is not valid: storage pool 'p1' is not active".into()
         )
     );
@@ -169,8 +169,8 @@ async fn define_build_start_stop_delete_undefine() {
     assert_eq!(
         parts(&e),
         (
-            err::SYSTEM_ERROR,
-            from::NONE,
+            ErrorCode::SystemError,
+            ErrorDomain::None,
             format!("cannot open directory '{path}': No such file or directory")
         )
     );
@@ -178,8 +178,8 @@ async fn define_build_start_stop_delete_undefine() {
     assert_eq!(
         parts(&e),
         (
-            err::SYSTEM_ERROR,
-            from::STORAGE,
+            ErrorCode::SystemError,
+            ErrorDomain::Storage,
             format!("failed to remove pool '{path}': No such file or directory")
         )
     );
@@ -206,7 +206,7 @@ async fn define_build_start_stop_delete_undefine() {
         "Requested operation is not valid: storage pool 'p1' is already active"
     );
     let e = fails(&mut c, Procedure::StoragePoolBuild, &flags0(&pool)).await;
-    assert_eq!(e.code.to_raw(), err::OPERATION_INVALID);
+    assert_eq!(e.code, ErrorCode::OperationInvalid);
     assert_eq!(
         e.message(),
         "Requested operation is not valid: storage pool 'p1' is already active"
@@ -220,8 +220,8 @@ async fn define_build_start_stop_delete_undefine() {
         assert_eq!(
             parts(&e),
             (
-                err::OPERATION_INVALID,
-                from::STORAGE,
+                ErrorCode::OperationInvalid,
+                ErrorDomain::Storage,
                 "Requested operation is not valid: storage pool 'p1' is still active".into()
             ),
             "{p:?}"
@@ -237,8 +237,8 @@ async fn define_build_start_stop_delete_undefine() {
     assert_eq!(
         parts(&e),
         (
-            err::SYSTEM_ERROR,
-            from::STORAGE,
+            ErrorCode::SystemError,
+            ErrorDomain::Storage,
             format!("failed to remove pool '{path}': Directory not empty")
         )
     );
@@ -252,7 +252,7 @@ async fn define_build_start_stop_delete_undefine() {
         },
     )
     .await;
-    assert_eq!(e.code.to_raw(), err::OPERATION_INVALID);
+    assert_eq!(e.code, ErrorCode::OperationInvalid);
     ok::<_, ()>(&mut c, Procedure::StoragePoolCreate, &flags0(&pool)).await;
     assert_eq!(vol_names(&mut c, &pool).await, ["v.img"]);
     ok::<_, ()>(
@@ -265,7 +265,7 @@ async fn define_build_start_stop_delete_undefine() {
     ok::<_, ()>(&mut c, Procedure::StoragePoolDelete, &flags0(&pool)).await;
     // Deleted: starting needs a build again.
     let e = fails(&mut c, Procedure::StoragePoolCreate, &flags0(&pool)).await;
-    assert_eq!(e.code.to_raw(), err::SYSTEM_ERROR);
+    assert_eq!(e.code, ErrorCode::SystemError);
 
     ok::<_, ()>(&mut c, Procedure::StoragePoolUndefine, &only(&pool)).await;
     let e = fails(
@@ -277,15 +277,15 @@ async fn define_build_start_stop_delete_undefine() {
     assert_eq!(
         parts(&e),
         (
-            err::NO_STORAGE_POOL,
-            from::STORAGE,
+            ErrorCode::NoStoragePool,
+            ErrorDomain::Storage,
             "Storage pool not found: no storage pool with matching name 'p1'".into()
         )
     );
     let e = fails(&mut c, Procedure::StoragePoolUndefine, &only(&pool)).await;
-    assert_eq!(e.code.to_raw(), err::NO_STORAGE_POOL);
+    assert_eq!(e.code, ErrorCode::NoStoragePool);
     let e = fails(&mut c, Procedure::StoragePoolGetXmlDesc, &flags0(&pool)).await;
-    assert_eq!(e.code.to_raw(), err::NO_STORAGE_POOL);
+    assert_eq!(e.code, ErrorCode::NoStoragePool);
     assert!(fake.leftover_directories().is_empty());
     fake.check_invariants().unwrap();
 }
@@ -306,8 +306,8 @@ async fn duplicates_and_bad_definitions() {
     assert_eq!(
         parts(&e),
         (
-            err::OPERATION_FAILED,
-            from::STORAGE,
+            ErrorCode::OperationFailed,
+            ErrorDomain::Storage,
             format!(
                 "operation failed: pool 'p2' already exists with uuid {}",
                 uuid::Uuid::from_bytes(pool.uuid.0)
@@ -328,8 +328,8 @@ async fn duplicates_and_bad_definitions() {
         assert_eq!(
             parts(&e),
             (
-                err::OPERATION_FAILED,
-                from::STORAGE,
+                ErrorCode::OperationFailed,
+                ErrorDomain::Storage,
                 "operation failed: Storage source conflict with pool: 'default'".into()
             ),
             "{p:?}"
@@ -362,51 +362,47 @@ async fn duplicates_and_bad_definitions() {
     );
 
     // Documents libvirt's parser refuses.
-    let cases: [(&str, i32, i32, &str); 6] = [
+    let cases: [(&str, ErrorCode, ErrorDomain, &str); 6] = [
         (
             "<pool type='dir'><name>",
-            err::XML_DETAIL,
-            from::STORAGE,
+            ErrorCode::XmlDetail,
+            ErrorDomain::Storage,
             "",
         ),
         (
             "<pool><name>x</name><target><path>/x</path></target></pool>",
-            err::XML_ERROR,
-            5,
+            ErrorCode::XmlError,
+            ErrorDomain::Xml,
             "XML error: Missing required attribute 'type' in element 'pool'",
         ),
         (
             "<pool type='dir'><target><path>/x</path></target></pool>",
-            err::XML_ERROR,
-            from::STORAGE,
+            ErrorCode::XmlError,
+            ErrorDomain::Storage,
             "XML error: missing pool source name element",
         ),
         (
             "<pool type='dir'><name>x</name></pool>",
-            err::XML_ERROR,
-            from::STORAGE,
+            ErrorCode::XmlError,
+            ErrorDomain::Storage,
             "XML error: missing storage pool target path",
         ),
         (
             "<pool type='dir'><name>x</name><uuid>nope</uuid><target><path>/x</path></target></pool>",
-            err::XML_ERROR,
-            from::STORAGE,
+            ErrorCode::XmlError,
+            ErrorDomain::Storage,
             "XML error: malformed uuid element",
         ),
         (
             "<volume type='dir'><name>x</name></volume>",
-            err::XML_ERROR,
-            5,
+            ErrorCode::XmlError,
+            ErrorDomain::Xml,
             "XML error: expecting root element of 'pool', not 'volume'",
         ),
     ];
     for (doc, code, domain, message) in cases {
         let e = fails(&mut c, Procedure::StoragePoolDefineXml, &xml_args(doc)).await;
-        assert_eq!(
-            (e.code.to_raw(), e.domain.to_raw()),
-            (code, domain),
-            "{doc}"
-        );
+        assert_eq!((e.code, e.domain), (code, domain), "{doc}");
         if !message.is_empty() {
             assert_eq!(e.message(), message, "{doc}");
         }
@@ -424,8 +420,8 @@ async fn duplicates_and_bad_definitions() {
     assert_eq!(
         parts(&e),
         (
-            err::INVALID_ARG,
-            from::STORAGE,
+            ErrorCode::InvalidArg,
+            ErrorDomain::Storage,
             "unsupported flags (0x2) in function storagePoolGetXMLDesc".into()
         )
     );
@@ -469,7 +465,7 @@ async fn transient_pool_goes_away_when_stopped() {
         &xml_args(&pool_xml("t", &path)),
     )
     .await;
-    assert_eq!(e.code.to_raw(), err::OPERATION_FAILED);
+    assert_eq!(e.code, ErrorCode::OperationFailed);
     let e = fails(&mut c, Procedure::StoragePoolUndefine, &only(&pool)).await;
     assert_eq!(
         e.message(),
@@ -483,7 +479,7 @@ async fn transient_pool_goes_away_when_stopped() {
         &StoragePoolGetInfoArgs { pool: pool.clone() },
     )
     .await;
-    assert_eq!(e.code.to_raw(), err::NO_STORAGE_POOL);
+    assert_eq!(e.code, ErrorCode::NoStoragePool);
     assert_eq!(fake.pools(), ["default"]);
     // Its directory and file stay on the host: a pool defined there sees
     // the file once it runs.
@@ -565,8 +561,8 @@ async fn suspend_and_resume() {
         assert_eq!(
             parts(&e),
             (
-                err::OPERATION_INVALID,
-                from::DOMAIN,
+                ErrorCode::OperationInvalid,
+                ErrorDomain::Domain,
                 "Requested operation is not valid: domain is not running".into()
             ),
             "{p:?}"
@@ -585,8 +581,8 @@ async fn suspend_and_resume() {
     assert_eq!(
         parts(&e),
         (
-            err::OPERATION_INVALID,
-            from::QEMU,
+            ErrorCode::OperationInvalid,
+            ErrorDomain::Qemu,
             "Requested operation is not valid: domain is already running".into()
         )
     );
@@ -611,7 +607,7 @@ async fn suspend_and_resume() {
     )
     .await;
     let e = fails(&mut c, Procedure::DomainSuspend, &args).await;
-    assert_eq!(e.code.to_raw(), err::OPERATION_INVALID);
+    assert_eq!(e.code, ErrorCode::OperationInvalid);
     // A domain that does not exist.
     let ghost = DomainArgs {
         dom: libvirt_wire::Domain {
@@ -621,9 +617,6 @@ async fn suspend_and_resume() {
         },
     };
     let e = fails(&mut c, Procedure::DomainResume, &ghost).await;
-    assert_eq!(
-        (e.code.to_raw(), e.domain.to_raw()),
-        (err::NO_DOMAIN, from::QEMU)
-    );
+    assert_eq!((e.code, e.domain), (ErrorCode::NoDomain, ErrorDomain::Qemu));
     fake.check_invariants().unwrap();
 }

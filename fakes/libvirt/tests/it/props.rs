@@ -1,7 +1,10 @@
 //! Property: random sequences of define, start, destroy, undefine and
 //! volume operations keep the model's invariants.
 
-use libvirt_fake::{FakeLibvirt, flags};
+use libvirt_fake::FakeLibvirt;
+use libvirt_wire::{
+    DOMAIN_METADATA_ELEMENT, DOMAIN_UNDEFINE_KEEP_NVRAM, DOMAIN_UNDEFINE_NVRAM, DOMAIN_XML_INACTIVE,
+};
 use proptest::prelude::*;
 
 use crate::common::{bios_xml, open, uefi_xml};
@@ -27,8 +30,8 @@ fn op() -> impl Strategy<Value = Op> {
             n.clone(),
             prop_oneof![
                 Just(0u32),
-                Just(flags::UNDEFINE_NVRAM),
-                Just(flags::UNDEFINE_KEEP_NVRAM)
+                Just(DOMAIN_UNDEFINE_NVRAM),
+                Just(DOMAIN_UNDEFINE_KEEP_NVRAM)
             ]
         )
             .prop_map(|(n, f)| Op::Undefine(n, f)),
@@ -134,14 +137,14 @@ proptest! {
             let c = open(&fake).await;
             let d = c.domain_define_xml(&bios_xml("p")).await.unwrap();
             let ns = crate::common::NS;
-            let el = flags::METADATA_ELEMENT;
+            let el = DOMAIN_METADATA_ELEMENT;
             c.domain_set_metadata(&d, el, Some(&m), Some("k"), Some(ns), 0).await.unwrap();
             let got = c.domain_get_metadata(&d, el, Some(ns), 0).await.unwrap();
             // Setting what a get returned changes nothing.
             c.domain_set_metadata(&d, el, Some(&got), Some("k"), Some(ns), 0).await.unwrap();
             prop_assert_eq!(&c.domain_get_metadata(&d, el, Some(ns), 0).await.unwrap(), &got);
             // A redefinition from the described XML keeps it.
-            let xml = c.domain_get_xml_desc(&d, flags::XML_INACTIVE).await.unwrap();
+            let xml = c.domain_get_xml_desc(&d, DOMAIN_XML_INACTIVE).await.unwrap();
             c.domain_define_xml(&xml).await.unwrap();
             prop_assert_eq!(&c.domain_get_metadata(&d, el, Some(ns), 0).await.unwrap(), &got);
             Ok(())

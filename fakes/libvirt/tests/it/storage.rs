@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use libvirt_fake::{CallError, DomainState, PoolState, VolumeContent, code as err, domain, reason};
+use libvirt_fake::{CallError, VolumeContent};
+use libvirt_wire::{DOMAIN_SHUTOFF_FAILED, DomainState, ErrorCode, ErrorDomain, StoragePoolState};
 use sha2::{Digest, Sha256};
 use tokio::time::timeout;
 
@@ -21,7 +22,7 @@ async fn create_lookup_path_info_delete() {
     let c = open(&fake).await;
     let pool = c.storage_pool_lookup_by_name("default").await.unwrap();
     let before = c.storage_pool_get_info(&pool).await.unwrap();
-    assert_eq!(before.state, PoolState::Running);
+    assert_eq!(before.state, StoragePoolState::Running);
     assert_eq!(before.capacity, 10 << 30);
     assert_eq!(before.available, 10 << 30);
 
@@ -72,7 +73,7 @@ async fn create_lookup_path_info_delete() {
     );
     assert_eq!(
         code(c.storage_vol_lookup_by_name(&pool, "vm-root.qcow2").await),
-        err::NO_STORAGE_VOL
+        ErrorCode::NoStorageVol
     );
     c.storage_pool_refresh(&pool, 0).await.unwrap();
     fake.check_invariants().unwrap();
@@ -98,17 +99,17 @@ async fn missing_and_inactive_pools() {
     );
     assert_eq!(
         c.storage_pool_get_info(&pool).await.unwrap().state,
-        PoolState::Inactive
+        StoragePoolState::Inactive
     );
     fake.set_pool_active("default", true).unwrap();
     fake.remove_pool("default");
     assert_eq!(
         code(c.storage_pool_get_info(&pool).await),
-        err::NO_STORAGE_POOL
+        ErrorCode::NoStoragePool
     );
     assert_eq!(
         code(c.storage_vol_get_path(&vol).await),
-        err::NO_STORAGE_POOL
+        ErrorCode::NoStoragePool
     );
 }
 
@@ -123,7 +124,7 @@ async fn capacity_hooks_and_out_of_space() {
     let r = c
         .storage_vol_create_xml(&pool, &vol_xml("big", "1000", "raw"), 0)
         .await;
-    assert_eq!(code(r), err::INTERNAL_ERROR);
+    assert_eq!(code(r), ErrorCode::InternalError);
     fake.set_pool_capacity("default", 1).unwrap();
     let info = c.storage_pool_get_info(&pool).await.unwrap();
     assert_eq!(info.available, 0, "available never goes negative");
@@ -189,7 +190,7 @@ async fn upload_into_a_missing_volume() {
     fake.remove_volume("default", "v");
     assert_eq!(
         code(c.storage_vol_upload(&vol, 0, 0, 0).await),
-        err::NO_STORAGE_VOL
+        ErrorCode::NoStorageVol
     );
 }
 
@@ -278,7 +279,7 @@ async fn missing_backing_file_and_missing_disk() {
 }
 
 /// The error a start fails with, as (code, domain, message).
-fn failure<T: std::fmt::Debug>(r: Result<T, CallError>) -> (i32, i32, String) {
+fn failure<T: std::fmt::Debug>(r: Result<T, CallError>) -> (ErrorCode, ErrorDomain, String) {
     match r {
         Ok(v) => panic!("expected an error, got {v:?}"),
         Err(CallError::Libvirt(e)) => (e.code, e.domain, e.message),
@@ -305,7 +306,11 @@ async fn a_start_with_missing_files_fails_as_libvirt_does() {
     let c = open(&fake).await;
     let pool = c.storage_pool_lookup_by_name("default").await.unwrap();
     let dir = "/var/lib/libvirt/images";
-    let (system, storage, qemu) = (err::SYSTEM_ERROR, domain::STORAGE, domain::QEMU);
+    let (system, storage, qemu) = (
+        ErrorCode::SystemError,
+        ErrorDomain::Storage,
+        ErrorDomain::Qemu,
+    );
 
     // A disk outside every pool: nothing the fake's host holds.
     let d = c
@@ -322,7 +327,7 @@ async fn a_start_with_missing_files_fails_as_libvirt_does() {
         )
     );
     let (state, why) = c.domain_get_state(&d, 0).await.unwrap();
-    assert_eq!((state, why), (DomainState::Shutoff, reason::SHUTOFF_FAILED));
+    assert_eq!((state, why), (DomainState::Shutoff, DOMAIN_SHUTOFF_FAILED));
 
     // An overlay whose backing volume was deleted after it was made.
     c.storage_vol_create_xml(&pool, &vol_xml("base.raw", "4096", "raw"), 0)
@@ -358,7 +363,7 @@ async fn a_start_with_missing_files_fails_as_libvirt_does() {
     );
     assert_eq!(
         c.domain_get_state(&d, 0).await.unwrap(),
-        (DomainState::Shutoff, reason::SHUTOFF_FAILED)
+        (DomainState::Shutoff, DOMAIN_SHUTOFF_FAILED)
     );
 
     // An NVRAM template that is not there; the host's own template is.

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use bytes::BytesMut;
-use libvirt_fake::{FakeLibvirt, Fault, FaultRule, Procedure as P, VolumeContent, code as err};
+use libvirt_fake::{FakeLibvirt, Fault, FaultRule, VolumeContent};
 use libvirt_wire::{
     ConnectOpenArgs, DomainDefineXmlArgs, DomainLookupByNameArgs, Encode, ErrorCode, Header,
     KEEPALIVE_PING, KEEPALIVE_PONG, MessageType, Packet, Procedure, Status,
@@ -128,7 +128,7 @@ async fn calls_and_errors_over_the_wire() {
         .await;
     let e = p.remote_error().unwrap();
     assert_eq!(e.code, ErrorCode::NoDomain);
-    assert_eq!(e.code.to_raw(), err::NO_DOMAIN);
+    assert_eq!(e.code, ErrorCode::NoDomain);
     assert_eq!(
         e.message(),
         "Domain not found: no domain with matching name 'missing'"
@@ -163,7 +163,7 @@ async fn connect_get_version_answers_the_hypervisor_version() {
             libvirt_wire::ConnectGetVersionRet { hv_ver: 8_002_001 }
         ))
     );
-    assert_eq!(fake.trace().count(P::ConnectGetVersion), 2);
+    assert_eq!(fake.trace().count(Procedure::ConnectGetVersion), 2);
 }
 
 #[tokio::test]
@@ -183,8 +183,13 @@ async fn injected_latency_overlaps_and_replies_come_out_of_order() {
     let fake = FakeLibvirt::new();
     let mut c = Raw::new(fake.duplex());
     c.handshake().await;
-    fake.faults()
-        .add(FaultRule::on(P::ConnectGetHostname, Fault::Delay(Duration::from_secs(5))).once());
+    fake.faults().add(
+        FaultRule::on(
+            Procedure::ConnectGetHostname,
+            Fault::Delay(Duration::from_secs(5)),
+        )
+        .once(),
+    );
     let start = Instant::now();
     let slow = c.send(Procedure::ConnectGetHostname, &()).await;
     let fast = c.send(Procedure::ConnectGetLibVersion, &()).await;
@@ -203,7 +208,7 @@ async fn at_most_five_requests_in_flight_per_client() {
     let mut c = Raw::new(fake.duplex());
     c.handshake().await;
     fake.faults().add(FaultRule::on(
-        P::ConnectGetHostname,
+        Procedure::ConnectGetHostname,
         Fault::Delay(Duration::from_secs(10)),
     ));
     let start = Instant::now();
@@ -213,11 +218,11 @@ async fn at_most_five_requests_in_flight_per_client() {
     let quick = c.send(Procedure::ConnectGetLibVersion, &()).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(
-        fake.trace().count(P::ConnectGetHostname),
+        fake.trace().count(Procedure::ConnectGetHostname),
         5,
         "the sixth call waits for a free slot"
     );
-    assert_eq!(fake.trace().count(P::ConnectGetLibVersion), 0);
+    assert_eq!(fake.trace().count(Procedure::ConnectGetLibVersion), 0);
     let mut got_quick_at = None;
     for _ in 0..7 {
         let p = c.read().await.unwrap();
@@ -302,7 +307,7 @@ async fn dropped_connection_fault_closes_the_transport() {
     c.handshake().await;
     let h = fake
         .faults()
-        .add(FaultRule::on(P::ConnectGetHostname, Fault::DropConnection).once());
+        .add(FaultRule::on(Procedure::ConnectGetHostname, Fault::DropConnection).once());
     c.send(Procedure::ConnectGetHostname, &()).await;
     assert!(c.read().await.is_none(), "EOF instead of a reply");
     assert!(h.fired());
@@ -405,8 +410,8 @@ async fn stream_error_mid_upload_reaches_the_client() {
     let h = fake.faults().stream_error_after(
         4,
         libvirt_fake::VirError::new(
-            err::INTERNAL_ERROR,
-            libvirt_fake::domain::STREAMS,
+            ErrorCode::InternalError,
+            libvirt_wire::ErrorDomain::Streams,
             "disk full",
         ),
     );
@@ -603,12 +608,12 @@ async fn a_client_hanging_up_behind_a_full_budget_ends_its_session() {
     let mut c = Raw::new(client);
     c.handshake().await;
     fake.faults()
-        .add(FaultRule::on(P::ConnectGetHostname, Fault::Hang));
+        .add(FaultRule::on(Procedure::ConnectGetHostname, Fault::Hang));
     for _ in 0..6 {
         c.send(Procedure::ConnectGetHostname, &()).await;
     }
     tokio::time::sleep(Duration::from_secs(1)).await;
-    assert_eq!(fake.trace().count(P::ConnectGetHostname), 5);
+    assert_eq!(fake.trace().count(Procedure::ConnectGetHostname), 5);
     drop(c);
     tokio::time::timeout(Duration::from_secs(5), task)
         .await

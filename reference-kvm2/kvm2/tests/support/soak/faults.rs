@@ -121,23 +121,27 @@ impl FaultArm {
             FaultArm::SystemError(k) => nth(
                 *k,
                 err(
-                    code::SYSTEM_ERROR,
-                    domain::QEMU,
+                    ErrorCode::SystemError,
+                    ErrorDomain::Qemu,
                     "Unable to read from monitor: Connection reset by peer",
                 ),
             ),
             FaultArm::Internal(k) => nth(
                 *k,
                 err(
-                    code::INTERNAL_ERROR,
-                    domain::QEMU,
+                    ErrorCode::InternalError,
+                    ErrorDomain::Qemu,
                     "unexpected error in the driver",
                 ),
             ),
             FaultArm::Denied(k) => nth(*k, Fault::access_denied()),
             FaultArm::InvalidArg(k) => nth(
                 *k,
-                err(code::INVALID_ARG, domain::NONE, "invalid argument in flags"),
+                err(
+                    ErrorCode::InvalidArg,
+                    ErrorDomain::None,
+                    "invalid argument in flags",
+                ),
             ),
             FaultArm::NoDomain(p) => Some(
                 FaultRule::new(
@@ -173,7 +177,7 @@ impl fmt::Display for FaultArm {
             | FaultArm::Drop(k)
             | FaultArm::LostReply(k) => write!(f, "{}@{k}", self.kind()),
             FaultArm::NoDomain(p) | FaultArm::NoVolume(p) => {
-                write!(f, "{}:{}", self.kind(), p.name())
+                write!(f, "{}:{}", self.kind(), p.api_name())
             }
             FaultArm::DaemonRestart => f.write_str("restart"),
             FaultArm::Latency(ms) => write!(f, "latency={ms}"),

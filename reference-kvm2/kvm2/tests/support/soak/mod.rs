@@ -39,11 +39,11 @@ use kvm2::fixture::Kvm2Fixture;
 use kvm2::names::{image_marker, image_volume, overlay_volume, seed_volume, volume_owner};
 use kvm2::xml::{Mark, parse_mark};
 use kvm2::{Download, Failure, ImageSource, Kvm2, SshDialer};
-use libvirt_fake::{DomainSnapshot, DomainState, FakeLibvirt, Fault, FaultHandle, FaultRule};
-use libvirt_fake::{Procedure, VirError, code, domain};
+use libvirt_fake::{DomainSnapshot, FakeLibvirt, Fault, FaultHandle, FaultRule, VirError};
 use libvirt_ssh::server::{
     ChannelTarget, KeyKind, TestServer, TestServerOptions, generate_client_key,
 };
+use libvirt_wire::{DomainState, ErrorCode, ErrorDomain, Procedure};
 
 mod faults;
 mod lanes;

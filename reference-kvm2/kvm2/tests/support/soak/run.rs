@@ -184,7 +184,7 @@ impl Run<'_> {
                     .await
                     .expect("the domain to remove");
                 let _ = c.domain_destroy(&d).await;
-                c.domain_undefine_flags(&d, libvirt_fake::flags::UNDEFINE_NVRAM)
+                c.domain_undefine_flags(&d, libvirt_wire::DOMAIN_UNDEFINE_NVRAM)
                     .await
                     .expect("undefine out of band");
                 c.close();
