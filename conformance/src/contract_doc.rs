@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use crate::clauses::{self, Proof};
 use crate::expectations::{MEANINGS, of_rule};
 use crate::fixture::Hook;
 use crate::profile::{Axis, AxisClass};
@@ -104,7 +105,7 @@ pub fn render() -> String {
             .collect();
         let _ = writeln!(out, "| {h} | {} |", rules.join(", "));
     }
-    out.push_str("\n## Rules\n");
+    out.push_str("\n## Rules\n\nUnder each rule, its clauses in its own words, each with the template provider's mutants that break it (the template's kill matrix shows the suite fails the rule under every one), or why the clause is not checked.\n");
     for area in Area::ALL {
         let _ = writeln!(out, "\n### {} ({}-*)\n", area.title(), area.prefix());
         for r in CATALOGUE.iter().filter(|r| r.area == area) {
@@ -156,6 +157,21 @@ pub fn render() -> String {
             if of_rule(r.id).next().is_some() {
                 out.push('\n');
             }
+            out.push_str("| clause | proof |\n|---|---|\n");
+            for c in clauses::of_rule(r.id) {
+                let proof = match c.proof {
+                    Proof::Mutants(m) => format!(
+                        "broken by {}",
+                        m.iter()
+                            .map(|n| format!("`{n}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    Proof::NotChecked(why) => format!("not checked: {why}"),
+                };
+                let _ = writeln!(out, "| {} | {proof} |", c.text.replace('|', "\\|"));
+            }
+            out.push('\n');
         }
     }
     out

@@ -11,6 +11,7 @@
 
 #![deny(missing_docs)]
 
+pub mod clauses;
 pub mod contract_doc;
 mod ctx;
 mod error;
