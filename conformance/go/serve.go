@@ -31,6 +31,9 @@ const (
 	CodeHookFailed         = 1
 	CodeUnknownHandle      = 2
 	CodeUnsupportedVersion = 3
+	// CodeProviderPanicked answers a method that panicked; the suite raises the panic
+	// where it made the call, so the rule fails as it would in process.
+	CodeProviderPanicked = 4
 )
 
 // drainWait bounds how long Serve waits for running requests once the suite closed
@@ -375,7 +378,7 @@ func (s *server) dispatch(ctx context.Context, line []byte, wg *sync.WaitGroup) 
 func (s *server) safeHandle(ctx context.Context, method string, id uint64, params json.RawMessage) (result interface{}, e *rpcError) {
 	defer func() {
 		if p := recover(); p != nil {
-			result, e = nil, fail(CodeInternalError, "the provider panicked in %s", method)
+			result, e = nil, fail(CodeProviderPanicked, "%s: %v", method, p)
 		}
 	}()
 	return s.handle(ctx, method, id, params)

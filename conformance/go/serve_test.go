@@ -91,6 +91,9 @@ func (t *fakeTestbed) Calls(ctx context.Context, since uint64) ([]BackendCall, e
 	return nil, nil
 }
 func (t *fakeTestbed) Dials(ctx context.Context, location string) (uint64, error) {
+	if location == "site-panic" {
+		panic("dials exploded")
+	}
 	if location != "site-a" {
 		return 0, Hookf("no site %s", location)
 	}
@@ -286,6 +289,23 @@ func TestHookErrorMessageIsTheHooks(t *testing.T) {
 	c.send(`{"jsonrpc":"2.0","id":3,"method":"observation/dials","params":{"testbed":1,"location":"site-a"}}`)
 	if r := c.reply(); r["result"].(map[string]interface{})["dials"] != 3.0 {
 		t.Fatalf("dials answered %v", r)
+	}
+}
+
+func TestAPanicIsAnsweredAsAPanic(t *testing.T) {
+	c := start(t, &fakeFixture{})
+	c.open()
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"observation/dials","params":{"testbed":1,"location":"site-panic"}}`)
+	r := c.reply()
+	if errCode(r) != CodeProviderPanicked {
+		t.Fatalf("a panicking method answered %v, want code %d", r, CodeProviderPanicked)
+	}
+	if msg := r["error"].(map[string]interface{})["message"].(string); !strings.Contains(msg, "dials exploded") {
+		t.Fatalf("panic message %q, want the panic's own", msg)
+	}
+	c.send(`{"jsonrpc":"2.0","id":3,"method":"observation/dials","params":{"testbed":1,"location":"site-a"}}`)
+	if r := c.reply(); r["result"].(map[string]interface{})["dials"] != 3.0 {
+		t.Fatalf("after a panic, dials answered %v", r)
 	}
 }
 

@@ -9,12 +9,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
+use std::panic::AssertUnwindSafe;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -356,7 +357,17 @@ where
             (Some(m), Some(id)) => {
                 let s = server.clone();
                 tasks.spawn(async move {
-                    let r = s.handle(&m, &id, params).await;
+                    // A method that panics is answered at once, as a panic, instead
+                    // of leaving the suite to wait out its deadline.
+                    let r = AssertUnwindSafe(s.handle(&m, &id, params))
+                        .catch_unwind()
+                        .await
+                        .unwrap_or_else(|panic| {
+                            Err(Fail {
+                                code: PROVIDER_PANICKED,
+                                message: panic_text(panic.as_ref()),
+                            })
+                        });
                     match r {
                         Ok(v) => s.reply_ok(id, v),
                         Err(f) => s.reply_err(id, f),
@@ -836,4 +847,13 @@ impl Server {
             }),
         }
     }
+}
+
+/// The text of a panic's payload.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic with no message".into())
 }

@@ -322,6 +322,8 @@ enum Misstep {
     Duplicate,
     /// Closes its output.
     CloseOutput,
+    /// Answers that the method panicked.
+    Panic,
 }
 
 fn facts() -> InitializeResult {
@@ -375,7 +377,7 @@ fn scripted(at: &'static str, misstep: Misstep) -> Connector {
                         "provider/list_by_tag" => {
                             json!({"ok": {"instances": [], "unreachable": []}})
                         }
-                        "provider/delete" | "testbed/teardown" => json!({"ok": {}}),
+                        "provider/delete" => json!({"ok": {}}),
                         _ => json!({}),
                     };
                     let answer = json!({"jsonrpc": "2.0", "id": id, "result": result});
@@ -390,6 +392,9 @@ fn scripted(at: &'static str, misstep: Misstep) -> Connector {
                                 json!({"jsonrpc": "2.0", "id": 999_999, "result": {}}).to_string()
                             }
                             Misstep::Duplicate => format!("{answer}\n{answer}"),
+                            Misstep::Panic => json!({"jsonrpc": "2.0", "id": id,
+                                "error": {"code": PROVIDER_PANICKED, "message": "index out of bounds"}})
+                            .to_string(),
                             Misstep::CloseOutput => {
                                 let _ = w.shutdown().await;
                                 // Keep reading so the suite's writes do not fail first.
@@ -454,6 +459,17 @@ fn assert_error_naming(at: &'static str, misstep: Misstep, words: &str) {
     assert!(reason.contains(words), "{misstep:?}: {reason}");
     assert!(!reason.contains("#cloud-config"), "{reason}");
     assert!(took < Duration::from_secs(10), "{misstep:?} took {took:?}");
+}
+
+#[test]
+fn a_method_that_panicked_fails_the_rule_at_once_as_a_panic_in_process_would() {
+    let (outcome, reason, took) = rule_against("provider/create", Misstep::Panic);
+    assert_eq!(outcome, Outcome::Fail, "{reason}");
+    assert!(
+        reason.contains("panicked") && reason.contains("index out of bounds"),
+        "{reason}"
+    );
+    assert!(took < Duration::from_secs(10), "took {took:?}");
 }
 
 #[test]

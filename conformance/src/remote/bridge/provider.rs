@@ -44,6 +44,11 @@ impl RemoteProvider {
                 Error::transient(&self.name, op, why)
             })),
             Err(CallError::NoReply(why)) => Err(Error::transient(&self.name, op, why)),
+            // As in process: the call panics where the suite made it.
+            Err(CallError::Rpc {
+                code: PROVIDER_PANICKED,
+                message,
+            }) => panic!("the provider panicked in {method}: {message}"),
             Err(e) => {
                 let why = self.shared.note(method, &e);
                 Err(Error::transient(&self.name, op, why))
@@ -156,6 +161,10 @@ impl Checker for RemoteProvider {
                 // A checker that ignores its deadline reports nothing: CHK-DEADLINE
                 // judges that.
                 Err(CallError::NoReply(_)) => Vec::new(),
+                Err(CallError::Rpc {
+                    code: PROVIDER_PANICKED,
+                    message,
+                }) => panic!("the checker panicked in checker/check: {message}"),
                 Err(e) => {
                     self.shared.note("checker/check", &e);
                     Vec::new()

@@ -58,6 +58,9 @@ pub const HOOK_FAILED: i64 = 1;
 pub const UNKNOWN_HANDLE: i64 = 2;
 /// Error code: `initialize` offered no version the provider speaks.
 pub const UNSUPPORTED_VERSION: i64 = 3;
+/// Error code: the provider's method panicked; the message is the panic's. The suite
+/// treats the call as one that panicked in process (the rule fails "no panic").
+pub const PROVIDER_PANICKED: i64 = 4;
 
 /// Every request method, in the order of the protocol document.
 pub const METHODS: &[&str] = &[
