@@ -120,7 +120,7 @@ clauses! {
     }
     "GET-MALFORMED" {
         "Get of a malformed ID fails with Permanent." => mutants ["malformed-get-is-not-found"];
-        "Get of any string whatever returns Permanent or NotFound and never panics." => mutants ["get-panics-on-a-long-id"];
+        "Get of any string whatever returns Permanent or NotFound and never panics." => mutants ["get-panics-on-a-percent-sign"];
     }
     "GET-UNCONFIGURED" {
         "Get of a well-formed ID naming a location the configuration does not have fails with Permanent." => mutants ["unconfigured-get-is-not-found"];
@@ -131,7 +131,7 @@ clauses! {
     }
     "DEL-MALFORMED" {
         "Delete of a malformed ID fails with Permanent" => mutants ["malformed-delete-is-ok"];
-        "never panics" => mutants ["delete-panics-on-a-long-id"];
+        "never panics" => mutants ["delete-panics-on-a-percent-sign"];
     }
     "DEL-IDEMPOTENT" {
         "Deleting an instance twice succeeds both times" => mutants ["repeat-delete-is-not-found"];

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use conformance::Ctx;
 use tokio::sync::OwnedMutexGuard;
 
 type Table = Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>;
@@ -21,6 +22,9 @@ pub(crate) struct NameGuard {
     key: String,
     entry: Arc<tokio::sync::Mutex<()>>,
     held: Option<OwnedMutexGuard<()>>,
+    /// The context the release goes through, if any (mutants only): once it was
+    /// cancelled or ran out, the release does not happen.
+    through: Option<Ctx>,
 }
 
 impl NameLocks {
@@ -38,6 +42,7 @@ impl NameLocks {
             key: key.to_owned(),
             entry: entry.clone(),
             held: None,
+            through: None,
         };
         guard.held = Some(entry.lock_owned().await);
         guard
@@ -53,8 +58,26 @@ impl NameLocks {
     }
 }
 
+impl NameGuard {
+    /// The same guard, released by a step run under `ctx`: a call whose context was
+    /// cancelled or ran out leaves the name locked for good.
+    pub(crate) fn released_under(mut self, ctx: &Ctx) -> NameGuard {
+        self.through = Some(ctx.clone());
+        self
+    }
+}
+
 impl Drop for NameGuard {
     fn drop(&mut self) {
+        if self
+            .through
+            .as_ref()
+            .is_some_and(|c| c.interrupted().is_some())
+        {
+            // The release never runs: the lock stays held and its entry stays.
+            std::mem::forget(self.held.take());
+            return;
+        }
         self.held.take();
         let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
         // The table's reference and ours: nobody else holds or awaits the entry.
@@ -81,5 +104,17 @@ mod tests {
         drop(a);
         drop(b);
         assert!(locks.table.lock().unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_guard_released_under_a_cancelled_context_keeps_the_name() {
+        let locks = NameLocks::default();
+        let ctx = Ctx::with_timeout(Duration::from_secs(5));
+        drop(locks.lock("a").await.released_under(&ctx));
+        assert!(!locks.is_held("a"), "a live context releases the lock");
+        let g = locks.lock("a").await.released_under(&ctx);
+        ctx.token().cancel();
+        drop(g);
+        assert!(locks.is_held("a"), "a cancelled context leaves it held");
     }
 }

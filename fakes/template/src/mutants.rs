@@ -182,6 +182,8 @@ pub static DECLARED_AXIS: &[(&str, &str)] = &[
     ("declares-span-decorator-no-spans", "child-spans"),
     ("declares-quota-detected-no-precheck", "quota"),
     ("backend-quota-refusal-is-transient", "quota"),
+    ("backend-quota-delete-keeps-seed", "quota"),
+    ("declares-early-never-finishes", "delete-return"),
 ];
 
 /// Every rule whose check deletes an instance it created: the leak is seen by the
@@ -254,6 +256,23 @@ const STUCK: &[&str] = &[
     "GEN-PARALLEL",
     "GEN-MODEL",
     "CHK-ISOLATED",
+];
+
+/// The message of the panics mutants raise on purpose (the suite records each as a
+/// violation): the matrices keep them off the console.
+pub const DELIBERATE_PANIC: &str = "percent-decoding the instance id failed";
+
+/// The mutants whose suite takes ten seconds or more (measured one at a time): the
+/// kill matrices start them first, so that a matrix takes about its total time divided
+/// by its threads instead of ending on a long trial started last.
+pub static SLOW_FIRST: &[&str] = &[
+    "declares-early-never-finishes",
+    "delete-without-lock",
+    "create-without-lock",
+    "blocking-declares-early",
+    "get-lags-after-create",
+    "overstays-its-deadline",
+    "dropped-create-keeps-its-lock",
 ];
 
 macro_rules! mutants {
@@ -351,5 +370,47 @@ mutants! {
         declares("quota=backend-reported", "quota=backend-reported", |_| {}).with_build(quota_refusal_transient)
     };
     // Clause mutants, API-visible (mutants/twisted.rs): each breaks one clause of a rule.
+    "repeat-create-is-transient" &["CRE-IDEMPOTENT", "CRE-RESUME", "CRE-BACKEND-NOTFOUND", "GEN-MODEL"] => || TemplateFixture::default().with_build(repeat_create_transient);
+    "get-lags-after-create" &["CRE-RETURN"] => || TemplateFixture::default().blocking().with_build(get_lags_after_create);
+    "booting-is-running" &["CRE-RETURN", "GET-STATE"] => || TemplateFixture::default().with_build(booting_is_running);
+    "unknown-placement-creates-at-the-first" &["CRE-PLACEMENT", "CRE-SECRET", "GEN-ERROR-NAME"] => || TemplateFixture::default().with_build(unknown_placement_creates_at_first);
+    "quota-without-figures" &["CRE-QUOTA"] => || TemplateFixture::default().with_build(quota_without_figures);
+    "span-carries-cloud-init" &["CRE-SECRET"] => || TemplateFixture::default().with_build(span_carries_cloud_init);
+    "invalid-uid-creates-then-refuses" &["CRE-INVALID"] => || TemplateFixture::default().with_build(invalid_uid_creates_then_refuses);
+    "get-reports-no-uid" &["CRE-MARK"] => || TemplateFixture::default().with_build(reports_no_uid);
+    "created-at-an-hour-early" &["CRE-MARK"] => || TemplateFixture::default().with_build(created_at_an_hour_early);
+    "get-panics-on-a-percent-sign" &["GET-MALFORMED"] => || TemplateFixture::default().with_build(get_panics_on_percent);
+    "delete-panics-on-a-percent-sign" &["DEL-MALFORMED"] => || TemplateFixture::default().with_build(delete_panics_on_percent);
+    "delete-transient-is-permanent" &["DEL-RESUME", "GEN-MODEL"] => || TemplateFixture::default().with_build(delete_transient_is_permanent);
+    "list-returns-nothing" &["LST-MARKED-ONLY", "GEN-MODEL", "LST-ORDER", "LST-PARTIAL", "LST-UNREADABLE", "LST-AGREES", "LST-EMPTY-UID", "CRE-IDEMPOTENT", "CRE-RESUME", "CRE-CONCURRENT", "GET-STATELESS", "GEN-CANCEL"] => || TemplateFixture::default().with_build(list_returns_nothing);
+    "list-fills-an-empty-uid" &["LST-EMPTY-UID"] => || TemplateFixture::default().with_build(list_fills_empty_uid);
+    "list-order-alternates" &["LST-ORDER"] => || TemplateFixture::default().with_build(list_order_alternates);
+    "partial-names-no-location" &["LST-PARTIAL", "GEN-CANCEL"] => || TemplateFixture::default().with_build(partial_names_no_location);
+    "names-a-reachable-location" &["LST-PARTIAL"] => || TemplateFixture::default().with_build(names_reachable_location);
+    "list-says-stopped" &["LST-AGREES"] => || TemplateFixture::default().with_build(list_says_stopped);
+    "overstays-its-deadline" &["GEN-CANCEL", "GET-BUSY"] => || TemplateFixture::default().with_build(overstays_deadline);
+    "error-names-another-operation" &["GEN-ERROR-NAME"] => || TemplateFixture::default().with_build(error_names_another_operation);
+    "opens-two-operation-spans" &["GEN-SPANS"] => || TemplateFixture::default().with_build(opens_two_spans);
+    "check-reversed" &["CHK-ORDER"] => || TemplateFixture::default().with_build(check_reversed);
+    "check-overstays-its-deadline" &["CHK-DEADLINE", "CHK-CONCURRENT"] => || TemplateFixture::default().with_build(check_overstays_deadline);
+    "check-ready-with-a-reason" &["CHK-REASONS", "CHK-DEADLINE"] => || TemplateFixture::default().with_build(check_ready_with_reason);
+    "check-refused-is-timeout" &["CHK-REASONS"] => || TemplateFixture::default().with_build(check_refused_is_timeout);
     // Clause mutants, below the API (mutants/defects.rs): each breaks one clause of a rule.
+    "repeat-create-adds-a-volume" &["CRE-IDEMPOTENT", "CRE-RESUME", "CRE-BACKEND-NOTFOUND", "CRE-CONCURRENT", "GEN-MODEL"] => || defect(defects::repeat_create_adds_volume);
+    "resume-makes-another-seed" &["CRE-RESUME", "CRE-BACKEND-NOTFOUND", "GEN-CANCEL"] => || defect(defects::resume_reseeds);
+    "guard-stops-the-resource-first" &["CRE-ADOPT-GUARD"] => || defect(defects::guard_stops_first);
+    "empty-uid-is-foreign" &["CRE-ADOPT-GUARD"] => || defect(defects::empty_uid_is_foreign);
+    "backend-quota-delete-keeps-seed" &["CRE-QUOTA"] => || {
+        declares("quota=backend-reported", "quota=backend-reported", |_| {}).with_build(delete_keeps_seed)
+    };
+    "failed-address-lookup-is-transient" &["GET-STATE"] => || defect(defects::address_lookup_fatal);
+    "half-deleted-is-permanent" &["DEL-RESUME", "DEL-PARTIAL"] => || defect(defects::half_deleted_permanent);
+    "unmarked-delete-is-transient" &["DEL-OWNERSHIP"] => || defect(defects::unmarked_delete_transient);
+    "list-ignores-the-tag" &["LST-MARKED-ONLY"] => || defect(defects::list_ignores_tag);
+    "dropped-create-keeps-its-lock" &["GEN-CANCEL"] => || defect(defects::create_lock_under_context);
+    "v1-logs-calls-at-debug" &["GEN-LOGGING"] => || defect(defects::call_lines_at_v1);
+    "v2-logs-no-call-lines" &["GEN-LOGGING"] => || defect(defects::no_call_lines);
+    "call-spans-misnamed" &["GEN-SPANS"] => || defect(defects::call_spans_misnamed);
+    "check-closes-the-operations-connection" &["CHK-ISOLATED"] => || defect(defects::check_closes_cached);
+    "declares-early-never-finishes" DELETE_RETURN_RULES => || declares("delete-return=early", "delete-return=early", |t| t.undefine_delay = Some(Duration::from_secs(20)));
 }

@@ -15,6 +15,7 @@ use conformance::{
 use tracing::Span;
 
 use crate::backend::{BackendError, ConnId, Mark};
+use crate::locks::NameGuard;
 use crate::provider::{
     Entry, Failure, Found, Left, Removal, Seen, Session, Steps, TemplateProvider, Trace, Verdict,
 };
@@ -38,6 +39,11 @@ pub(crate) trait Breakage: Send + Sync {
     /// The lock `op` takes for one name (`key`, that name's own); `None` takes none.
     fn lock_key(&self, _op: Op, key: String) -> Option<String> {
         Some(key)
+    }
+
+    /// The guard of the lock `op` took, under `ctx`.
+    fn lock_guard(&self, _op: Op, _ctx: &Ctx, guard: NameGuard) -> NameGuard {
+        guard
     }
 
     /// Runs between `op`'s reading the state of `name` and its first change to it.
@@ -84,6 +90,23 @@ pub(crate) trait Breakage: Send + Sync {
         removal
     }
 
+    /// The kind Delete's refusal of a resource that is not ours surfaces as.
+    fn refusal_kind(&self, kind: ErrorKind) -> ErrorKind {
+        kind
+    }
+
+    /// What Delete makes of removing one part of an instance it found as `left`
+    /// (`removed` is what the backend said).
+    fn part_removed(&self, _left: Left, removed: Result<(), Failure>) -> Result<(), Failure> {
+        removed
+    }
+
+    /// Whether Get fails on a failed read of the addresses (`fatal`: the provider's
+    /// decision; otherwise the instance is not known to be reachable yet).
+    fn address_failure_fatal(&self, _failure: &Failure, fatal: bool) -> bool {
+        fatal
+    }
+
     /// The instance Get reports, from what the backend said of it.
     fn reported(&self, _seen: Seen<'_>, instance: Instance) -> Instance {
         instance
@@ -99,8 +122,8 @@ pub(crate) trait Breakage: Send + Sync {
         share
     }
 
-    /// How one backend call is traced.
-    fn trace(&self, trace: Trace) -> Trace {
+    /// How one backend call of `p` is traced.
+    fn trace(&self, _p: &TemplateProvider, trace: Trace) -> Trace {
         trace
     }
 
@@ -131,6 +154,9 @@ pub(crate) trait Breakage: Send + Sync {
     ) -> Option<BoxFuture<'a, Result<ConnId, Failure>>> {
         None
     }
+
+    /// Runs once Check is done with `site`.
+    fn checked(&self, _p: &TemplateProvider, _site: &str) {}
 }
 
 /// The provider as shipped: every seam keeps the correct behaviour.

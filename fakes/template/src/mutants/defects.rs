@@ -3,10 +3,12 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use conformance::fixture::{Power, Verbosity};
+use conformance::profile::Logging;
 use conformance::{
     BoxFuture, CreateRequest, Ctx, Error, ErrorKind, Instance, InvalidField, Op, Provider, State,
     validate_name, validate_tag,
@@ -14,6 +16,7 @@ use conformance::{
 use tracing::{Level, Span, debug};
 
 use crate::backend::{BackendError, ConnId, Mark, Proc, digest};
+use crate::locks::NameGuard;
 use crate::provider::{
     Entry, Failure, Found, Left, Removal, Seen, Session, Steps, TemplateProvider, Trace, Verdict,
     lock_key,
@@ -112,6 +115,33 @@ pub(super) enum Defect {
     CheckSequential,
     /// Check uses the operations' cached connection.
     CheckOnCachedConnection,
+    /// A repeated Create of a complete instance makes one more volume for it.
+    RepeatCreateAddsVolume,
+    /// A resumed Create makes the seed again, under a new name, beside the one there.
+    ResumeReseeds,
+    /// Create stops a resource of the requested name before it finds it is not ours.
+    GuardStopsFirst,
+    /// A marked resource with an empty uid is taken for someone else's.
+    EmptyUidIsForeign,
+    /// Get fails when the address lookup fails, instead of reporting Provisioning.
+    AddressLookupFatal,
+    /// A Delete that finds no record but parts of it refuses them as half deleted.
+    HalfDeletedPermanent,
+    /// Delete refuses a resource without our mark as Transient.
+    UnmarkedDeleteTransient,
+    /// A listing keeps marked instances whatever their tag.
+    ListIgnoresTag,
+    /// The name's lock of a Create is released by a step under the call's context,
+    /// which never runs once that context was cancelled or ran out.
+    CreateLockUnderContext,
+    /// At V1 the per-call debug lines are written too.
+    CallLinesAtV1,
+    /// No per-call line is written at any verbosity.
+    NoCallLines,
+    /// Every backend call's span is named `call`.
+    CallSpansMisnamed,
+    /// Check closes the operations' cached connection of each site it checked.
+    CheckClosesCached,
 }
 
 /// The template provider with `defect`: what a mutant's fixture builds.
@@ -121,8 +151,34 @@ pub(super) fn broken(p: TemplateProvider, defect: Defect) -> Arc<dyn Provider> {
         tokens: Mutex::default(),
         written: Mutex::default(),
         arrivals: Mutex::default(),
+        repeats: AtomicU32::new(0),
     };
     Arc::new(p.with_breakage(Box::new(broken)))
+}
+
+/// The builders of the clause mutants below the API, one per defect.
+macro_rules! builders {
+    ($($f:ident => $d:ident),* $(,)?) => {
+        $(pub(super) fn $f(p: TemplateProvider) -> Arc<dyn Provider> {
+            broken(p, Defect::$d)
+        })*
+    };
+}
+
+builders! {
+    repeat_create_adds_volume => RepeatCreateAddsVolume,
+    resume_reseeds => ResumeReseeds,
+    guard_stops_first => GuardStopsFirst,
+    empty_uid_is_foreign => EmptyUidIsForeign,
+    address_lookup_fatal => AddressLookupFatal,
+    half_deleted_permanent => HalfDeletedPermanent,
+    unmarked_delete_transient => UnmarkedDeleteTransient,
+    list_ignores_tag => ListIgnoresTag,
+    create_lock_under_context => CreateLockUnderContext,
+    call_lines_at_v1 => CallLinesAtV1,
+    no_call_lines => NoCallLines,
+    call_spans_misnamed => CallSpansMisnamed,
+    check_closes_cached => CheckClosesCached,
 }
 
 /// One provider's breakage: its defect and what the defect remembers, per provider (a
@@ -135,6 +191,8 @@ struct Broken {
     written: Mutex<HashMap<String, SystemTime>>,
     /// Calls that reached the unlocked window, per name (the unlocked defects).
     arrivals: Mutex<HashMap<String, tokio::sync::watch::Sender<u32>>>,
+    /// Volumes made by repeated Creates (`RepeatCreateAddsVolume`).
+    repeats: AtomicU32,
 }
 
 impl Broken {
@@ -170,11 +228,12 @@ impl Broken {
             .map_err(fail)
     }
 
-    /// Writes the request's cloud-init once more, beside the seed already there.
-    async fn reseed(&self, found: &Found<'_>) -> Result<(), Error> {
+    /// Writes the request's cloud-init once more, beside the seed already there, as
+    /// the volume `<name>-<suffix>`.
+    async fn reseed(&self, found: &Found<'_>, suffix: &str) -> Result<(), Error> {
         let (s, p, req) = (found.s, found.s.p, found.req);
         let payload = req.cloud_init.expose().as_bytes();
-        let volume = format!("{}-seed-update", req.name);
+        let volume = format!("{}-{suffix}", req.name);
         s.call(
             Proc::CreateSeed,
             p.backend
@@ -276,13 +335,76 @@ impl Breakage for Broken {
                 (Defect::ReapplyCloudInit, Verdict::Resume) => {
                     let wanted = digest(found.req.cloud_init.expose().as_bytes());
                     if found.info.seed.is_some_and(|d| d != wanted) {
-                        self.reseed(&found).await?;
+                        self.reseed(&found, "seed-update").await?;
+                    }
+                    Ok(verdict)
+                }
+                (Defect::EmptyUidIsForeign, Verdict::AsIs) => Ok(Verdict::Foreign),
+                (Defect::GuardStopsFirst, Verdict::Unmanaged | Verdict::Foreign) => {
+                    let (s, p) = (found.s, found.s.p);
+                    let name = &found.req.name;
+                    // Stopped to be looked at safely, before the guard says no.
+                    s.call(Proc::Stop, p.backend.stop(s.conn, s.site, found.key))
+                        .await
+                        .map_err(|f| p.fail(Op::Create, format!("stopping {name}"), f))?;
+                    Ok(verdict)
+                }
+                (Defect::RepeatCreateAddsVolume, Verdict::Resume) => {
+                    let info = found.info;
+                    if info.disk && info.seed.is_some() && info.power != Power::Stopped {
+                        // A fresh volume each time: every repeat makes one more.
+                        let n = self.repeats.fetch_add(1, Ordering::Relaxed);
+                        self.reseed(&found, &format!("extra-{n}")).await?;
+                    }
+                    Ok(verdict)
+                }
+                (Defect::ResumeReseeds, Verdict::Resume) => {
+                    let info = found.info;
+                    let complete = info.disk && info.power != Power::Stopped;
+                    if info.seed.is_some() && !complete {
+                        self.reseed(&found, "seed-resumed").await?;
                     }
                     Ok(verdict)
                 }
                 _ => Ok(verdict),
             }
         })
+    }
+
+    fn lock_guard(&self, op: Op, ctx: &Ctx, guard: NameGuard) -> NameGuard {
+        match (self.defect, op) {
+            (Defect::CreateLockUnderContext, Op::Create) => guard.released_under(ctx),
+            _ => guard,
+        }
+    }
+
+    fn refusal_kind(&self, kind: ErrorKind) -> ErrorKind {
+        match self.defect {
+            Defect::UnmarkedDeleteTransient => ErrorKind::Transient,
+            _ => kind,
+        }
+    }
+
+    fn part_removed(&self, left: Left, removed: Result<(), Failure>) -> Result<(), Failure> {
+        match (self.defect, left, removed) {
+            (Defect::HalfDeletedPermanent, Left::NoRecord, Ok(())) => Err(Failure::Backend(
+                BackendError::Denied("a part of an instance without a record: half deleted".into()),
+            )),
+            (_, _, removed) => removed,
+        }
+    }
+
+    fn address_failure_fatal(&self, _failure: &Failure, fatal: bool) -> bool {
+        fatal || self.defect == Defect::AddressLookupFatal
+    }
+
+    fn checked(&self, p: &TemplateProvider, site: &str) {
+        if self.defect == Defect::CheckClosesCached
+            && let Some(conn) = p.cached(site)
+        {
+            p.backend.close(site, conn);
+            p.forget(site, conn);
+        }
     }
 
     fn steps(&self, s: &Session<'_>, req: &CreateRequest, steps: Steps) -> Steps {
@@ -417,6 +539,7 @@ impl Breakage for Broken {
                 Defect::ListUnreadableFatal,
                 Err(f @ Failure::Backend(BackendError::Unreadable(_))),
             ) => Entry::Fail(f.clone()),
+            (Defect::ListIgnoresTag, Ok(Some(m))) => Entry::Keep(m.clone()),
             _ => entry,
         }
     }
@@ -428,8 +551,23 @@ impl Breakage for Broken {
         }
     }
 
-    fn trace(&self, trace: Trace) -> Trace {
+    fn trace(&self, p: &TemplateProvider, trace: Trace) -> Trace {
         match self.defect {
+            Defect::CallLinesAtV1 => {
+                let tiered = p.config().declared.logging() == Logging::Tiered;
+                Trace {
+                    line: (tiered && p.verbosity() >= Verbosity::V1).then_some(Level::DEBUG),
+                    ..trace
+                }
+            }
+            Defect::NoCallLines => Trace {
+                line: None,
+                ..trace
+            },
+            Defect::CallSpansMisnamed => Trace {
+                named: false,
+                ..trace
+            },
             Defect::NoCallSpans => Trace {
                 span: false,
                 ..trace

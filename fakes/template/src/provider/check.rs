@@ -49,6 +49,7 @@ impl TemplateProvider {
             if own {
                 self.backend.close(site, s.conn);
             }
+            self.breakage().checked(self, site);
             r
         }
         .await;

@@ -79,7 +79,7 @@ impl TemplateProvider {
         if plan.refuse {
             return Err(self.error(
                 Op::Delete,
-                ErrorKind::Permanent,
+                self.breakage().refusal_kind(ErrorKind::Permanent),
                 format!("{name} at {site} is not managed by this provider; left alone"),
             ));
         }
@@ -106,7 +106,7 @@ impl TemplateProvider {
                 }
             }
         }
-        self.remove_parts(&s, name, plan).await
+        self.remove_parts(&s, name, left, plan).await
     }
 
     /// What Delete does about `left`: an unmarked record is left alone; a record is
@@ -131,23 +131,33 @@ impl TemplateProvider {
     }
 
     /// Deletes the parts of `name` that `plan` names.
-    async fn remove_parts(&self, s: &Session<'_>, name: &str, plan: Removal) -> Result<(), Error> {
+    async fn remove_parts(
+        &self,
+        s: &Session<'_>,
+        name: &str,
+        left: Left,
+        plan: Removal,
+    ) -> Result<(), Error> {
         let site = s.site;
         let disk = if plan.disk {
-            s.call(
-                Proc::DeleteDisk,
-                self.backend.delete_disk(s.conn, site, name),
-            )
-            .await
+            let r = s
+                .call(
+                    Proc::DeleteDisk,
+                    self.backend.delete_disk(s.conn, site, name),
+                )
+                .await;
+            self.breakage().part_removed(left, r)
         } else {
             Ok(())
         };
         let seed = if plan.seed {
-            s.call(
-                Proc::DeleteSeed,
-                self.backend.delete_seed(s.conn, site, &seed_volume(name)),
-            )
-            .await
+            let r = s
+                .call(
+                    Proc::DeleteSeed,
+                    self.backend.delete_seed(s.conn, site, &seed_volume(name)),
+                )
+                .await;
+            self.breakage().part_removed(left, r)
         } else {
             Ok(())
         };

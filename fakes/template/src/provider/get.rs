@@ -64,14 +64,18 @@ impl TemplateProvider {
                 .await
             {
                 Ok(addrs) => Some(addrs),
-                Err(f @ (Failure::Interrupted(_) | Failure::Backend(BackendError::Closed))) => {
-                    return Err(fail(format!("reading the addresses of {name}"), f));
+                Err(f) => {
+                    // A dropped connection, the deadline or a vanished instance fail
+                    // Get; any other failure to read them: not known to be reachable yet.
+                    let fatal = matches!(
+                        f,
+                        Failure::Interrupted(_) | Failure::Backend(BackendError::Closed)
+                    ) || f.is_no_object();
+                    if self.breakage().address_failure_fatal(&f, fatal) {
+                        return Err(fail(format!("reading the addresses of {name}"), f));
+                    }
+                    None
                 }
-                Err(f) if f.is_no_object() => {
-                    return Err(fail(format!("reading the addresses of {name}"), f));
-                }
-                // Any other failure to read them: not known to be reachable yet.
-                Err(_) => None,
             },
             _ => None,
         };

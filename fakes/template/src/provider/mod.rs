@@ -162,7 +162,7 @@ impl TemplateProvider {
             .run(self.locks.lock(&key))
             .await
             .map_err(|i| self.fail(op, format!("waiting for {name}"), i.into()))?;
-        Ok(Some(guard))
+        Ok(Some(self.breakage().lock_guard(op, ctx, guard)))
     }
 
     /// Parses an ID: malformed → Permanent.

@@ -32,6 +32,8 @@ pub(crate) struct Trace {
     pub(crate) attached: bool,
     /// The level of the call's log line, if it gets one (V2 only: debug).
     pub(crate) line: Option<Level>,
+    /// That span is named after the procedure (`template.<procedure>`).
+    pub(crate) named: bool,
 }
 
 impl Session<'_> {
@@ -85,12 +87,15 @@ impl TemplateProvider {
             // child-spans=none: the backend call runs in the operation's span.
             span: self.config.declared.child_spans() != ChildSpans::None,
             attached: true,
+            named: true,
             line: (self.logs() && self.verbosity() >= Verbosity::V2).then_some(Level::DEBUG),
         };
-        let trace = self.breakage().trace(correct);
+        let trace = self.breakage().trace(self, correct);
         let parent = if trace.attached { op_span.id() } else { None };
         let span = if !trace.span {
             Span::none()
+        } else if !trace.named {
+            tracing::debug_span!(parent: parent, "call", site, call = proc.as_str())
         } else {
             call_span!(parent, proc, site;
                 Dial => "template.dial", Lookup => "template.lookup",
@@ -126,7 +131,16 @@ impl TemplateProvider {
         &self.slots[site]
     }
 
-    pub(super) fn forget(&self, site: &str, conn: ConnId) {
+    /// The cached connection of `site`, if there is one.
+    pub(crate) fn cached(&self, site: &str) -> Option<ConnId> {
+        *self
+            .slot(site)
+            .conn
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn forget(&self, site: &str, conn: ConnId) {
         let mut c = self
             .slot(site)
             .conn
