@@ -17,9 +17,11 @@
 //! confirmation (the SSH handshake of the `russh` path excluded, as the
 //! forwards are set up once); virsh's from its start to its exit.
 //!
-//! Then sequential `CONNECT_GET_LIB_VERSION` calls over kvm2's SSH dial, with
-//! the SSH session and the connection task on one thread of their own (what
-//! kvm2 does) and on the bench's two-worker runtime (the former arrangement),
+//! Then sequential `CONNECT_GET_LIB_VERSION` calls over kvm2's SSH dial, in
+//! two arrangements: the SSH session task and the connection task on the
+//! caller's runtime (what kvm2 does), and both on a thread of their own; each
+//! with the caller as a task on the runtime's workers (how kvm2's operations
+//! run under the suite) and on the thread that blocks on the runtime,
 //! interleaved as well.
 //!
 //! Needs the `KVM2_TEST_*` variables of `scripts/libvirt-host.sh env` (host,
@@ -50,6 +52,7 @@ const READ: usize = 256 << 10;
 /// Sequential calls per sample.
 const CALLS: usize = 2000;
 
+#[derive(Clone)]
 struct Env {
     host: String,
     port: u16,
@@ -215,7 +218,9 @@ fn target(e: &Env) -> libvirt_ssh::SshTarget {
     t
 }
 
-async fn attach<S>(stream: S, on: Option<&libvirt_ssh::ConnectionThread>) -> Client
+/// Attaches a client to `stream`, its connection task spawned on `on` (the
+/// current runtime by default), and opens libvirt.
+async fn attach<S>(stream: S, on: Option<&tokio::runtime::Handle>) -> Client
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
@@ -225,11 +230,37 @@ where
     };
     let (client, connection) = config.attach(stream);
     match on {
-        Some(thread) => drop(thread.spawn(connection)),
+        Some(handle) => drop(handle.spawn(connection)),
         None => drop(tokio::spawn(connection)),
     }
     client.open("qemu:///system").await.expect("open libvirt");
     client
+}
+
+/// kvm2's SSH dial, with the SSH session task and the connection task on a
+/// current-thread runtime of their own thread instead of the caller's
+/// runtime: the arrangement the calls comparison measures against. The
+/// thread ends when the returned sender is dropped.
+async fn attach_on_own_thread(e: &Env) -> (Client, tokio::sync::oneshot::Sender<()>) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime for the connection's thread");
+    let handle = rt.handle().clone();
+    let (done, until) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        rt.block_on(async {
+            let _ = until.await;
+        })
+    });
+    let t = target(e);
+    // russh spawns its session task where the dial runs.
+    let stream = handle
+        .spawn(async move { libvirt_ssh::dial(&t).await })
+        .await
+        .expect("the dial's task")
+        .expect("dial over ssh");
+    (attach(stream, Some(&handle)).await, done)
 }
 
 /// Uploads the source file into `vol` with our client on `client`, checking
@@ -287,6 +318,32 @@ fn cpu_seconds() -> (f64, f64) {
     ((f[11] + f[12]) / tick, (f[13] + f[14]) / tick)
 }
 
+/// Seconds the machine's CPUs have been busy (all but idle and I/O wait,
+/// steal included), from the first line of `/proc/stat`.
+fn machine_busy_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let f: Vec<f64> = stat
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().unwrap_or(0.0))
+        .collect();
+    if f.len() < 8 {
+        return f64::NAN;
+    }
+    // user nice system idle iowait irq softirq steal, in 1/100 s.
+    (f[0] + f[1] + f[2] + f[5] + f[6] + f[7]) / 100.0
+}
+
+/// Writes every dirty page to disk (`sync`), so the upload that follows
+/// does not share the machine with the flushing of earlier writes.
+fn settle_disk() {
+    let ok = Command::new("sync").status().is_ok_and(|s| s.success());
+    assert!(ok, "sync failed");
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
@@ -309,7 +366,9 @@ fn vm_hwm_mib() -> f64 {
 }
 
 /// Per contender (route, ours?): MB/s and client CPU seconds per GiB, by round.
-type Samples = Vec<((Route, bool), Vec<f64>, Vec<f64>)>;
+/// Per (path, ours?): MB/s, client CPU s/GiB and the machine's busy cores,
+/// one of each per round.
+type Samples = Vec<((Route, bool), Vec<f64>, Vec<f64>, Vec<f64>)>;
 
 /// How the bytes reach libvirtd.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -393,15 +452,16 @@ fn main() {
         .collect();
         // (path, ours?) -> (MB/s, client CPU seconds per GiB) per round.
         let mut samples: Samples = Vec::new();
-        let mut record = |key: (Route, bool), mbps: f64, cpu: f64| match samples
+        let mut record = |key: (Route, bool), mbps: f64, cpu: f64, busy: f64| match samples
             .iter_mut()
-            .find(|(k, _, _)| *k == key)
+            .find(|(k, ..)| *k == key)
         {
-            Some((_, v, c)) => {
+            Some((_, v, c, b)) => {
                 v.push(mbps);
                 c.push(cpu);
+                b.push(busy);
             }
-            None => samples.push((key, vec![mbps], vec![cpu])),
+            None => samples.push((key, vec![mbps], vec![cpu], vec![busy])),
         };
         let mut n = 0;
         for round in 0..rounds {
@@ -415,20 +475,30 @@ fn main() {
                     n += 1;
                     let vol = format!("kvm2-bench-upload-{}-{n}.raw", std::process::id());
                     let v = fresh_volume(&control, &pool, &vol, size).await;
+                    // No writeback of earlier bytes (the source file, the
+                    // last volume) may fall on this upload.
+                    settle_disk();
                     let (cpu0, child0) = cpu_seconds();
+                    let busy0 = machine_busy_seconds();
                     let secs = if mine {
                         let (client, started) = if p == Route::Russh {
-                            let (stream, thread) = libvirt_ssh::dial_on_own_thread(&target(&e))
-                                .await
-                                .expect("dial over ssh");
+                            let stream =
+                                libvirt_ssh::dial(&target(&e)).await.expect("dial over ssh");
                             let started = Instant::now();
-                            (attach(stream, Some(&thread)).await, started)
+                            (attach(stream, None).await, started)
                         } else {
                             let started = Instant::now();
                             let s = tokio::net::UnixStream::connect(socket_of(p)).await.unwrap();
                             (attach(s, None).await, started)
                         };
-                        ours(&client, &e, &vol, &src, size, sum, p != Route::LocalNoHash).await;
+                        // A task on the runtime, as kvm2's image download is.
+                        let (e2, vol2, src2) = (e.clone(), vol.clone(), src.clone());
+                        let hash = p != Route::LocalNoHash;
+                        tokio::spawn(async move {
+                            ours(&client, &e2, &vol2, &src2, size, sum, hash).await
+                        })
+                        .await
+                        .expect("the upload task");
                         started.elapsed().as_secs_f64()
                     } else {
                         let socket = socket_of(p);
@@ -442,9 +512,10 @@ fn main() {
                         started.elapsed().as_secs_f64()
                     };
                     let (cpu1, child1) = cpu_seconds();
+                    let busy = (machine_busy_seconds() - busy0) / secs;
                     let cpu = if mine { cpu1 - cpu0 } else { child1 - child0 };
                     let gib = size as f64 / (1u64 << 30) as f64;
-                    record((p, mine), size as f64 / secs / 1e6, cpu / gib);
+                    record((p, mine), size as f64 / secs / 1e6, cpu / gib, busy);
                     control
                         .storage_vol_delete(&v, STORAGE_VOL_DELETE_NORMAL)
                         .await
@@ -453,19 +524,41 @@ fn main() {
             }
             eprintln!("round {} of {rounds} done", round + 1);
         }
+        // Each ratio is the median of the rounds' own ratios: the two
+        // contenders of a round ran back to back, so a slow spell of the
+        // machine falls on both, where a ratio of medians would mix rounds.
+        let paired = |a: (Route, bool), b: (Route, bool)| -> f64 {
+            let of = |k: (Route, bool)| samples.iter().find(|(x, ..)| *x == k).map(|s| &s.1);
+            match (of(a), of(b)) {
+                (Some(x), Some(y)) => {
+                    let mut r: Vec<f64> = x.iter().zip(y).map(|(o, v)| o / v).collect();
+                    median(&mut r)
+                }
+                _ => f64::NAN,
+            }
+        };
+        let ratio_of = |p: Route| paired((p, true), (p, false));
+        let nohash_ratio = paired((Route::LocalNoHash, true), (Route::Local, false));
+        let russh_ratio = paired((Route::Russh, true), (Route::FwdAes, false));
+        let ratios: Vec<(Route, f64)> = [Route::Local, Route::FwdChacha, Route::FwdAes]
+            .into_iter()
+            .map(|p| (p, ratio_of(p)))
+            .collect();
         let mut med = |p: Route, mine: bool| {
             samples
                 .iter_mut()
-                .find(|(k, _, _)| *k == (p, mine))
-                .map_or((f64::NAN, f64::NAN), |(_, v, c)| (median(v), median(c)))
+                .find(|(k, ..)| *k == (p, mine))
+                .map_or((f64::NAN, f64::NAN, f64::NAN), |(_, v, c, b)| {
+                    (median(v), median(c), median(b))
+                })
         };
         println!(
-            "upload of {mib} MiB into pool {} ({rounds} interleaved rounds, medians; MB/s and \
-             client CPU s/GiB; ours streams through SHA-256)",
+            "upload of {mib} MiB into pool {} ({rounds} interleaved rounds; medians of MB/s, \
+             (client CPU s/GiB, machine's busy cores), ratio = median of the rounds' ratios; ours streams through SHA-256)",
             e.pool
         );
         let verdict = |ok: bool| if ok { "ok" } else { "BELOW GOAL" };
-        let (virsh_aes, virsh_aes_cpu) = med(Route::FwdAes, false);
+        let (virsh_aes, virsh_aes_cpu, virsh_aes_busy) = med(Route::FwdAes, false);
         for (p, goal) in [
             (Route::Local, 0.85),
             (Route::FwdChacha, 1.0),
@@ -474,58 +567,78 @@ fn main() {
             if !paths.contains(&p) {
                 continue;
             }
-            let ((o, oc), (v, vc)) = (med(p, true), med(p, false));
-            let r = o / v;
+            let ((o, oc, ob), (v, vc, vb)) = (med(p, true), med(p, false));
+            let r = ratios.iter().find(|(q, _)| *q == p).map_or(f64::NAN, |x| x.1);
             println!(
-                "  {:<14} ours {o:7.1} ({oc:.2} s)   virsh {v:7.1} ({vc:.2} s)   ratio {r:.2}x \
+                "  {:<14} ours {o:7.1} ({oc:.2} s, {ob:.2})   virsh {v:7.1} ({vc:.2} s, {vb:.2})   \
+                 ratio {r:.2}x \
                  (goal >= {goal:.2}x: {})",
                 p.name(),
                 verdict(r >= goal)
             );
         }
         if paths.contains(&Route::LocalNoHash) {
-            let ((n, nc), (v, _)) = (med(Route::LocalNoHash, true), med(Route::Local, false));
+            let (n, nc, nb) = med(Route::LocalNoHash, true);
             println!(
-                "  {:<14} ours {n:7.1} ({nc:.2} s)   ratio to virsh on the local socket \
-                 {:.2}x (without the hash, for comparison)",
+                "  {:<14} ours {n:7.1} ({nc:.2} s, {nb:.2})   ratio to virsh on the local socket \
+                 {nohash_ratio:.2}x (without the hash, for comparison)",
                 "local-nohash",
-                n / v
             );
         }
         if paths.contains(&Route::Russh) {
-            let (r, rc) = med(Route::Russh, true);
+            let (r, rc, rb) = med(Route::Russh, true);
             println!(
-                "  {:<14} ours {r:7.1} ({rc:.2} s)   virsh over the aes128-gcm forward \
-                 {virsh_aes:7.1} ({virsh_aes_cpu:.2} s)   ratio {:.2}x (goal >= 1.00x: {})",
+                "  {:<14} ours {r:7.1} ({rc:.2} s, {rb:.2})   virsh over the aes128-gcm forward \
+                 {virsh_aes:7.1} ({virsh_aes_cpu:.2} s, {virsh_aes_busy:.2})   ratio {:.2}x (goal >= 1.00x: {})",
                 "russh",
-                r / virsh_aes,
-                verdict(r / virsh_aes >= 1.0)
+                russh_ratio,
+                verdict(russh_ratio >= 1.0)
             );
         }
 
         if !wants("calls") {
             return;
         }
-        // Sequential calls over kvm2's SSH dial: one thread vs two workers.
-        let mut one = Vec::new();
-        let mut two = Vec::new();
+        // Sequential calls over kvm2's SSH dial: the SSH session and the
+        // connection task on the caller's runtime (kvm2) or on a thread of
+        // their own; the caller a task on a worker, or the blocking thread.
+        // (own thread?, caller spawned?) -> calls per second, per round.
+        let mut rates: Vec<((bool, bool), Vec<f64>)> = Vec::new();
         for round in 0..rounds.max(3) {
-            for own_thread in if round % 2 == 0 {
-                [true, false]
-            } else {
-                [false, true]
-            } {
-                let rate = calls_per_second(&e, own_thread).await;
-                if own_thread { &mut one } else { &mut two }.push(rate);
+            let mut order = [(false, true), (true, true), (false, false), (true, false)];
+            if round % 2 == 1 {
+                order.reverse();
+            }
+            for (own_thread, spawned) in order {
+                let rate = calls_per_second(&e, own_thread, spawned).await;
+                match rates.iter_mut().find(|(k, _)| *k == (own_thread, spawned)) {
+                    Some((_, v)) => v.push(rate),
+                    None => rates.push(((own_thread, spawned), vec![rate])),
+                }
             }
         }
-        let (one, two) = (median(&mut one), median(&mut two));
+        let of = |k: (bool, bool)| rates.iter().find(|(x, _)| *x == k).map(|r| r.1.clone());
         println!(
-            "sequential calls over russh ({CALLS} per sample, medians): one thread {one:.0}/s, \
-             two workers {two:.0}/s, ratio {:.2}x (goal >= 1.15x: {})",
-            one / two,
-            verdict(one / two >= 1.15)
+            "sequential calls over russh ({CALLS} per sample, medians of calls/s; ratio = median \
+             of the rounds' ratios)"
         );
+        for (spawned, caller) in [
+            (true, "caller a task on a worker (as kvm2's operations)"),
+            (false, "caller the thread blocking on the runtime"),
+        ] {
+            let (Some(mut runtime), Some(mut own)) = (of((false, spawned)), of((true, spawned)))
+            else {
+                continue;
+            };
+            let mut r: Vec<f64> = runtime.iter().zip(&own).map(|(a, b)| a / b).collect();
+            let r = median(&mut r);
+            println!(
+                "  {caller:<50} on the caller's runtime (kvm2) {:6.0}/s   own thread {:6.0}/s   \
+                 runtime / own thread {r:.2}x",
+                median(&mut runtime),
+                median(&mut own),
+            );
+        }
     });
     drop(rt);
     println!(
@@ -554,22 +667,31 @@ async fn fresh_volume(
 }
 
 /// Calls per second, one after the other, over a fresh SSH dial whose tasks
-/// run on a thread of their own, or on the bench's runtime.
-async fn calls_per_second(e: &Env, own_thread: bool) -> f64 {
-    let t = target(e);
-    let client = if own_thread {
-        let (stream, thread) = libvirt_ssh::dial_on_own_thread(&t).await.expect("dial");
-        attach(stream, Some(&thread)).await
+/// run on a thread of their own or on the bench's runtime, made by a task on
+/// the runtime (`spawned`) or by the thread blocking on it.
+async fn calls_per_second(e: &Env, own_thread: bool, spawned: bool) -> f64 {
+    let (client, thread) = if own_thread {
+        let (client, done) = attach_on_own_thread(e).await;
+        (client, Some(done))
     } else {
-        let stream = libvirt_ssh::dial(&t).await.expect("dial");
-        attach(stream, None).await
+        let stream = libvirt_ssh::dial(&target(e)).await.expect("dial");
+        (attach(stream, None).await, None)
     };
-    for _ in 0..100 {
-        client.connect_get_lib_version().await.unwrap();
-    }
-    let started = Instant::now();
-    for _ in 0..CALLS {
-        client.connect_get_lib_version().await.unwrap();
-    }
-    CALLS as f64 / started.elapsed().as_secs_f64()
+    let run = async move {
+        for _ in 0..100 {
+            client.connect_get_lib_version().await.unwrap();
+        }
+        let started = Instant::now();
+        for _ in 0..CALLS {
+            client.connect_get_lib_version().await.unwrap();
+        }
+        CALLS as f64 / started.elapsed().as_secs_f64()
+    };
+    let rate = if spawned {
+        tokio::spawn(run).await.expect("the calling task")
+    } else {
+        run.await
+    };
+    drop(thread);
+    rate
 }

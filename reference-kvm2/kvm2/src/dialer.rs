@@ -6,11 +6,9 @@
 //! above the seam (handshake, RPC, spans) is the same for all of them.
 
 use std::fmt;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
 use conformance::BoxFuture;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::config::HostConfig;
 
@@ -100,10 +98,8 @@ mod tests {
         let mut host = crate::fixture::Kvm2Fixture::default().config().hosts[0].clone();
         host.socket = path.to_string_lossy().into_owned();
         let stream = LocalSocketDialer.dial(&host).await.unwrap();
-        let home = home_of(&stream);
-        assert!(home.0.is_none(), "a local socket has no thread of its own");
         let (client, conn) = libvirt_rpc::Config::default().attach(stream);
-        home.spawn(conn);
+        tokio::spawn(conn);
         client.open("qemu:///system").await.unwrap();
         assert_eq!(client.connect_get_hostname().await.unwrap(), "fake-host");
         host.socket = dir.path().join("missing").to_string_lossy().into_owned();
@@ -162,11 +158,13 @@ impl Dialer for SshDialer {
             target.port = host.port;
             target.socket_path = host.socket.clone();
             target.handshake_timeout = self.handshake_timeout;
-            match libvirt_ssh::dial_on_own_thread(&target).await {
-                Ok((stream, thread)) => {
+            // The SSH session task runs on the caller's runtime, like the
+            // connection task and the callers: see `dial` in backend.rs.
+            match libvirt_ssh::dial(&target).await {
+                Ok(stream) => {
                     // The cipher is logged at debug by the dial itself.
                     record_cipher(host, stream.cipher());
-                    Ok(OwnThread::boxed(stream, thread))
+                    Ok(Box::new(stream) as Stream)
                 }
                 Err(e) => {
                     use libvirt_ssh::SshErrorKind as K;
@@ -192,117 +190,6 @@ impl Dialer for SshDialer {
             }
         })
     }
-}
-
-/// An SSH stream whose session runs on a thread of its own
-/// ([`libvirt_ssh::ConnectionThread`]), where the task that uses the stream
-/// belongs too (see [`home_of`]).
-struct OwnThread {
-    stream: libvirt_ssh::SshStream,
-}
-
-/// The threads of the [`OwnThread`] streams not yet asked for by
-/// [`home_of`], by the stream's address.
-static THREADS: std::sync::Mutex<Vec<(usize, libvirt_ssh::ConnectionThread)>> =
-    std::sync::Mutex::new(Vec::new());
-
-fn address(stream: &dyn AsyncReadWrite) -> usize {
-    stream as *const dyn AsyncReadWrite as *const () as usize
-}
-
-impl OwnThread {
-    fn boxed(stream: libvirt_ssh::SshStream, thread: libvirt_ssh::ConnectionThread) -> Stream {
-        let b: Stream = Box::new(OwnThread { stream });
-        THREADS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((address(&*b), thread));
-        b
-    }
-}
-
-impl Drop for OwnThread {
-    fn drop(&mut self) {
-        let me = self as *const OwnThread as usize;
-        THREADS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|(a, _)| *a != me);
-    }
-}
-
-impl AsyncRead for OwnThread {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.stream).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for OwnThread {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.stream.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.stream).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.stream).poll_shutdown(cx)
-    }
-}
-
-/// Where the task that reads and writes a stream (the libvirt connection)
-/// runs: see [`home_of`].
-#[derive(Debug)]
-pub struct Home(Option<libvirt_ssh::ConnectionThread>);
-
-impl Home {
-    /// Spawns `connection` there.
-    pub fn spawn<F>(self, connection: F)
-    where
-        F: std::future::Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        match self.0 {
-            Some(thread) => drop(thread.spawn(connection)),
-            None => drop(tokio::spawn(connection)),
-        }
-    }
-}
-
-/// Where the connection task of `stream` belongs: the stream's own thread
-/// when [`SshDialer`] dialed it, so that the SSH session and the libvirt
-/// connection hand packets to each other without waking another thread;
-/// else the current runtime. Ask before the stream moves into the connection.
-pub fn home_of(stream: &Stream) -> Home {
-    let me = address(&**stream);
-    let mut threads = THREADS.lock().unwrap_or_else(|e| e.into_inner());
-    Home(
-        threads
-            .iter()
-            .position(|(a, _)| *a == me)
-            .map(|i| threads.swap_remove(i).1),
-    )
 }
 
 /// The cipher of the last SSH connection to each endpoint (user, address and
@@ -378,16 +265,8 @@ mod ssh_tests {
         let dialer = SshDialer::default();
 
         let stream = dialer.dial(&h).await.expect("dial over ssh");
-        // The SSH session runs on a thread of its own, and so does the
-        // connection task spawned through its home.
-        let home = home_of(&stream);
-        assert!(home.0.is_some(), "an ssh stream has a thread of its own");
-        assert!(
-            home_of(&stream).0.is_none(),
-            "the thread is handed out once"
-        );
         let (client, conn) = libvirt_rpc::Config::default().attach(stream);
-        home.spawn(conn);
+        tokio::spawn(conn);
         client.open("qemu:///system").await.expect("open");
         assert_eq!(client.connect_get_lib_version().await.unwrap(), 9_000_000);
         // AES-GCM is preferred, and the cipher is noted for `kvm2 check`.

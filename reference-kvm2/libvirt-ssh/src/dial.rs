@@ -114,9 +114,6 @@ pub struct SshStream {
     _handle: client::Handle<HostKeyCheck>,
     label: String,
     cipher: String,
-    /// For a stream dialed by [`dial_on_own_thread`]: dropping it lets the
-    /// connection's thread end.
-    _thread: Option<tokio::sync::oneshot::Sender<()>>,
     /// Small buffers of a vectored write, gathered into one channel packet.
     gather: Vec<u8>,
 }
@@ -421,82 +418,6 @@ pub async fn dial(target: &SshTarget) -> Result<SshStream, SshError> {
     }
 }
 
-/// The thread of one SSH connection: a current-thread runtime that runs the
-/// SSH session task and whatever is spawned with [`ConnectionThread::spawn`]
-/// (the libvirt connection task that reads and writes the stream), so that
-/// the two hand packets to each other without waking a second thread.
-///
-/// The thread ends once its [`SshStream`] is dropped; tasks still running
-/// on it then are dropped too.
-#[derive(Debug, Clone)]
-pub struct ConnectionThread {
-    handle: tokio::runtime::Handle,
-}
-
-impl ConnectionThread {
-    /// Runs `future` on the connection's thread.
-    pub fn spawn<F>(&self, future: F) -> tokio::task::JoinHandle<F::Output>
-    where
-        F: std::future::Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        self.handle.spawn(future)
-    }
-}
-
-/// Like [`dial`], but the SSH session runs on a thread of its own (see
-/// [`ConnectionThread`]); spawn the task that uses the stream there too.
-pub async fn dial_on_own_thread(
-    target: &SshTarget,
-) -> Result<(SshStream, ConnectionThread), SshError> {
-    let label = target.label();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            SshError::new(
-                SshErrorKind::Protocol,
-                format!("{label}: no runtime for the connection's thread"),
-            )
-            .with_source(e)
-        })?;
-    let handle = rt.handle().clone();
-    let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
-    std::thread::Builder::new()
-        .name("libvirt-ssh".into())
-        .spawn(move || {
-            // Runs until the stream is dropped (or never handed out).
-            rt.block_on(async {
-                let _ = done_rx.await;
-            });
-        })
-        .map_err(|e| {
-            SshError::new(
-                SshErrorKind::Protocol,
-                format!("{label}: no thread for the connection"),
-            )
-            .with_source(e)
-        })?;
-    let t = target.clone();
-    // The dial stays in the caller's span, though it runs on the new thread.
-    let dialing = handle.spawn(tracing::Instrument::instrument(
-        async move { dial(&t).await },
-        tracing::Span::current(),
-    ));
-    let mut stream = match dialing.await {
-        Ok(r) => r?,
-        Err(e) => {
-            return Err(SshError::new(
-                SshErrorKind::Protocol,
-                format!("{label}: the dial on the connection's thread failed"),
-            )
-            .with_source(e));
-        }
-    };
-    stream._thread = Some(done_tx);
-    Ok((stream, ConnectionThread { handle }))
-}
-
 async fn connect(target: &SshTarget, label: &str, key: PrivateKey) -> Result<SshStream, SshError> {
     let verdict: Verdict = Arc::default();
     let cipher: Arc<Mutex<String>> = Arc::default();
@@ -555,7 +476,6 @@ async fn connect(target: &SshTarget, label: &str, key: PrivateKey) -> Result<Ssh
         label: label.to_owned(),
         cipher,
         gather: Vec::new(),
-        _thread: None,
     })
 }
 

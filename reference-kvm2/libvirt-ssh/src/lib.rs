@@ -31,7 +31,7 @@ mod error;
 pub mod server;
 
 pub use dial::{
-    CIPHER_PREFERENCE, ConnectionThread, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_LIBVIRT_SOCKET,
-    SshStream, SshTarget, dial, dial_on_own_thread,
+    CIPHER_PREFERENCE, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_LIBVIRT_SOCKET, SshStream, SshTarget,
+    dial,
 };
 pub use error::{SshError, SshErrorKind};
