@@ -24,12 +24,31 @@ const PROVIDER_AND_BACKEND: &[&str] = &[
 /// The suite's test-only dependencies, which the contract alone must not pull in.
 const TEST_ONLY: &[&str] = &["proptest", "libtest-mimic", "quick-junit", "clap"];
 
+/// The platform this runs on (`rustc -vV`'s host).
+fn host_triple() -> String {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let out = Command::new(rustc)
+        .arg("-vV")
+        .output()
+        .expect("rustc -vV runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("no host line in rustc -vV: {text}"))
+}
+
+/// The workspace's metadata, its graph resolved for this platform: a fresh
+/// machine holds only the crates a build here needs, and reading the graph
+/// of every platform offline would need them all (Android's and Windows'
+/// too).
 fn metadata() -> &'static Value {
     static META: OnceLock<Value> = OnceLock::new();
     META.get_or_init(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let out = Command::new(cargo)
             .args(["metadata", "--format-version", "1", "--offline", "--locked"])
+            .args(["--filter-platform", &host_triple()])
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .output()
             .expect("cargo metadata runs");
