@@ -209,6 +209,80 @@ pub trait Testbed: Send + Sync {
     }
 }
 
+/// Passes a provider through a wrapper: see [`WrapProviders`].
+pub type ProviderWrap = Box<dyn Fn(Arc<dyn Provider>) -> Arc<dyn Provider> + Send + Sync>;
+
+/// A testbed that is `inner` in every respect but its providers: each one it
+/// hands out, from [`Testbed::provider`] and from [`Testbed::restart`], goes
+/// through `wrap` first. For a provider that counts, records or alters what
+/// the rules call, over a backend and hooks left as they are.
+pub struct WrapProviders {
+    inner: Box<dyn Testbed>,
+    wrap: ProviderWrap,
+}
+
+impl WrapProviders {
+    /// `inner`, its providers passed through `wrap`.
+    pub fn new(inner: Box<dyn Testbed>, wrap: ProviderWrap) -> WrapProviders {
+        WrapProviders { inner, wrap }
+    }
+}
+
+#[deny(clippy::missing_trait_methods)]
+impl Testbed for WrapProviders {
+    fn provider(&self) -> Arc<dyn Provider> {
+        (self.wrap)(self.inner.provider())
+    }
+    fn restart(&self) -> HookResult<Arc<dyn Provider>> {
+        self.inner.restart().map(&self.wrap)
+    }
+    fn request(&self, name: &str, tag: &str, location: &Location) -> CreateRequest {
+        self.inner.request(name, tag, location)
+    }
+    fn id_for(&self, location: &str, name: &str) -> ProviderId {
+        self.inner.id_for(location, name)
+    }
+    fn location_of(&self, id: &ProviderId) -> Option<String> {
+        self.inner.location_of(id)
+    }
+    fn malformed_ids(&self) -> Vec<String> {
+        self.inner.malformed_ids()
+    }
+    fn unconfigured_id(&self, name: &str) -> ProviderId {
+        self.inner.unconfigured_id(name)
+    }
+    fn unknown_placement(&self) -> String {
+        self.inner.unknown_placement()
+    }
+    fn inventory(&self) -> Option<&dyn Inventory> {
+        self.inner.inventory()
+    }
+    fn planting(&self) -> Option<&dyn Planting> {
+        self.inner.planting()
+    }
+    fn state_control(&self) -> Option<&dyn StateControl> {
+        self.inner.state_control()
+    }
+    fn capacity(&self) -> Option<&dyn Capacity> {
+        self.inner.capacity()
+    }
+    fn faults(&self) -> Option<&dyn Faults> {
+        self.inner.faults()
+    }
+    fn rotation(&self) -> Option<&dyn Rotation> {
+        self.inner.rotation()
+    }
+    fn observation(&self) -> Option<&dyn Observation> {
+        self.inner.observation()
+    }
+    fn teardown(&self) -> BoxFuture<'_, HookResult<()>> {
+        self.inner.teardown()
+    }
+    fn harness_failure(&self) -> Option<String> {
+        self.inner.harness_failure()
+    }
+}
+
 /// One raw backend resource.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct Resource {

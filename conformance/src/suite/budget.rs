@@ -5,7 +5,7 @@
 //! once ([`HELD`]). With `--max-instances N` the runner admits a rule only when its
 //! declaration fits in what the running rules leave of N, and a rule declaring more
 //! than N is Skipped with that reason. Every run measures what each rule really held
-//! ([`Counted`], `RuleResult::peak_instances`), and a rule that held more than it
+//! ([`counted`], `RuleResult::peak_instances`), and a rule that held more than it
 //! declares says so in its evidence. Instances the fixture plants below the provider
 //! are not counted.
 
@@ -13,16 +13,13 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::fixture::{
-    Capacity, Faults, HookResult, Inventory, Location, Observation, Planting, Rotation,
-    StateControl, Testbed,
-};
+use crate::fixture::{ProviderWrap, Testbed, WrapProviders};
 use crate::{
     BoxFuture, Checker, CreateRequest, Ctx, Instance, Listing, Profile, Provider, ProviderId,
 };
 
 /// The most instances each rule holds at once, by rule ID: the peak measured with
-/// [`Counted`] on kvm2 over the in-memory libvirt hosts, the same for seeds 1 to 6
+/// [`counted`] on kvm2 over the in-memory libvirt hosts, the same for seeds 1 to 6
 /// (GEN-MODEL's is also its bound: three names per case). A rule not listed held one
 /// or none (some only plant below the provider) and declares one.
 pub static HELD: &[(&str, u32)] = &[
@@ -65,35 +62,21 @@ impl Count {
     }
 }
 
-/// A testbed whose providers count the instances they create and delete.
-pub struct Counted {
-    inner: Box<dyn Testbed>,
-    count: Arc<Count>,
-}
-
-impl Counted {
-    /// Wraps `inner`.
-    pub fn new(inner: Box<dyn Testbed>) -> Counted {
-        Counted {
-            inner,
-            count: Arc::default(),
-        }
-    }
-
-    /// A handle that reads the peak after the testbed is gone.
-    pub fn peak(&self) -> Peak {
-        Peak(self.count.clone())
-    }
-
-    fn wrap(&self, p: Arc<dyn Provider>) -> Arc<dyn Provider> {
+/// `inner` with providers that count the instances they create and delete,
+/// and a handle that reads the peak after the testbed is gone.
+pub fn counted(inner: Box<dyn Testbed>) -> (WrapProviders, Peak) {
+    let count: Arc<Count> = Arc::default();
+    let peak = Peak(count.clone());
+    let wrap: ProviderWrap = Box::new(move |inner| {
         Arc::new(Counting {
-            inner: p,
-            count: self.count.clone(),
+            inner,
+            count: count.clone(),
         })
-    }
+    });
+    (WrapProviders::new(inner, wrap), peak)
 }
 
-/// The most instances a [`Counted`] testbed's providers held at once.
+/// The most instances a [`counted`] testbed's providers held at once.
 #[derive(Clone)]
 pub struct Peak(Arc<Count>);
 
@@ -101,61 +84,6 @@ impl Peak {
     /// The peak so far.
     pub fn get(&self) -> u32 {
         self.0.peak.load(Ordering::Relaxed)
-    }
-}
-
-#[deny(clippy::missing_trait_methods)]
-impl Testbed for Counted {
-    fn provider(&self) -> Arc<dyn Provider> {
-        self.wrap(self.inner.provider())
-    }
-    fn restart(&self) -> HookResult<Arc<dyn Provider>> {
-        self.inner.restart().map(|p| self.wrap(p))
-    }
-    fn request(&self, name: &str, tag: &str, location: &Location) -> CreateRequest {
-        self.inner.request(name, tag, location)
-    }
-    fn id_for(&self, location: &str, name: &str) -> ProviderId {
-        self.inner.id_for(location, name)
-    }
-    fn location_of(&self, id: &ProviderId) -> Option<String> {
-        self.inner.location_of(id)
-    }
-    fn malformed_ids(&self) -> Vec<String> {
-        self.inner.malformed_ids()
-    }
-    fn unconfigured_id(&self, name: &str) -> ProviderId {
-        self.inner.unconfigured_id(name)
-    }
-    fn unknown_placement(&self) -> String {
-        self.inner.unknown_placement()
-    }
-    fn inventory(&self) -> Option<&dyn Inventory> {
-        self.inner.inventory()
-    }
-    fn planting(&self) -> Option<&dyn Planting> {
-        self.inner.planting()
-    }
-    fn state_control(&self) -> Option<&dyn StateControl> {
-        self.inner.state_control()
-    }
-    fn capacity(&self) -> Option<&dyn Capacity> {
-        self.inner.capacity()
-    }
-    fn faults(&self) -> Option<&dyn Faults> {
-        self.inner.faults()
-    }
-    fn rotation(&self) -> Option<&dyn Rotation> {
-        self.inner.rotation()
-    }
-    fn observation(&self) -> Option<&dyn Observation> {
-        self.inner.observation()
-    }
-    fn teardown(&self) -> BoxFuture<'_, HookResult<()>> {
-        self.inner.teardown()
-    }
-    fn harness_failure(&self) -> Option<String> {
-        self.inner.harness_failure()
     }
 }
 

@@ -499,8 +499,7 @@ async fn run_once(
             return r;
         }
     };
-    let counted = super::budget::Counted::new(tb);
-    let peak = counted.peak();
+    let (counted, peak) = super::budget::counted(tb);
     let tb: Box<dyn crate::fixture::Testbed> = Box::new(counted);
     let real = fixture.is_real_backend();
     let run_short: String = run_id.chars().take(8).collect();

@@ -85,25 +85,8 @@ pub fn parse_provider_id(data: &[u8]) {
 
 #[cfg(test)]
 mod replay {
-    use std::path::Path;
-
-    /// Runs every file of `fuzz/seeds/<target>` through `f`; a corpus
-    /// that is missing or empty fails, so the replay cannot pass vacuously.
     fn replay(target: &str, f: fn(&[u8])) {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("fuzz/seeds")
-            .join(target);
-        let entries = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("cannot read the corpus {}: {e}", dir.display()));
-        let mut n = 0;
-        for entry in entries {
-            let path = entry.expect("corpus entry").path();
-            let data = std::fs::read(&path)
-                .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-            f(&data);
-            n += 1;
-        }
-        assert!(n > 0, "the corpus {} is empty", dir.display());
+        seed_corpus::replay(env!("CARGO_MANIFEST_DIR"), target, f);
     }
 
     #[test]

@@ -18,8 +18,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use conformance::fixture::{
-    Capacity, Faults, Fixture, Hook, HookResult, Inventory, Location, Observation, Planting,
-    Rotation, StateControl, Testbed,
+    Fixture, Hook, HookResult, Location, ProviderWrap, Testbed, WrapProviders,
 };
 use conformance::{
     BoxFuture, Checker, CreateRequest, Ctx, Instance, Listing, Profile, Provider, ProviderId,
@@ -132,76 +131,11 @@ impl Fixture for Twisted {
     fn open(&self) -> BoxFuture<'_, HookResult<Box<dyn Testbed>>> {
         Box::pin(async move {
             let tb = self.inner.open().await?;
-            Ok(Box::new(TwistedTestbed {
-                inner: tb,
-                twist: self.twist,
-            }) as Box<dyn Testbed>)
+            let twist = self.twist;
+            let wrap: ProviderWrap =
+                Box::new(move |inner| Arc::new(TwistedProvider { inner, twist }));
+            Ok(Box::new(WrapProviders::new(tb, wrap)) as Box<dyn Testbed>)
         })
-    }
-}
-
-struct TwistedTestbed {
-    inner: Box<dyn Testbed>,
-    twist: &'static str,
-}
-
-impl Testbed for TwistedTestbed {
-    fn provider(&self) -> Arc<dyn Provider> {
-        Arc::new(TwistedProvider {
-            inner: self.inner.provider(),
-            twist: self.twist,
-        })
-    }
-    fn restart(&self) -> HookResult<Arc<dyn Provider>> {
-        Ok(Arc::new(TwistedProvider {
-            inner: self.inner.restart()?,
-            twist: self.twist,
-        }))
-    }
-    fn request(&self, name: &str, tag: &str, location: &Location) -> CreateRequest {
-        self.inner.request(name, tag, location)
-    }
-    fn id_for(&self, location: &str, name: &str) -> ProviderId {
-        self.inner.id_for(location, name)
-    }
-    fn location_of(&self, id: &ProviderId) -> Option<String> {
-        self.inner.location_of(id)
-    }
-    fn malformed_ids(&self) -> Vec<String> {
-        self.inner.malformed_ids()
-    }
-    fn unconfigured_id(&self, name: &str) -> ProviderId {
-        self.inner.unconfigured_id(name)
-    }
-    fn unknown_placement(&self) -> String {
-        self.inner.unknown_placement()
-    }
-    fn inventory(&self) -> Option<&dyn Inventory> {
-        self.inner.inventory()
-    }
-    fn planting(&self) -> Option<&dyn Planting> {
-        self.inner.planting()
-    }
-    fn state_control(&self) -> Option<&dyn StateControl> {
-        self.inner.state_control()
-    }
-    fn capacity(&self) -> Option<&dyn Capacity> {
-        self.inner.capacity()
-    }
-    fn faults(&self) -> Option<&dyn Faults> {
-        self.inner.faults()
-    }
-    fn rotation(&self) -> Option<&dyn Rotation> {
-        self.inner.rotation()
-    }
-    fn observation(&self) -> Option<&dyn Observation> {
-        self.inner.observation()
-    }
-    fn teardown(&self) -> BoxFuture<'_, HookResult<()>> {
-        self.inner.teardown()
-    }
-    fn harness_failure(&self) -> Option<String> {
-        self.inner.harness_failure()
     }
 }
 
