@@ -84,10 +84,11 @@ clauses! {
         "an authentication that fails because access was revoked surfaces as Permanent too" => mutants ["create-auth-failure-is-transient"];
     }
     "CRE-SECRET" {
-        "The cloud-init payload never appears in log lines at any verbosity" => mutants ["logs-cloud-init-at-debug"];
+        "The cloud-init payload never appears in log lines at any verbosity" => mutants ["logs-cloud-init-at-debug", "warns-cloud-init-on-quota"];
         "in span names or fields" => mutants ["span-carries-cloud-init"];
-        "in error messages or their sources" => mutants ["error-carries-cloud-init"];
-        "or in reports" => not_checked "a provider writes no report; the suite does, and its own tests scan every report format for each payload this rule used";
+        "in error messages or their sources" => mutants ["error-carries-cloud-init", "foreign-refusal-source-carries-cloud-init"];
+        "or in reports" => not_checked "a provider writes no report; the suite does, blanks every payload in whatever it writes or prints, and its own tests scan every report format and the run's output for them";
+        "Every payload the suite hands the provider, in any rule, is looked for wherever it could show up; one that shows up while a rule runs fails that rule." => mutants ["warns-cloud-init-on-quota", "foreign-refusal-source-carries-cloud-init"];
     }
     "CRE-INVALID" {
         "A request whose name, uid or tag is empty, too long, or contains XML or path metacharacters fails with Permanent" => mutants ["skips-uid-validation"];

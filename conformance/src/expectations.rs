@@ -100,6 +100,9 @@ expectations! {
     "CRE-QUOTA" DeleteReturn "early" => "With quota=backend-reported, Get reaches NotFound within the settle time after the Delete of what the refused Create made.";
     "CRE-SECRET" Logging "tiered" => "The payload appears in no log line, span or error, and Create's own log lines must have been seen (else the check could not look).";
     "CRE-SECRET" Logging "none" => "The payload appears in no span or error; no log line is expected.";
+    "CRE-SECRET" QuotaMode "detected" => "Create's refusal for want of room is among the paths probed: its error and what it logs carry no payload.";
+    "CRE-SECRET" QuotaMode "backend-reported" => "Create's refusal for want of room is among the paths probed: its error and what it logs carry no payload.";
+    "CRE-SECRET" QuotaMode "none" => "No refusal for want of room is probed: nothing promises one.";
     "CRE-MARK" CreatedAt "written-at-create" => "created_at is a time during the Create call, and the same on the next Get.";
     "CRE-MARK" CreatedAt "backend-reported" => "created_at is a time no later than the end of the Create call, and the same on the next Get.";
     "CRE-MARK" CreatedAt "none" => "created_at is absent.";

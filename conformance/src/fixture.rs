@@ -212,6 +212,10 @@ pub trait Testbed: Send + Sync {
 /// Passes a provider through a wrapper: see [`WrapProviders`].
 pub type ProviderWrap = Box<dyn Fn(Arc<dyn Provider>) -> Arc<dyn Provider> + Send + Sync>;
 
+/// Passes a request the testbed hands out through a wrapper: see
+/// [`WrapProviders::with_requests`].
+pub type RequestWrap = Box<dyn Fn(CreateRequest) -> CreateRequest + Send + Sync>;
+
 /// A testbed that is `inner` in every respect but its providers: each one it
 /// hands out, from [`Testbed::provider`] and from [`Testbed::restart`], goes
 /// through `wrap` first. For a provider that counts, records or alters what
@@ -219,12 +223,24 @@ pub type ProviderWrap = Box<dyn Fn(Arc<dyn Provider>) -> Arc<dyn Provider> + Sen
 pub struct WrapProviders {
     inner: Box<dyn Testbed>,
     wrap: ProviderWrap,
+    requests: Option<RequestWrap>,
 }
 
 impl WrapProviders {
     /// `inner`, its providers passed through `wrap`.
     pub fn new(inner: Box<dyn Testbed>, wrap: ProviderWrap) -> WrapProviders {
-        WrapProviders { inner, wrap }
+        WrapProviders {
+            inner,
+            wrap,
+            requests: None,
+        }
+    }
+
+    /// The same, with every request [`Testbed::request`] hands out passed through
+    /// `requests` too.
+    pub fn with_requests(mut self, requests: RequestWrap) -> WrapProviders {
+        self.requests = Some(requests);
+        self
     }
 }
 
@@ -237,7 +253,11 @@ impl Testbed for WrapProviders {
         self.inner.restart().map(&self.wrap)
     }
     fn request(&self, name: &str, tag: &str, location: &Location) -> CreateRequest {
-        self.inner.request(name, tag, location)
+        let req = self.inner.request(name, tag, location);
+        match &self.requests {
+            Some(wrap) => wrap(req),
+            None => req,
+        }
     }
     fn id_for(&self, location: &str, name: &str) -> ProviderId {
         self.inner.id_for(location, name)

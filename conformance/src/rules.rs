@@ -156,8 +156,8 @@ rules! {
         axes: [], gate: None, hooks: [Faults, Observation], needs: [],
         "When a backend call inside Create reports that something is missing (a base volume vanished, say), or a part of the instance is removed out of band between Create's steps, Create fails with Transient or recovers; it never returns NotFound. A backend's Permanent answer to any of Create's calls surfaces as Permanent unless Create recovers, and an authentication that fails because access was revoked surfaces as Permanent too.";
     "CRE-SECRET", Create, "Cloud-init never leaks",
-        axes: [Logging], gate: None, hooks: [], needs: [],
-        "The cloud-init payload never appears in log lines at any verbosity, in span names or fields, in error messages or their sources, or in reports.";
+        axes: [Logging, QuotaMode], gate: None, hooks: [], needs: [],
+        "The cloud-init payload never appears in log lines at any verbosity, in span names or fields, in error messages or their sources, or in reports. Every payload the suite hands the provider, in any rule, is looked for wherever it could show up; one that shows up while a rule runs fails that rule.";
     "CRE-INVALID", Create, "Invalid names, uids and tags are Permanent",
         axes: [], gate: None, hooks: [], needs: [],
         "A request whose name, uid or tag is empty, too long, or contains XML or path metacharacters fails with Permanent, and nothing is created.";

@@ -31,7 +31,7 @@ pub use crate::suite::capture::REMOTE_SPAN;
 /// The target of re-created spans and events.
 pub const REMOTE_TARGET: &str = "conformance::remote";
 /// The target of the provider's stderr lines, recorded at TRACE outside any span.
-pub const STDERR_TARGET: &str = "conformance::remote::stderr";
+pub use crate::suite::capture::STDERR_TARGET;
 
 /// Why a call got no usable answer.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -185,6 +185,34 @@ impl Capture {
         None
     }
 
+    /// Where the records made since `from` hold text for which `hit` is true, each
+    /// place once and described without the text itself: the span's name, or the
+    /// event's level and target (the provider's stderr lines are named as such).
+    pub fn places_since(&self, from: Checkpoint, hit: impl Fn(&str) -> bool) -> Vec<String> {
+        let store = self.lock();
+        let mut out: Vec<String> = Vec::new();
+        let mut add = |place: String| {
+            if !out.contains(&place) {
+                out.push(place);
+            }
+        };
+        for s in store.spans.iter().skip(from.spans) {
+            if hit(&s.name) || hit(&s.fields) {
+                add(format!("the fields of the span {}", s.name));
+            }
+        }
+        for e in store.events.iter().skip(from.events) {
+            if hit(&e.text) || hit(&e.target) {
+                if e.target == STDERR_TARGET {
+                    add("a line the provider wrote to stderr".into());
+                } else {
+                    add(format!("a {} log line of {}", e.level, e.target));
+                }
+            }
+        }
+        out
+    }
+
     /// Where `needle` appears anywhere in the capture.
     pub fn contains(&self, needle: &str) -> Option<String> {
         self.contains_since(Checkpoint::default(), needle)
@@ -194,6 +222,9 @@ impl Capture {
 struct CaptureLayer {
     cap: Capture,
 }
+
+/// The target of a provider process's stderr lines, recorded at TRACE outside any span.
+pub const STDERR_TARGET: &str = "conformance::remote::stderr";
 
 /// The callsite name of spans whose real name is their `name` field.
 pub const REMOTE_SPAN: &str = "conformance.remote";

@@ -11,8 +11,12 @@ use std::time::Duration;
 use tracing::Span;
 
 use super::capture::Capture;
+use super::guard;
 use super::outcome::{NotChecked, PropertyFailure, Violation};
-use crate::fixture::{FaultId, FaultSpec, Faults, HookError, Location, Testbed};
+use crate::fixture::{
+    Capacity, FaultId, FaultSpec, Faults, Hook, HookError, Inventory, Location, Observation,
+    Planting, Rotation, StateControl, Testbed,
+};
 use crate::profile::{Axis, WatchedProfile};
 use crate::rules::Rule;
 use crate::{CreateRequest, Ctx, Error, ErrorKind, Instance, Profile, Provider, ProviderId, State};
@@ -114,6 +118,9 @@ pub struct Cx {
     pub timing: Timing,
     /// The log and span capture, when installed.
     pub capture: Option<Capture>,
+    /// What owns the payloads this run of the check hands out
+    /// ([`secrets::new_owner`](super::secrets::new_owner)).
+    pub owner: String,
     prefix: String,
     tag: String,
     counter: AtomicU32,
@@ -141,6 +148,7 @@ pub(crate) struct CxParts {
     pub timing: Timing,
     pub capture: Option<Capture>,
     pub span: Span,
+    pub owner: String,
 }
 
 impl Cx {
@@ -162,6 +170,7 @@ impl Cx {
             steps: parts.steps,
             timing: parts.timing,
             capture: parts.capture,
+            owner: parts.owner,
             prefix: format!("c{}-{slug}", parts.run_short),
             tag: format!("t{}-{slug}", parts.run_short),
             counter: AtomicU32::new(0),
@@ -186,11 +195,83 @@ impl Cx {
         }
     }
 
-    /// The faults hook, which the rule is gated on.
+    /// A hook the testbed returned, or why not: when the rule is gated on `hook` the
+    /// runner promised it, so its absence is the harness's Error (the fixture's
+    /// declared hooks and its testbed disagree, or the suite's gate is wrong), never a
+    /// panic; a rule that uses the hook without being gated on it is Skipped.
+    fn hook<T>(&self, got: Option<T>, hook: Hook) -> CheckResult<T> {
+        match got {
+            Some(h) => Ok(h),
+            None if self.rule.hooks.contains(&hook) => Err(CheckError::Harness(format!(
+                "the testbed returned no {} hook, though the rule runs only when the fixture declares it \
+                 (the fixture's declared hooks and its testbed disagree)",
+                hook.as_str()
+            ))),
+            None => Err(CheckError::Skip(format!(
+                "the fixture lacks the {} hook",
+                hook.as_str()
+            ))),
+        }
+    }
+
+    /// The faults hook.
     pub fn faults(&self) -> CheckResult<&dyn Faults> {
-        self.tb
-            .faults()
-            .ok_or_else(|| CheckError::Skip("the fixture lacks the faults hook".into()))
+        self.hook(self.tb.faults(), Hook::Faults)
+    }
+
+    /// The inventory hook.
+    pub fn inventory(&self) -> CheckResult<&dyn Inventory> {
+        self.hook(self.tb.inventory(), Hook::Inventory)
+    }
+
+    /// The planting hook.
+    pub fn planting(&self) -> CheckResult<&dyn Planting> {
+        self.hook(self.tb.planting(), Hook::Planting)
+    }
+
+    /// The state-control hook.
+    pub fn state_control(&self) -> CheckResult<&dyn StateControl> {
+        self.hook(self.tb.state_control(), Hook::StateControl)
+    }
+
+    /// The capacity hook.
+    pub fn capacity(&self) -> CheckResult<&dyn Capacity> {
+        self.hook(self.tb.capacity(), Hook::Capacity)
+    }
+
+    /// The rotation hook.
+    pub fn rotation(&self) -> CheckResult<&dyn Rotation> {
+        self.hook(self.tb.rotation(), Hook::Rotation)
+    }
+
+    /// The observation hook.
+    pub fn observation(&self) -> CheckResult<&dyn Observation> {
+        self.hook(self.tb.observation(), Hook::Observation)
+    }
+
+    /// The result of a task the check spawned around a provider call: a panic inside
+    /// the provider is the provider's violation, any other failure of the task the
+    /// harness's Error.
+    pub fn joined<T>(&self, r: Result<T, tokio::task::JoinError>, what: &str) -> CheckResult<T> {
+        match r {
+            Ok(v) => Ok(v),
+            Err(e) if e.is_panic() => {
+                let p = e.into_panic();
+                let text = super::secrets::redact(&guard::panic_text(p.as_ref())).into_owned();
+                if guard::is_provider_panic(p.as_ref()) {
+                    self.fail(
+                        what,
+                        "no panic inside the provider",
+                        format!("the provider panicked: {text}"),
+                    )
+                } else {
+                    Err(CheckError::Harness(format!(
+                        "{what}: the task panicked outside the provider: {text}"
+                    )))
+                }
+            }
+            Err(e) => Err(CheckError::Harness(format!("{what}: the task failed: {e}"))),
+        }
     }
 
     /// Injects a fault through the faults hook and records it for the report, which

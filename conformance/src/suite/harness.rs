@@ -9,6 +9,11 @@
 //! property prints it. `CONFORMANCE_SKIP` (`ID,PREFIX*,tag:NAME`) skips rules, as the
 //! CLI's `--skip` does: libtest's own `--skip` is a substring filter that drops trials
 //! from the run without a word in the report. The closing lines give the run's verdict.
+//!
+//! The binary's exit code honours the verdict as the CLI's does: a rule that ran and
+//! was Skipped, or left a sub-assertion not checked, makes it exit 4 (partial) though
+//! every trial that ran is `ok`, unless `CONFORMANCE_ALLOW_PARTIAL` is set to a true
+//! value. A trial filter that selects rules does not by itself make the run partial.
 
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -22,7 +27,15 @@ use crate::rules::CATALOGUE;
 
 /// Runs the suite as a libtest-compatible test binary. Use from a `harness = false` test target.
 pub fn main(fixture: Arc<dyn Fixture>) -> ExitCode {
-    let args = Arguments::from_args();
+    ExitCode::from(main_with(fixture, Arguments::from_args(), allow_partial()))
+}
+
+/// The exit code libtest gives a run with a failed trial.
+pub const EXIT_TRIAL_FAILED: u8 = 101;
+
+/// [`main`] with explicit arguments, and whether a partial run is accepted (what
+/// `CONFORMANCE_ALLOW_PARTIAL` says to [`main`]); returns the exit code.
+pub fn main_with(fixture: Arc<dyn Fixture>, args: Arguments, allow_partial: bool) -> u8 {
     let mut opts = RunOptions::default();
     if let Some(seed) = std::env::var("CONFORMANCE_SEED")
         .ok()
@@ -42,7 +55,7 @@ pub fn main(fixture: Arc<dyn Fixture>) -> ExitCode {
             Ok(seeds) => opts.rule_seeds = seeds,
             Err(e) => {
                 eprintln!("conformance: CONFORMANCE_RULE_SEED: {e}");
-                return ExitCode::from(2);
+                return 2;
             }
         }
     }
@@ -55,7 +68,7 @@ pub fn main(fixture: Arc<dyn Fixture>) -> ExitCode {
         for p in &patterns {
             if let Err(e) = super::tags::check_pattern(p) {
                 eprintln!("conformance: CONFORMANCE_SKIP: {e}");
-                return ExitCode::from(2);
+                return 2;
             }
         }
         opts.skip = patterns;
@@ -70,7 +83,7 @@ pub fn main(fixture: Arc<dyn Fixture>) -> ExitCode {
                 None => println!("{}: test", rule.trial_name()),
             }
         }
-        return ExitCode::SUCCESS;
+        return 0;
     }
     let runtime = Arc::new(
         tokio::runtime::Builder::new_multi_thread()
@@ -111,8 +124,10 @@ pub fn main(fixture: Arc<dyn Fixture>) -> ExitCode {
             .with_kind(provider.clone())
         })
         .collect();
+    super::secrets::install_panic_hook();
     let conclusion = libtest_mimic::run(&args, trials);
     let finished: Vec<RuleResult> = results.lock().unwrap().drain(..).collect();
+    let unproved = unproved(&finished);
     let swept = finished.iter().flat_map(super::runner::swept_by).collect();
     let mut events = vec![Event::RunStarted(info)];
     events.extend(finished.into_iter().map(Event::CheckFinished));
@@ -137,7 +152,54 @@ pub fn main(fixture: Arc<dyn Fixture>) -> ExitCode {
             write_reports(&report, std::path::Path::new(&dir));
         }
     }
-    conclusion.exit_code()
+    if conclusion.has_failed() {
+        return EXIT_TRIAL_FAILED;
+    }
+    if unproved.is_empty() {
+        return 0;
+    }
+    if allow_partial {
+        eprintln!(
+            "conformance: partial ({}), accepted: CONFORMANCE_ALLOW_PARTIAL is set",
+            unproved.join("; ")
+        );
+        return 0;
+    }
+    eprintln!(
+        "conformance: error: the run is partial ({}); every trial that ran is ok, but the \
+         rules above were not fully checked. Set CONFORMANCE_ALLOW_PARTIAL=1 to accept a \
+         partial run.",
+        unproved.join("; ")
+    );
+    super::cli::EXIT_PARTIAL
+}
+
+/// The rules among `results` that ran yet prove less than a pass: Skipped, or with
+/// sub-assertions not checked. A rule the trial filter left out is not among them.
+fn unproved(results: &[RuleResult]) -> Vec<String> {
+    results
+        .iter()
+        .filter_map(|r| match r.outcome {
+            Outcome::Skipped => Some(format!("{} Skipped", r.id)),
+            _ if !r.not_checked.is_empty() => Some(format!(
+                "{} left {} item(s) not checked",
+                r.id,
+                r.not_checked.len()
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether `CONFORMANCE_ALLOW_PARTIAL` is set to a true value, as the CLI reads it:
+/// unset, empty, `0`, `false`, `no`, `off`, `n` and `f` are false.
+fn allow_partial() -> bool {
+    std::env::var("CONFORMANCE_ALLOW_PARTIAL").is_ok_and(|v| {
+        !matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "" | "0" | "false" | "no" | "off" | "n" | "f"
+        )
+    })
 }
 
 fn write_reports(report: &Report, dir: &std::path::Path) {
@@ -146,10 +208,8 @@ fn write_reports(report: &Report, dir: &std::path::Path) {
             for p in &paths {
                 eprintln!("conformance: wrote {}", p.display());
             }
-            if let Some(found) = super::report::find_sentinel(&paths) {
-                eprintln!(
-                    "conformance: error: a cloud-init sentinel reached a report (CRE-SECRET): {found}"
-                );
+            if let Some(found) = super::report::find_payload(&paths) {
+                eprintln!("conformance: error: {found} (the suite failed to blank it)");
                 std::process::exit(1);
             }
         }

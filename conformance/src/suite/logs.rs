@@ -3,8 +3,8 @@
 //! (the provider's own, and the suite's operation spans around them), whatever
 //! `--log-level` printed.
 //!
-//! Each line is scanned for the run's CRE-SECRET sentinels before it is written: a
-//! line holding one is written redacted, and CRE-SECRET fails with a violation naming
+//! Each line is scanned for cloud-init payloads before it is written: a line holding
+//! one is written redacted, and the rule whose log it is fails with a violation naming
 //! the file and the line. A rule that failed or errored points at its file
 //! (`RuleResult::log`).
 
@@ -14,12 +14,13 @@ use std::path::{Path, PathBuf};
 
 use super::capture::Capture;
 use super::outcome::{Outcome, Report, Violation};
+use super::secrets;
 
 /// The directory, inside the report directory, the log files go to.
 pub const LOG_DIR: &str = "logs";
 
-/// What replaces a sentinel in a written log line.
-pub const REDACTED: &str = "[redacted: cloud-init user data]";
+/// What replaces a payload in a written log line.
+pub use super::secrets::REDACTED;
 
 /// The lines of the log of the rule whose span carries `mark`: its spans, then its
 /// events with the spans they were emitted in. `None` when no such span was recorded.
@@ -63,48 +64,38 @@ pub fn rule_log(cap: &Capture, mark: &str) -> Option<Vec<String>> {
     Some(lines)
 }
 
-/// A sentinel found in a log line.
+/// A payload found in a log line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hit {
+    /// The rule whose log it is.
+    pub rule: String,
     /// The file, relative to the report directory (`logs/CRE-SECRET.log`).
     pub file: String,
     /// The line, from 1.
     pub line: usize,
 }
 
-/// `lines` with every sentinel redacted, and the numbers (from 1) of the lines that
-/// held one.
-pub fn redact(lines: &[String], sentinels: &[String]) -> (Vec<String>, Vec<usize>) {
+/// `lines` with every payload redacted (and each on one line), and the numbers (from
+/// 1) of the lines that held one.
+pub fn redact(lines: &[String]) -> (Vec<String>, Vec<usize>) {
     let mut hits = Vec::new();
     let out = lines
         .iter()
         .enumerate()
         .map(|(i, l)| {
-            let mut l = l.replace(['\n', '\r'], " ");
-            let mut hit = false;
-            for s in sentinels.iter().filter(|s| !s.is_empty()) {
-                if l.contains(s.as_str()) {
-                    l = l.replace(s.as_str(), REDACTED);
-                    hit = true;
-                }
-            }
-            if hit {
+            if secrets::any_in(l) {
                 hits.push(i + 1);
             }
-            l
+            secrets::redact(l).replace(['\n', '\r'], " ")
         })
         .collect();
     (out, hits)
 }
 
-/// Writes each rule's log file into `dir/logs/`, redacting sentinels; a sentinel
-/// found fails CRE-SECRET with a violation naming the file and the line. Failed and
-/// errored rules point at their file. Returns the files written.
-pub fn write_rule_logs(
-    report: &mut Report,
-    dir: &Path,
-    sentinels: &[String],
-) -> io::Result<Vec<PathBuf>> {
+/// Writes each rule's log file into `dir/logs/`, redacting payloads; a payload found
+/// fails the rule whose log it is with a violation naming the file and the line.
+/// Failed and errored rules point at their file. Returns the files written.
+pub fn write_rule_logs(report: &mut Report, dir: &Path) -> io::Result<Vec<PathBuf>> {
     let Some(cap) = Capture::global() else {
         return Ok(Vec::new());
     };
@@ -117,9 +108,10 @@ pub fn write_rule_logs(
             continue;
         };
         std::fs::create_dir_all(&logs)?;
-        let (lines, at) = redact(&lines, sentinels);
+        let (lines, at) = redact(&lines);
         let name = format!("{LOG_DIR}/{}.log", r.id);
         hits.extend(at.into_iter().map(|line| Hit {
+            rule: r.id.clone(),
             file: name.clone(),
             line,
         }));
@@ -133,28 +125,28 @@ pub fn write_rule_logs(
         }
     }
     if !hits.is_empty() {
-        fail_secret(report, &hits);
+        fail_leaks(report, &hits);
     }
     Ok(written)
 }
 
-/// Fails CRE-SECRET for sentinels found in log lines.
-fn fail_secret(report: &mut Report, hits: &[Hit]) {
-    let Some(r) = report.results.iter_mut().find(|r| r.id == "CRE-SECRET") else {
-        return;
-    };
+/// Fails each rule in whose log lines a payload was found.
+fn fail_leaks(report: &mut Report, hits: &[Hit]) {
     for h in hits {
+        let Some(r) = report.results.iter_mut().find(|r| r.id == h.rule) else {
+            continue;
+        };
         r.violations.push(Violation {
-            rule: "CRE-SECRET".into(),
+            rule: h.rule.clone(),
             location: format!("{} line {}", h.file, h.line),
             expected: "no cloud-init user data in the provider's log lines".into(),
-            actual: "a CRE-SECRET sentinel; the line was written redacted".into(),
+            actual: "a cloud-init payload; the line was written redacted".into(),
         });
-    }
-    if r.outcome != Outcome::Fail {
-        r.outcome = Outcome::Fail;
-        r.reason = r.violations.first().map(|v| v.to_string());
-        r.waiver = None;
+        if r.outcome != Outcome::Fail {
+            r.outcome = Outcome::Fail;
+            r.reason = r.violations.first().map(|v| v.to_string());
+            r.waiver = None;
+        }
     }
     report.refresh();
 }
@@ -164,13 +156,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sentinels_are_redacted_and_their_lines_named() {
+    fn payloads_are_redacted_and_their_lines_named() {
+        let token = secrets::new_token(&secrets::new_owner("CRE-SECRET"));
         let lines = vec![
             "INFO kvm2: created vm1".to_owned(),
-            "DEBUG kvm2: user data root:sentinel-x-1\nsecond".to_owned(),
+            format!("DEBUG kvm2: user data root:{token}\nsecond"),
             "DEBUG kvm2: nothing".to_owned(),
         ];
-        let (out, hits) = redact(&lines, &["sentinel-x-1".to_owned(), String::new()]);
+        let (out, hits) = redact(&lines);
         assert_eq!(hits, [2]);
         assert_eq!(
             out[1],

@@ -9,6 +9,7 @@ use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, Test
 use sha2::{Digest, Sha256};
 
 use super::cx::{CheckError, CheckResult, Cx};
+use super::guard;
 use super::outcome::PropertyFailure;
 
 /// Runs `body` over `cx.cases` values of `strategy`, seeded by the rule's seed.
@@ -60,11 +61,27 @@ where
                 .lock()
                 .unwrap()
                 .update(format!("{value:?}\n").as_bytes());
-            match handle.block_on(body(value)) {
-                Ok(()) => Ok(()),
-                Err(PropError::Fail(msg)) => Err(TestCaseError::fail(msg)),
-                Err(PropError::Harness(msg)) => {
+            // A panic inside the provider fails the case, as any broken promise
+            // does; any other panic is the suite's (or a hook's) and stops the
+            // property with Error instead of passing for the provider's failure.
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                handle.block_on(body(value))
+            }));
+            match ran {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(PropError::Fail(msg))) => Err(TestCaseError::fail(msg)),
+                Ok(Err(PropError::Harness(msg))) => {
                     *harness.lock().unwrap() = Some(msg);
+                    Ok(())
+                }
+                Err(p) if guard::is_provider_panic(p.as_ref()) => Err(TestCaseError::fail(
+                    format!("the provider panicked: {}", guard::panic_text(p.as_ref())),
+                )),
+                Err(p) => {
+                    *harness.lock().unwrap() = Some(format!(
+                        "the suite panicked outside the provider (a bug in the suite or in a fixture hook): {}",
+                        guard::panic_text(p.as_ref())
+                    ));
                     Ok(())
                 }
             }

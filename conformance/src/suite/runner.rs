@@ -14,6 +14,7 @@ use super::capture::Capture;
 use super::checks;
 use super::cx::{CheckError, Cx, CxParts, Timing};
 use super::outcome::{Event, InjectedFault, Outcome, Report, RuleResult, RunInfo, RunSettings};
+use super::{guard, secrets};
 use crate::fixture::Fixture;
 use crate::rules::{CATALOGUE, Need, Rule};
 
@@ -260,6 +261,7 @@ pub async fn run(
     sink: &mut (dyn FnMut(&Event) + Send),
 ) -> Report {
     let started = Instant::now();
+    secrets::install_panic_hook();
     // The capture must be in place before the first rule's span is made.
     let _ = Capture::global();
     let info = run_info(fixture.as_ref(), &opts);
@@ -401,6 +403,7 @@ pub async fn run_rule(
     run_id: &str,
 ) -> RuleResult {
     let seed = opts.seed_of(rule.id);
+    secrets::install_panic_hook();
     if let Some((outcome, reason)) = applicability(fixture.as_ref(), rule) {
         return skipped(rule, seed, outcome, reason);
     }
@@ -500,7 +503,10 @@ async fn run_once(
         }
     };
     let (counted, peak) = super::budget::counted(tb);
-    let tb: Box<dyn crate::fixture::Testbed> = Box::new(counted);
+    let owner = secrets::new_owner(rule.id);
+    let (guarded, leaks) = guard::guarded(Box::new(counted), owner.clone());
+    let tb: Box<dyn crate::fixture::Testbed> = Box::new(guarded);
+    let since = Capture::global().map(|c| c.checkpoint());
     let real = fixture.is_real_backend();
     let run_short: String = run_id.chars().take(8).collect();
     let span =
@@ -518,6 +524,7 @@ async fn run_once(
         timing: if real { Timing::real() } else { Timing::fake() },
         capture: Capture::global(),
         span,
+        owner,
     });
     if cx.locations.is_empty() {
         return skipped(
@@ -530,11 +537,7 @@ async fn run_once(
     let body = AssertUnwindSafe(check(&cx)).catch_unwind();
     let verdict = match tokio::time::timeout(opts.rule_timeout, body).await {
         Ok(Ok(v)) => v,
-        Ok(Err(panic)) => Err(CheckError::Violation(cx.violation(
-            "during the check",
-            "no panic",
-            format!("panicked: {}", panic_text(&panic)),
-        ))),
+        Ok(Err(panic)) => Err(panicked(&cx, panic.as_ref())),
         Err(_) => Err(CheckError::Harness(format!(
             "the check did not finish within {:?}",
             opts.rule_timeout
@@ -552,6 +555,7 @@ async fn run_once(
     if let Err(e) = cx.tb.teardown().await {
         cx.note(format!("teardown failed: {e}"));
     }
+    leaked(&cx, &leaks, since);
     let harness_failure = cx.tb.harness_failure();
     let violations = std::mem::take(&mut *cx.violations.lock().unwrap());
     let mut evidence = std::mem::take(&mut *cx.evidence.lock().unwrap());
@@ -592,7 +596,7 @@ async fn run_once(
             Some(why) => (Outcome::Error, Some(why)),
             None => (outcome, reason),
         };
-    RuleResult {
+    let mut result = RuleResult {
         id: rule.id.into(),
         title: rule.title.into(),
         area: rule.area.as_str().into(),
@@ -612,6 +616,69 @@ async fn run_once(
         repeat_seeds: Vec::new(),
         waiver: None,
         log: None,
+    };
+    redact_result(&mut result);
+    result
+}
+
+/// What a panic that escaped the check means: the provider's Fail when it started
+/// inside a provider call (the guard marks those), else a bug of the suite's or of a
+/// fixture hook's, which is the harness's Error.
+fn panicked(cx: &Cx, panic: &(dyn std::any::Any + Send)) -> CheckError {
+    let text = secrets::redact(&guard::panic_text(panic)).into_owned();
+    if guard::is_provider_panic(panic) {
+        CheckError::Violation(cx.violation(
+            "during the check",
+            "no panic inside the provider",
+            format!("the provider panicked: {text}"),
+        ))
+    } else {
+        CheckError::Harness(format!(
+            "the suite panicked outside the provider (a bug in the suite or in a fixture hook, not the provider's failure): {text}"
+        ))
+    }
+}
+
+/// Fails the rule for every place one of its payloads showed up: in what the provider
+/// returned or panicked with (seen by the guard), and in any span, log line or stderr
+/// line recorded since the rule started (`since`), whichever rule's span it was in.
+fn leaked(cx: &Cx, leaks: &guard::Leaks, since: Option<super::capture::Checkpoint>) {
+    let mut places = leaks.take();
+    if let (Some(cap), Some(from)) = (&cx.capture, since) {
+        for p in cap.places_since(from, |t| secrets::leaks(t, &cx.owner)) {
+            if !places.contains(&p) {
+                places.push(p);
+            }
+        }
+    }
+    for place in places {
+        cx.violate(
+            "a cloud-init payload the rule handed to Create",
+            "the payload nowhere but in the backend (no log line, span, error, stderr line or panic message)",
+            format!("it appeared in {place}; the report shows it blanked"),
+        );
+    }
+}
+
+/// Blanks every payload out of a result's texts: a report never carries one.
+pub fn redact_result(r: &mut RuleResult) {
+    if let Some(reason) = &mut r.reason {
+        secrets::redact_in_place(reason);
+    }
+    for v in &mut r.violations {
+        secrets::redact_in_place(&mut v.location);
+        secrets::redact_in_place(&mut v.expected);
+        secrets::redact_in_place(&mut v.actual);
+    }
+    for e in &mut r.evidence {
+        secrets::redact_in_place(e);
+    }
+    for n in &mut r.not_checked {
+        secrets::redact_in_place(&mut n.what);
+        secrets::redact_in_place(&mut n.why);
+    }
+    if let Some(p) = &mut r.property {
+        secrets::redact_in_place(&mut p.shrunk);
     }
 }
 
@@ -651,13 +718,6 @@ fn environment_quota(
         },
         violations[0]
     ))
-}
-
-fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
-    p.downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "non-string panic".into())
 }
 
 /// After a check: anything carrying the rule's tags or names is a leak; it is removed

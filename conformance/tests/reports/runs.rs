@@ -154,7 +154,7 @@ fn verify_checks_schema_catalogue_and_digest() {
 /// the file and the line, and the line is written redacted; a failed rule points at
 /// its file.
 #[test]
-fn rule_log_files_are_scanned_for_sentinels_and_failed_rules_point_at_them() {
+fn rule_log_files_are_scanned_for_payloads_and_failed_rules_point_at_them() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("reports");
     let (code, json, junit, md, _) = run_stub(
@@ -180,9 +180,10 @@ fn rule_log_files_are_scanned_for_sentinels_and_failed_rules_point_at_them() {
     assert_eq!(secret["log"], "logs/CRE-SECRET.log");
     let log = std::fs::read_to_string(out.join("logs/CRE-SECRET.log")).unwrap();
     assert!(log.contains(conformance::suite::logs::REDACTED), "{log}");
-    for s in conformance::suite::checks::create::sentinels() {
-        assert!(!log.contains(&s), "a sentinel was written: {log}");
-    }
+    assert!(
+        !conformance::suite::secrets::any_in(&log),
+        "a payload was written: {log}"
+    );
     let del = result_json(&json, "DEL-MALFORMED");
     assert_eq!(del["log"], "logs/DEL-MALFORMED.log");
     assert!(
@@ -276,8 +277,10 @@ fn the_log_level_filters_what_is_printed_not_what_is_captured() {
         .unwrap_or_else(|| panic!("the debug line is printed: {stderr}"));
     let line: String = stderr[at..].chars().take(160).collect();
     assert!(
-        line.contains(&format!("root:{}", conformance::suite::logs::REDACTED))
-            && !line.contains("sentinel-"),
+        line.contains(&format!(
+            "creating with {}",
+            conformance::suite::logs::REDACTED
+        )) && !conformance::suite::secrets::any_in(&line),
         "the printed line is redacted: {line}"
     );
 }
@@ -344,4 +347,71 @@ fn an_unasked_quota_is_the_environment_on_a_real_backend_only() {
             assert_eq!(r["outcome"], "Fail");
         }
     }
+}
+
+/// A hook the fixture declares and its testbed does not hand out is a condition on the
+/// suite's side: the rule is an Error naming the hook, never a panic the runner would
+/// call the provider's Fail. A panic inside the provider is the provider's Fail.
+#[test]
+fn a_promised_hook_missing_is_an_error_and_a_provider_panic_a_fail() {
+    let dir = tempfile::tempdir().unwrap();
+    let liar = Arc::new(Stub {
+        lies_about: vec![Hook::Planting],
+        ..Stub::default()
+    });
+    let (_, json, ..) = run_stub(liar, dir.path(), &["--rules", "CRE-ADOPT-GUARD"]);
+    let r = result_json(&json, "CRE-ADOPT-GUARD");
+    assert_eq!(r["outcome"], "Error", "{r}");
+    assert!(
+        r["reason"]
+            .as_str()
+            .unwrap()
+            .contains("the testbed returned no planting hook"),
+        "{r}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let panics = Arc::new(Stub {
+        panics: true,
+        ..Stub::default()
+    });
+    let (code, json, ..) = run_stub(panics, dir.path(), &["--rules", "GET-MALFORMED"]);
+    assert_eq!(code, cli::EXIT_FAILED);
+    let r = result_json(&json, "GET-MALFORMED");
+    assert_eq!(r["outcome"], "Fail", "{r}");
+    assert!(
+        r["reason"]
+            .as_str()
+            .unwrap()
+            .contains("the provider panicked: Get panicked: the stub's Get panics on purpose"),
+        "{r}"
+    );
+}
+
+/// Under cargo test the exit code honours the verdict as the CLI's does: a rule that
+/// ran and left a sub-assertion not checked makes the binary exit 4 (partial) though
+/// its trial is `ok`, unless a partial run is accepted; a trial filter that selects
+/// rules does not by itself, and a failed trial stays libtest's failure.
+#[test]
+fn the_cargo_test_harness_exits_partial_for_what_it_did_not_check() {
+    use conformance::suite::harness::{EXIT_TRIAL_FAILED, main_with};
+    let only = |trial: &str| libtest_mimic::Arguments {
+        filter: Some(trial.to_owned()),
+        exact: true,
+        test_threads: Some(1),
+        ..Default::default()
+    };
+    // The stub has no inventory hook: GET-MALFORMED passes, and what its sweep could
+    // not look for is recorded as not checked.
+    let get = "conformance::get::GET-MALFORMED";
+    assert_eq!(
+        main_with(Stub::new(false), only(get), false),
+        cli::EXIT_PARTIAL
+    );
+    assert_eq!(main_with(Stub::new(false), only(get), true), 0);
+    let del = "conformance::delete::DEL-MALFORMED";
+    assert_eq!(
+        main_with(Stub::new(false), only(del), true),
+        EXIT_TRIAL_FAILED
+    );
 }

@@ -15,6 +15,10 @@ pub(super) struct Stub {
     /// Every Get answers QuotaExceeded.
     pub(super) quota: bool,
     pub(super) real: bool,
+    /// Hooks the fixture declares though its testbeds hand out none.
+    pub(super) lies_about: Vec<Hook>,
+    /// Every Get panics.
+    pub(super) panics: bool,
 }
 
 impl Stub {
@@ -30,6 +34,7 @@ struct StubProvider {
     not_found: bool,
     get_delay: Duration,
     quota: bool,
+    panics: bool,
 }
 
 impl conformance::Provider for StubProvider {
@@ -62,6 +67,7 @@ impl conformance::Provider for StubProvider {
     ) -> BoxFuture<'a, conformance::Result<conformance::Instance>> {
         Box::pin(async move {
             tokio::time::sleep(self.get_delay).await;
+            assert!(!self.panics, "the stub's Get panics on purpose");
             Err(if self.quota {
                 conformance::Error::quota(
                     "stub",
@@ -138,7 +144,7 @@ impl Fixture for Stub {
         Profile::builder().build().unwrap()
     }
     fn hooks(&self) -> Vec<Hook> {
-        Vec::new()
+        self.lies_about.clone()
     }
     fn locations(&self) -> Vec<Location> {
         vec![Location {
@@ -166,6 +172,7 @@ impl Fixture for Stub {
                     not_found,
                     get_delay: self.get_delay,
                     quota: self.quota,
+                    panics: self.panics,
                 }),
             }) as Box<dyn Testbed>)
         })

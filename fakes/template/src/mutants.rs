@@ -86,6 +86,7 @@ defective! {
     retry_start_blindly => RetryStartBlindly,
     adopt_unmarked => AdoptUnmarked,
     adopt_foreign => AdoptForeign,
+    foreign_refusal_carries_cloud_init => ForeignRefusalCarriesCloudInit,
     no_quota_precheck => NoQuotaPrecheck,
     create_not_found => CreateNotFound,
     vanished_part_is_not_found => VanishedPartIsNotFound,
@@ -126,6 +127,46 @@ defective! {
 fn defect(build: crate::fixture::Build) -> TemplateFixture {
     TemplateFixture::default().with_build(build)
 }
+
+/// What a provider that records every payload in a span's fields fails: every rule in
+/// which it is handed one (the rules that make no Create, and Check's, it passes).
+const SPAN_CARRIES_CLOUD_INIT_FAILS: &[&str] = &[
+    "CRE-IDEMPOTENT",
+    "CRE-RESUME",
+    "CRE-RETURN",
+    "CRE-PLACEMENT",
+    "CRE-ADOPT-GUARD",
+    "CRE-QUOTA",
+    "CRE-BACKEND-NOTFOUND",
+    "CRE-SECRET",
+    "CRE-INVALID",
+    "CRE-MARK",
+    "CRE-CONCURRENT",
+    "GET-AFTER-DELETE",
+    "GET-DURING-DELETE",
+    "GET-BUSY",
+    "GET-STATE",
+    "GET-STATELESS",
+    "DEL-IDEMPOTENT",
+    "DEL-COMPLETE",
+    "DEL-RUNNING",
+    "DEL-PARTIAL",
+    "DEL-CONCURRENT",
+    "DEL-RESUME",
+    "LST-MARKED-ONLY",
+    "LST-ORDER",
+    "LST-PARTIAL",
+    "LST-UNREADABLE",
+    "LST-AGREES",
+    "GEN-CANCEL",
+    "GEN-ERROR-NAME",
+    "GEN-LOGGING",
+    "GEN-SPANS",
+    "GEN-ROTATION",
+    "GEN-PARALLEL",
+    "GEN-MODEL",
+    "CHK-ISOLATED",
+];
 
 /// The rules whose catalogue entry names `delete-return`: what a declaration mutant of
 /// that axis runs, and breaks.
@@ -297,8 +338,10 @@ mutants! {
     "vanished-part-is-not-found" &["CRE-BACKEND-NOTFOUND"] => || defect(vanished_part_is_not_found);
     "create-auth-failure-is-transient" &["CRE-BACKEND-NOTFOUND"] => || defect(create_auth_failure_transient);
     "create-permanent-is-transient" &["CRE-BACKEND-NOTFOUND"] => || defect(create_permanent_as_transient);
-    "logs-cloud-init-at-debug" &["CRE-SECRET"] => || defect(log_cloud_init);
-    "error-carries-cloud-init" &["CRE-SECRET"] => || TemplateFixture::default().with_build(error_carries_cloud_init);
+    "logs-cloud-init-at-debug" &["CRE-SECRET", "GEN-LOGGING"] => || defect(log_cloud_init);
+    "error-carries-cloud-init" &["CRE-SECRET", "CRE-ADOPT-GUARD", "CRE-BACKEND-NOTFOUND", "CRE-INVALID", "CRE-PLACEMENT", "CRE-QUOTA", "CRE-RESUME", "GEN-CANCEL", "GEN-ERROR-NAME", "GEN-MODEL"] => || TemplateFixture::default().with_build(error_carries_cloud_init);
+    "warns-cloud-init-on-quota" &["CRE-QUOTA", "CRE-SECRET"] => || TemplateFixture::default().with_build(warns_cloud_init_on_quota);
+    "foreign-refusal-source-carries-cloud-init" &["CRE-ADOPT-GUARD", "CRE-SECRET"] => || defect(foreign_refusal_carries_cloud_init);
     "skips-uid-validation" &["CRE-INVALID"] => || defect(skip_uid_validation);
     "no-created-at" &["CRE-MARK"] => || defect(no_created_at);
     "create-without-lock" &["CRE-CONCURRENT"] => || defect(create_unlocked);
@@ -375,7 +418,7 @@ mutants! {
     "booting-is-running" &["CRE-RETURN", "GET-STATE"] => || TemplateFixture::default().with_build(booting_is_running);
     "unknown-placement-creates-at-the-first" &["CRE-PLACEMENT", "CRE-SECRET", "GEN-ERROR-NAME"] => || TemplateFixture::default().with_build(unknown_placement_creates_at_first);
     "quota-without-figures" &["CRE-QUOTA"] => || TemplateFixture::default().with_build(quota_without_figures);
-    "span-carries-cloud-init" &["CRE-SECRET"] => || TemplateFixture::default().with_build(span_carries_cloud_init);
+    "span-carries-cloud-init" SPAN_CARRIES_CLOUD_INIT_FAILS => || TemplateFixture::default().with_build(span_carries_cloud_init);
     "invalid-uid-creates-then-refuses" &["CRE-INVALID"] => || TemplateFixture::default().with_build(invalid_uid_creates_then_refuses);
     "get-reports-no-uid" &["CRE-MARK"] => || TemplateFixture::default().with_build(reports_no_uid);
     "created-at-an-hour-early" &["CRE-MARK"] => || TemplateFixture::default().with_build(created_at_an_hour_early);
@@ -400,7 +443,7 @@ mutants! {
     "resume-makes-another-seed" &["CRE-RESUME", "CRE-BACKEND-NOTFOUND", "GEN-CANCEL"] => || defect(defects::resume_reseeds);
     "guard-stops-the-resource-first" &["CRE-ADOPT-GUARD"] => || defect(defects::guard_stops_first);
     "empty-uid-is-foreign" &["CRE-ADOPT-GUARD"] => || defect(defects::empty_uid_is_foreign);
-    "backend-quota-delete-keeps-seed" &["CRE-QUOTA"] => || {
+    "backend-quota-delete-keeps-seed" &["CRE-QUOTA", "CRE-SECRET"] => || {
         declares("quota=backend-reported", "quota=backend-reported", |_| {}).with_build(delete_keeps_seed)
     };
     "failed-address-lookup-is-transient" &["GET-STATE"] => || defect(defects::address_lookup_fatal);

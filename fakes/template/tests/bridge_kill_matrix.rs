@@ -83,6 +83,7 @@ fn main() -> ExitCode {
         ("remote-no-spans", "GEN-SPANS"),
         ("remote-secret-in-log", "CRE-SECRET"),
         ("remote-secret-on-stderr", "CRE-SECRET"),
+        ("remote-leaks-everywhere", "CRE-SECRET"),
     ] {
         trials.push(Trial::test(format!("bridge-mutant::{mutant}"), move || {
             must_fail(mutant, rule)

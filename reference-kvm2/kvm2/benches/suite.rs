@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use conformance::fixture::Fixture;
 use conformance::suite::outcome::Outcome;
-use conformance::suite::report::{Format, find_sentinel, write_all};
+use conformance::suite::report::{Format, find_payload, write_all};
 use conformance::suite::runner::{RunOptions, run};
 use kvm2::fixture::Kvm2Fixture;
 
@@ -51,8 +51,8 @@ fn main() {
     let checked = started.elapsed();
     let paths = write_all(&report, out.path(), &Format::ALL).expect("write the reports");
     assert!(
-        find_sentinel(&paths).is_none(),
-        "a cloud-init sentinel reached a report"
+        find_payload(&paths).is_none(),
+        "a cloud-init payload reached a report"
     );
     let wall = started.elapsed();
 

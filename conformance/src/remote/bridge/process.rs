@@ -120,8 +120,10 @@ impl AsyncWrite for KillOnDrop {
 async fn pump_stderr(err: tokio::process::ChildStderr, log: Arc<StderrLog>) {
     let mut lines = tokio::io::BufReader::new(err).lines();
     while let Ok(Some(line)) = lines.next_line().await {
+        // The capture keeps the line as it came, where the runner looks for payloads;
+        // the file gets it blanked.
         tracing::trace!(target: STDERR_TARGET, parent: None, "{line}");
-        log.write(Some(line));
+        log.write(Some(crate::suite::secrets::redact(&line).into_owned()));
     }
 }
 

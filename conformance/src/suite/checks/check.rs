@@ -40,7 +40,7 @@ pub async fn chk_order(cx: &Cx) -> CheckResult {
 
 /// CHK-CONCURRENT
 pub async fn chk_concurrent(cx: &Cx) -> CheckResult {
-    let faults = cx.tb.faults().expect("gated on the faults hook");
+    let faults = cx.faults()?;
     let (l0, l1) = (cx.locations[0].name.clone(), cx.locations[1].name.clone());
     // A black-holed first location must not starve the second.
     faults
@@ -103,7 +103,7 @@ pub async fn chk_concurrent(cx: &Cx) -> CheckResult {
 
 /// CHK-DEADLINE
 pub async fn chk_deadline(cx: &Cx) -> CheckResult {
-    let faults = cx.tb.faults().expect("gated on the faults hook");
+    let faults = cx.faults()?;
     for l in &cx.locations {
         faults
             .set_reachability(&l.name, Reachability::BlackHole)
@@ -266,7 +266,7 @@ fn judge_reasons(cx: &Cx, case: &str, h: &[HostHealth]) -> CheckResult {
 
 /// CHK-ISOLATED
 pub async fn chk_isolated(cx: &Cx) -> CheckResult {
-    let obs = cx.tb.observation().expect("gated on the observation hook");
+    let obs = cx.observation()?;
     let loc = cx.loc0().name.clone();
     let req = cx.request();
     let id = cx.create_ok(cx.p.as_ref(), &req, "Create").await?;

@@ -1,7 +1,6 @@
 //! Checks of the Create rules (CRE-*).
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use crate::fixture::{AccessBreak, FaultKind, FaultSpec, Part, Plant, Trigger, Verbosity};
@@ -11,6 +10,7 @@ use crate::suite::checks::steps::{
 };
 use crate::suite::cx::{CheckError, CheckResult, Cx, describe, describe_result, kind_of};
 use crate::suite::props::{PropError, property};
+use crate::suite::secrets;
 use crate::{CloudInit, CreateRequest, ErrorKind, State};
 
 /// How many backend calls a clean Create makes, measured on a throwaway instance.
@@ -97,7 +97,10 @@ pub async fn cre_idempotent(cx: &Cx) -> CheckResult {
         )
         .await?;
     let mut changed = req.clone();
-    changed.cloud_init = CloudInit::new("#cloud-config\n# a different payload\n");
+    changed.cloud_init = secrets::mark(
+        &cx.owner,
+        &CloudInit::new("#cloud-config\n# a different payload\n"),
+    );
     for (case, r) in [
         ("repeat once Running", &req),
         ("repeat with a different cloud-init", &changed),
@@ -183,10 +186,7 @@ pub async fn cre_resume(cx: &Cx) -> CheckResult {
 
 /// CRE-RETURN (also verifies the create-return and provisioning-state declarations)
 pub async fn cre_return(cx: &Cx) -> CheckResult {
-    let sc = cx
-        .tb
-        .state_control()
-        .expect("gated on the state-control hook");
+    let sc = cx.state_control()?;
     let blocking = cx.profile.create_return() == crate::profile::CreateReturn::Blocking;
     sc.hold_boot(true).await?;
     let req = cx.request();
@@ -200,8 +200,7 @@ pub async fn cre_return(cx: &Cx) -> CheckResult {
     let early = tokio::time::timeout(wait, &mut task).await;
     let result = match early {
         Ok(joined) => {
-            let res =
-                joined.map_err(|e| CheckError::Harness(format!("create task failed: {e}")))?;
+            let res = cx.joined(joined, "create task")?;
             if blocking {
                 cx.violate(
                     "Create with boot held",
@@ -239,8 +238,7 @@ pub async fn cre_return(cx: &Cx) -> CheckResult {
                 ));
             }
             sc.hold_boot(false).await?;
-            task.await
-                .map_err(|e| CheckError::Harness(format!("create task failed: {e}")))?
+            cx.joined(task.await, "create task")?
         }
     };
     let id = match result {
@@ -312,7 +310,7 @@ pub(crate) async fn nothing_made(cx: &Cx, req: &CreateRequest, at: &str) -> Chec
 
 /// CRE-ADOPT-GUARD
 pub async fn cre_adopt_guard(cx: &Cx) -> CheckResult {
-    let planting = cx.tb.planting().expect("gated on the planting hook");
+    let planting = cx.planting()?;
     let loc = cx.loc0().clone();
     let tag = cx.tag();
     let cases = [
@@ -361,7 +359,7 @@ pub async fn cre_adopt_guard(cx: &Cx) -> CheckResult {
 
 /// CRE-QUOTA
 pub async fn cre_quota(cx: &Cx) -> CheckResult {
-    let cap = cx.tb.capacity().expect("gated on the capacity hook");
+    let cap = cx.capacity()?;
     let loc = cx.loc0().name.clone();
     // quota=detected promises a precheck; quota=backend-reported only that the backend's
     // refusal surfaces as QuotaExceeded, after which a Delete takes what was made.
@@ -629,13 +627,6 @@ async fn auth_failure(cx: &Cx, loc: &str) -> CheckResult {
     Ok(())
 }
 
-/// Every sentinel CRE-SECRET used, so reporters' output can be scanned for them.
-pub fn sentinels() -> Vec<String> {
-    SENTINELS.lock().unwrap().clone()
-}
-
-static SENTINELS: Mutex<Vec<String>> = Mutex::new(Vec::new());
-
 /// CRE-SECRET
 pub async fn cre_secret(cx: &Cx) -> CheckResult {
     let Some(cap) = cx.capture.clone() else {
@@ -651,14 +642,17 @@ pub async fn cre_secret(cx: &Cx) -> CheckResult {
         let cap = cap.clone();
         let loc = loc.clone();
         async move {
-            // Unique to this run: runs in one process (a kill matrix) share seeds
-            // and so inputs, and one run's leak must not count against another.
-            let sentinel = format!("sentinel-{}-{s}", cx.name_prefix());
+            // A token of its own in the middle of the payload, where a provider
+            // that leaks a part of it shows one: unique to this case, so that runs
+            // in one process (a kill matrix) sharing seeds and inputs never count
+            // one run's leak against another.
+            let sentinel = secrets::new_token(&cx.owner);
             let from = cap.checkpoint();
-            SENTINELS.lock().unwrap().push(sentinel.clone());
-            let payload = CloudInit::new(format!(
-                "#cloud-config\nchpasswd:\n  list: |\n    root:{sentinel}\nwrite_files:\n  - path: /etc/token\n    content: {sentinel}\n"
-            ));
+            let text = format!(
+                "#cloud-config\nchpasswd:\n  list: |\n    root:{sentinel}-{s}\nwrite_files:\n  - path: /etc/token\n    content: {sentinel}-{s}\n"
+            );
+            secrets::register_whole(&sentinel, &text);
+            let payload = CloudInit::new(text);
             let mut req = cx.tb.request(&cx.name(), &cx.tag(), &loc);
             req.cloud_init = payload.clone();
             let mut texts = vec![
@@ -686,7 +680,7 @@ pub async fn cre_secret(cx: &Cx) -> CheckResult {
             }
             // The evidence names where the payload appeared with the payload itself
             // blanked out: a report must not carry what it caught leaking.
-            let blank = |t: &str| t.replace(&sentinel, "<the payload>");
+            let blank = |t: &str| secrets::redact(t).into_owned();
             if let Some(t) = texts.iter().find(|t| t.contains(&sentinel)) {
                 return Err(PropError::Fail(format!(
                     "the cloud-init payload appeared in an error or request rendering: {}",
@@ -719,10 +713,57 @@ pub async fn cre_secret(cx: &Cx) -> CheckResult {
             Ok(())
         }
     });
+    let refusals = secret_refusals(cx).await;
     if let Some(obs) = cx.tb.observation() {
         obs.set_verbosity(Verbosity::V1);
     }
-    result
+    result?;
+    refusals
+}
+
+/// CRE-SECRET's probes of Create's refusals, which carry the request on paths the
+/// property does not reach: no room (with the capacity hook, unless quota=none) and
+/// another owner's instance of that name (with the planting hook). What they leak is
+/// found where every rule's leaks are: the runner scans what the provider returned
+/// and logged for this rule's payloads.
+async fn secret_refusals(cx: &Cx) -> CheckResult {
+    let loc = cx.loc0().clone();
+    const ROOM: &str = "the payload in Create's refusal for want of room";
+    match (cx.tb.capacity(), cx.profile.quota()) {
+        (_, crate::profile::QuotaMode::None) => {}
+        (Some(cap), _) => {
+            cap.set_free(&loc.name, Some(0)).await?;
+            let req = cx.request();
+            let r = cx.p.create(&cx.ctx(), &req).await;
+            cap.set_free(&loc.name, None).await?;
+            cx.note(format!("no room: Create → {}", kind_of(&r)));
+            let id = cx.tb.id_for(&loc.name, &req.name);
+            cx.cleanup(&[id]).await;
+        }
+        (None, _) => cx.not_checked(ROOM, "the fixture has no capacity hook"),
+    }
+    let Some(planting) = cx.tb.planting() else {
+        cx.not_checked(
+            "the payload in Create's refusal of another owner's instance",
+            "the fixture has no planting hook",
+        );
+        return Ok(());
+    };
+    let name = cx.name();
+    let tag = cx.tag();
+    let foreign = Plant::ForeignUid {
+        tag: tag.clone(),
+        uid: "someone-else-0001".into(),
+    };
+    planting.plant(&loc.name, &name, foreign).await?;
+    let req = cx.tb.request(&name, &tag, &loc);
+    let r = cx.p.create(&cx.ctx(), &req).await;
+    planting.remove(&loc.name, &name).await?;
+    cx.note(format!(
+        "another owner's instance: Create → {}",
+        kind_of(&r)
+    ));
+    Ok(())
 }
 
 /// CRE-INVALID
@@ -841,9 +882,7 @@ pub async fn cre_concurrent(cx: &Cx) -> CheckResult {
     }
     let mut ids = Vec::new();
     for t in tasks {
-        let r = t
-            .await
-            .map_err(|e| CheckError::Harness(format!("create task failed: {e}")))?;
+        let r = cx.joined(t.await, "create task")?;
         match r {
             Ok(id) => ids.push(id),
             Err(e) => cx.violate("concurrent Create", "Ok with the common ID", describe(&e)),

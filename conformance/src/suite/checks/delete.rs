@@ -72,7 +72,7 @@ pub async fn del_complete(cx: &Cx) -> CheckResult {
     let loc = cx.loc0().name.clone();
     let id = cx.create_ok(cx.p.as_ref(), &req, "Create").await?;
     cx.wait_running(cx.p.as_ref(), &id, "boot").await?;
-    let inv = cx.tb.inventory().expect("gated on the inventory hook");
+    let inv = cx.inventory()?;
     let res: Vec<_> = inv
         .resources(&loc)
         .await?
@@ -127,7 +127,7 @@ pub async fn del_running(cx: &Cx) -> CheckResult {
 
 /// DEL-PARTIAL
 pub async fn del_partial(cx: &Cx) -> CheckResult {
-    let planting = cx.tb.planting().expect("gated on the planting hook");
+    let planting = cx.planting()?;
     let loc = cx.loc0().name.clone();
     // The container goes last: without it the location cannot host instances.
     for (case, part) in [
@@ -168,9 +168,7 @@ pub async fn del_concurrent(cx: &Cx) -> CheckResult {
         tasks.push(tokio::spawn(async move { p.delete(&ctx, &i).await }));
     }
     for (n, t) in tasks.into_iter().enumerate() {
-        let r = t
-            .await
-            .map_err(|e| CheckError::Harness(format!("delete task failed: {e}")))?;
+        let r = cx.joined(t.await, "delete task")?;
         if let Err(e) = r {
             cx.violate(format!("concurrent Delete #{}", n + 1), "Ok", describe(&e));
         }
@@ -235,7 +233,7 @@ pub async fn del_resume(cx: &Cx) -> CheckResult {
 
 /// DEL-OWNERSHIP
 pub async fn del_ownership(cx: &Cx) -> CheckResult {
-    let planting = cx.tb.planting().expect("gated on the planting hook");
+    let planting = cx.planting()?;
     let loc = cx.loc0().name.clone();
     let name = cx.name();
     planting.plant(&loc, &name, Plant::Unmarked).await?;

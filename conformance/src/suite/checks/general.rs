@@ -16,7 +16,7 @@ use crate::{Ctx, Error, Op, ProviderId};
 
 /// GEN-CANCEL
 pub async fn gen_cancel(cx: &Cx) -> CheckResult {
-    let faults = cx.tb.faults().expect("gated on the faults hook");
+    let faults = cx.faults()?;
     let loc = cx.loc0().name.clone();
     let req = cx.request();
     let id = cx.create_ok(cx.p.as_ref(), &req, "Create").await?;
@@ -255,7 +255,7 @@ where
             "another tracing subscriber is installed; logs cannot be captured".into(),
         )
     })?;
-    let obs = cx.tb.observation().expect("gated on the observation hook");
+    let obs = cx.observation()?;
     let (ctx, mark) = cx.ctx_for(cx.timing.op_timeout);
     let before = obs.calls().len();
     let r = op(ctx).await;
@@ -337,7 +337,7 @@ async fn observe_lifecycle(cx: &Cx) -> CheckResult<Vec<(&'static str, Seen)>> {
 
 /// GEN-LOGGING
 pub async fn gen_logging(cx: &Cx) -> CheckResult {
-    let obs = cx.tb.observation().expect("gated on the observation hook");
+    let obs = cx.observation()?;
     for v in [Verbosity::V0, Verbosity::V1, Verbosity::V2] {
         obs.set_verbosity(v);
         for (op, seen) in observe_lifecycle(cx).await? {
@@ -406,7 +406,7 @@ pub async fn gen_spans(cx: &Cx) -> CheckResult {
 
 /// GEN-NO-IO-AT-NEW
 pub async fn gen_no_io_at_new(cx: &Cx) -> CheckResult {
-    let obs = cx.tb.observation().expect("gated on the observation hook");
+    let obs = cx.observation()?;
     let dials = |obs: &dyn crate::fixture::Observation| {
         cx.locations.iter().map(|l| obs.dials(&l.name)).sum::<u64>()
     };
@@ -438,9 +438,9 @@ pub async fn gen_no_io_at_new(cx: &Cx) -> CheckResult {
 
 /// GEN-ROTATION
 pub async fn gen_rotation(cx: &Cx) -> CheckResult {
-    let rot = cx.tb.rotation().expect("gated on the rotation hook");
-    let faults = cx.tb.faults().expect("gated on the faults hook");
-    let obs = cx.tb.observation().expect("gated on the observation hook");
+    let rot = cx.rotation()?;
+    let faults = cx.faults()?;
+    let obs = cx.observation()?;
     let loc = cx.loc0().name.clone();
     let req = cx.request();
     let id = cx
@@ -504,7 +504,7 @@ pub async fn gen_rotation(cx: &Cx) -> CheckResult {
 
 /// GEN-PARALLEL
 pub async fn gen_parallel(cx: &Cx) -> CheckResult {
-    let faults = cx.tb.faults().expect("gated on the faults hook");
+    let faults = cx.faults()?;
     let loc = cx.loc0().name.clone();
     let stalled = cx.request();
     let other = cx.request();
@@ -533,9 +533,7 @@ pub async fn gen_parallel(cx: &Cx) -> CheckResult {
     let took = t.elapsed();
     let still_stalled = !task.is_finished();
     faults.clear();
-    let first = task
-        .await
-        .map_err(|e| CheckError::Harness(format!("create task failed: {e}")))?;
+    let first = cx.joined(task.await, "create task")?;
     if r.is_err() {
         cx.violate(
             "Create of another name while one Create is stalled",
@@ -605,7 +603,7 @@ fn step() -> impl Strategy<Value = Step> {
 
 /// GEN-MODEL
 pub async fn gen_model(cx: &Cx) -> CheckResult {
-    let faults = cx.tb.faults().expect("gated on the faults hook");
+    let faults = cx.faults()?;
     let loc = cx.loc0().clone();
     property(
         cx,

@@ -87,9 +87,7 @@ pub async fn get_during_delete(cx: &Cx) -> CheckResult {
     if let Some(f) = cx.tb.faults() {
         f.clear();
     }
-    let r = del
-        .await
-        .map_err(|e| CheckError::Harness(format!("delete task failed: {e}")))?;
+    let r = cx.joined(del.await, "delete task")?;
     if let Err(e) = r {
         return cx.fail(
             "Delete",
@@ -110,7 +108,7 @@ pub async fn get_during_delete(cx: &Cx) -> CheckResult {
 
 /// GET-BUSY
 pub async fn get_busy(cx: &Cx) -> CheckResult {
-    let faults = cx.tb.faults().expect("gated on the faults hook");
+    let faults = cx.faults()?;
     let loc = cx.loc0().name.clone();
     let req = cx.request();
     let id = cx.create_ok(cx.p.as_ref(), &req, "Create").await?;
@@ -183,10 +181,7 @@ pub async fn get_busy(cx: &Cx) -> CheckResult {
 
 /// GET-STATE
 pub async fn get_state(cx: &Cx) -> CheckResult {
-    let sc = cx
-        .tb
-        .state_control()
-        .expect("gated on the state-control hook");
+    let sc = cx.state_control()?;
     let loc = cx.loc0().name.clone();
     let req = cx.request();
     let id = cx.create_ok(cx.p.as_ref(), &req, "Create").await?;

@@ -17,7 +17,7 @@ async fn list(cx: &Cx, tag: &str, at: &str) -> CheckResult<Listing> {
 
 /// LST-MARKED-ONLY
 pub async fn lst_marked_only(cx: &Cx) -> CheckResult {
-    let planting = cx.tb.planting().expect("gated on the planting hook");
+    let planting = cx.planting()?;
     let loc = cx.loc0().clone();
     let (tag, other) = (cx.tag(), cx.tag_variant("other"));
     let ours = cx.tb.request(&cx.name(), &tag, &loc);
@@ -58,7 +58,7 @@ pub async fn lst_marked_only(cx: &Cx) -> CheckResult {
 
 /// LST-EMPTY-UID
 pub async fn lst_empty_uid(cx: &Cx) -> CheckResult {
-    let planting = cx.tb.planting().expect("gated on the planting hook");
+    let planting = cx.planting()?;
     let loc = cx.loc0().name.clone();
     let tag = cx.tag();
     let name = cx.name();
@@ -137,7 +137,7 @@ pub async fn lst_order(cx: &Cx) -> CheckResult {
 
 /// LST-PARTIAL (also verifies the list-partial declaration)
 pub async fn lst_partial(cx: &Cx) -> CheckResult {
-    let faults = cx.tb.faults().expect("gated on the faults hook");
+    let faults = cx.faults()?;
     let tag = cx.tag();
     let (l0, l1) = (cx.locations[0].clone(), cx.locations[1].clone());
     let a = cx
@@ -233,7 +233,7 @@ pub async fn lst_partial(cx: &Cx) -> CheckResult {
 
 /// LST-UNREADABLE
 pub async fn lst_unreadable(cx: &Cx) -> CheckResult {
-    let planting = cx.tb.planting().expect("gated on the planting hook");
+    let planting = cx.planting()?;
     let loc = cx.loc0().clone();
     let tag = cx.tag();
     let req = cx.tb.request(&cx.name(), &tag, &loc);

@@ -1,8 +1,8 @@
 //! What a run prints of the provider's log lines and spans: `--log-level` (else
 //! `RUST_LOG`; nothing without either) and `--log-format text|json` choose what
 //! reaches stderr, never what the suite captures, so CRE-SECRET and GEN-LOGGING judge
-//! every line whatever is printed. Printed lines have the run's CRE-SECRET sentinels
-//! redacted.
+//! every line whatever is printed. Printed lines have every cloud-init payload
+//! blanked.
 
 use std::io::Write;
 
@@ -10,7 +10,7 @@ use tracing_subscriber::Layer as _;
 use tracing_subscriber::fmt::MakeWriter;
 
 use crate::suite::capture::Printer;
-use crate::suite::logs::REDACTED;
+use crate::suite::secrets;
 
 /// How printed log lines look.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -44,8 +44,8 @@ where
     })
 }
 
-/// A writer that redacts the run's sentinels from what it is given before passing it
-/// on; the formatting layer writes each event in one call.
+/// A writer that blanks every cloud-init payload from what it is given before passing
+/// it on; the formatting layer writes each event in one call.
 struct Redacting<W>(W);
 
 impl<'a, W: MakeWriter<'a>> MakeWriter<'a> for Redacting<W> {
@@ -60,13 +60,8 @@ pub struct RedactingWriter<W>(W);
 
 impl<W: Write> Write for RedactingWriter<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let mut text = String::from_utf8_lossy(buf).into_owned();
-        for s in crate::suite::checks::create::sentinels() {
-            if !s.is_empty() && text.contains(&s) {
-                text = text.replace(&s, REDACTED);
-            }
-        }
-        self.0.write_all(text.as_bytes())?;
+        let text = String::from_utf8_lossy(buf);
+        self.0.write_all(secrets::redact(&text).as_bytes())?;
         Ok(buf.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {

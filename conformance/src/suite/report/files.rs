@@ -55,7 +55,11 @@ pub fn write_all(report: &Report, dir: &Path, formats: &[Format]) -> io::Result<
     for format in Format::ALL.iter().filter(|f| formats.contains(f)) {
         let path = dir.join(format.file_name());
         let partial = dir.join(format!(".{}.partial", format.file_name()));
-        std::fs::write(&partial, format.render(report)).map_err(|e| at("write", &partial, e))?;
+        // Results are blanked when they are made; this blanks whatever else a
+        // report quotes (a fixture's environment, a waiver's reason) all the same.
+        let text = format.render(report);
+        let text = crate::suite::secrets::redact(&text);
+        std::fs::write(&partial, text.as_bytes()).map_err(|e| at("write", &partial, e))?;
         std::fs::rename(&partial, &path).map_err(|e| at("rename", &partial, e))?;
         written.push(path);
     }
@@ -67,18 +71,12 @@ fn at(doing: &str, path: &Path, e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("{doing} {}: {e}", path.display()))
 }
 
-/// The first cloud-init sentinel of this process's CRE-SECRET runs that appears in one
-/// of the written report files, named with its file; `None` when the reports are clean.
-pub fn find_sentinel(paths: &[std::path::PathBuf]) -> Option<String> {
-    let sentinels = crate::suite::checks::create::sentinels();
-    if sentinels.is_empty() {
-        return None;
-    }
-    for p in paths {
+/// The first of `paths` that holds a cloud-init payload (a payload's token, whichever
+/// run handed it out), named; `None` when every file is clean.
+pub fn find_payload(paths: &[std::path::PathBuf]) -> Option<String> {
+    paths.iter().find_map(|p| {
         let text = std::fs::read_to_string(p).unwrap_or_default();
-        if let Some(s) = sentinels.iter().find(|s| text.contains(s.as_str())) {
-            return Some(format!("{s} in {}", p.display()));
-        }
-    }
-    None
+        crate::suite::secrets::any_in(&text)
+            .then(|| format!("a cloud-init payload in {}", p.display()))
+    })
 }

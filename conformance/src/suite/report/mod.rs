@@ -13,5 +13,5 @@ pub mod junit;
 pub mod markdown;
 mod view;
 
-pub use files::{Format, find_sentinel, write_all};
+pub use files::{Format, find_payload, write_all};
 pub use view::human_duration;

@@ -8,8 +8,10 @@
 //! `remote-ignores-deadline` (runs every operation without its deadline or
 //! cancellation), `remote-no-spans` (runs every operation outside the request's span,
 //! so no span or log line reaches the suite), `remote-secret-in-log` (logs the
-//! cloud-init payload in a telemetry notification) and `remote-secret-on-stderr`
-//! (writes it to stderr).
+//! cloud-init payload in a telemetry notification), `remote-secret-on-stderr`
+//! (writes it to stderr) and `remote-leaks-everywhere` (every Create puts its payload
+//! in log lines at every level, a span field and stderr; the second Create of a rule
+//! panics with it, the third fails with it in its message and its source).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -32,6 +34,7 @@ const BRIDGE_MUTANTS: &[(&str, &str)] = &[
     ("remote-no-spans", "GEN-SPANS"),
     ("remote-secret-in-log", "CRE-SECRET"),
     ("remote-secret-on-stderr", "CRE-SECRET"),
+    ("remote-leaks-everywhere", "CRE-SECRET"),
 ];
 
 #[derive(Debug, Parser)]
@@ -174,6 +177,7 @@ impl Provider for TwistedProvider {
                     tracing::debug!(parent: ctx.span(), "user data {}", req.cloud_init.expose())
                 }
                 "remote-secret-on-stderr" => eprintln!("user data {}", req.cloud_init.expose()),
+                "remote-leaks-everywhere" => leak_everywhere(self.inner.name(), ctx, req)?,
                 _ => {}
             }
             self.inner.create(&self.ctx(ctx), req).await
@@ -203,4 +207,29 @@ impl Provider for TwistedProvider {
     fn checker(&self) -> Option<&dyn Checker> {
         self.inner.checker()
     }
+}
+
+/// `remote-leaks-everywhere`: the payload in every place a provider could put it.
+fn leak_everywhere(provider: &str, ctx: &Ctx, req: &CreateRequest) -> conformance::Result<()> {
+    let data = req.cloud_init.expose();
+    tracing::error!(parent: ctx.span(), "user data {data}");
+    tracing::warn!(parent: ctx.span(), "user data {data}");
+    tracing::info!(parent: ctx.span(), "user data {data}");
+    tracing::debug!(parent: ctx.span(), user_data = data, "seed");
+    tracing::trace!(parent: ctx.span(), "user data {data:?}");
+    drop(tracing::info_span!(parent: ctx.span(), "template.seed", user_data = data));
+    eprintln!("user data {data}");
+    if req.name.ends_with("-2") {
+        panic!("cannot write user data {data}");
+    }
+    if req.name.ends_with("-3") {
+        let cause = std::io::Error::other(format!("rejected user data {data:?}"));
+        return Err(conformance::Error::permanent(
+            provider,
+            conformance::Op::Create,
+            format!("refused user data {data}"),
+        )
+        .with_source(cause));
+    }
+    Ok(())
 }

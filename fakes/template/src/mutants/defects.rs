@@ -46,6 +46,9 @@ pub(super) enum Defect {
     AdoptUnmarked,
     /// An instance with a foreign uid is adopted.
     AdoptForeign,
+    /// Create's refusal of another owner's instance carries the payload in its
+    /// source chain.
+    ForeignRefusalCarriesCloudInit,
     /// Create skips the capacity precheck.
     NoQuotaPrecheck,
     /// A backend not-found inside Create surfaces as NotFound.
@@ -324,6 +327,18 @@ impl Breakage for Broken {
                 (Defect::AdoptUnmarked, Verdict::Unmanaged)
                 | (Defect::AdoptForeign, Verdict::Foreign)
                 | (Defect::NoResume, Verdict::Resume) => Ok(Verdict::AsIs),
+                (Defect::ForeignRefusalCarriesCloudInit, Verdict::Foreign) => {
+                    let cause = std::io::Error::other(format!(
+                        "the request asked for user data {:?}",
+                        found.req.cloud_init.expose()
+                    ));
+                    Err(Error::permanent(
+                        found.s.p.name(),
+                        Op::Create,
+                        format!("{} belongs to another owner", found.key),
+                    )
+                    .with_source(cause))
+                }
                 (Defect::RestampOnResume, Verdict::Resume) => {
                     if let Some(mark) = found.mark
                         && found.info.power == Power::Stopped

@@ -29,6 +29,8 @@ enum Twist {
     DeclaresFailWhole,
     PlacementTransient,
     ErrorCarriesCloudInit,
+    /// Create logs the payload at WARN when it fails with QuotaExceeded.
+    WarnsCloudInitOnQuota,
     MalformedGetNotFound,
     UnconfiguredGetNotFound,
     MalformedDeleteOk,
@@ -338,6 +340,14 @@ impl Provider for Twisted {
                             format!("{} (user data {:?})", e.message(), req.cloud_init.expose());
                         Error::new(self.inner.name(), e.op(), e.kind().clone(), msg)
                     }
+                    (Twist::WarnsCloudInitOnQuota, ErrorKind::QuotaExceeded(_)) => {
+                        tracing::warn!(
+                            parent: ctx.span(),
+                            "create refused for want of room; user data was {:?}",
+                            req.cloud_init.expose()
+                        );
+                        e
+                    }
                     (Twist::QuotaWithoutFigures, ErrorKind::QuotaExceeded(_)) => {
                         let blank = Quota {
                             what: String::new(),
@@ -545,6 +555,7 @@ twisted! {
     declares_fail_whole => DeclaresFailWhole,
     placement_transient => PlacementTransient,
     error_carries_cloud_init => ErrorCarriesCloudInit,
+    warns_cloud_init_on_quota => WarnsCloudInitOnQuota,
     malformed_get_not_found => MalformedGetNotFound,
     unconfigured_get_not_found => UnconfiguredGetNotFound,
     malformed_delete_ok => MalformedDeleteOk,
