@@ -22,9 +22,14 @@ use crate::state::State;
 use crate::types::{DomainInfo, PoolInfo, VolInfo};
 use crate::upload::UploadSession;
 use libvirt_wire::{
+    AuthType, CONNECT_GET_DOMAIN_CAPABILITIES_DISABLE_DEPRECATED_FEATURES, CONNECT_OPEN_ALL,
     Domain, DomainInterface, DomainState, ErrorCode, ErrorDomain, FEATURE_PROGRAM_KEEPALIVE,
-    Procedure, StoragePool, StorageVol,
+    FEATURE_REMOTE_CLOSE_CALLBACK, FEATURE_REMOTE_EVENT_CALLBACK, FEATURE_TYPED_PARAM_STRING,
+    INTERFACE_XML_INACTIVE, Procedure, STORAGE_VOL_UPLOAD_SPARSE_STREAM, StoragePool, StorageVol,
 };
+
+/// The polkit authentication type, as the host's settings list it.
+const POLKIT: i32 = AuthType::Polkit.to_raw();
 
 #[derive(Debug, Default)]
 struct ConnState {
@@ -235,7 +240,7 @@ impl FakeConnection {
         op: impl FnOnce(&mut ConnState, &mut State, Instant) -> Result<T, VirError>,
     ) -> Result<T, CallError> {
         let mut conn = self.lock_conn();
-        let polkit = self.fake.state().host.auth_types.first() == Some(&2);
+        let polkit = self.fake.state().host.auth_types.first() == Some(&POLKIT);
         if polkit
             && !conn.authenticated
             && !matches!(procedure, Procedure::AuthList | Procedure::AuthPolkit)
@@ -269,7 +274,7 @@ impl FakeConnection {
     /// refuses it without setting an error.
     pub async fn auth_polkit(&self) -> Result<i32, CallError> {
         self.call_conn(Procedure::AuthPolkit, |c, st, _| {
-            if !st.host.auth_types.contains(&2) {
+            if !st.host.auth_types.contains(&POLKIT) {
                 return Err(VirError::error_not_set());
             }
             c.authenticated = true;
@@ -290,8 +295,12 @@ impl FakeConnection {
             if !c.opened {
                 return Err(VirError::not_open());
             }
-            // Typed parameter strings, remote event and close callbacks.
-            Ok(i32::from(matches!(feature, 9 | 14 | 15)))
+            Ok(i32::from(matches!(
+                feature,
+                FEATURE_TYPED_PARAM_STRING
+                    | FEATURE_REMOTE_EVENT_CALLBACK
+                    | FEATURE_REMOTE_CLOSE_CALLBACK
+            )))
         })
         .await
     }
@@ -307,7 +316,7 @@ impl FakeConnection {
                 c.opened = false;
                 return Err(VirError::already_open());
             }
-            if flags_ & !0x3 != 0 {
+            if flags_ & !CONNECT_OPEN_ALL != 0 {
                 return Err(VirError::unsupported_flags(flags_, "virConnectOpenAuth"));
             }
             c.opened = true;
@@ -374,8 +383,11 @@ impl FakeConnection {
         flags_: u32,
     ) -> Result<String, CallError> {
         self.call(Procedure::ConnectGetDomainCapabilities, |st, _| {
-            // 1: VIR_CONNECT_GET_DOMAIN_CAPABILITIES_DISABLE_DEPRECATED_FEATURES.
-            crate::state::check_flags(flags_, 1, "qemuConnectGetDomainCapabilities")?;
+            crate::state::check_flags(
+                flags_,
+                CONNECT_GET_DOMAIN_CAPABILITIES_DISABLE_DEPRECATED_FEATURES,
+                "qemuConnectGetDomainCapabilities",
+            )?;
             Ok(crate::state::domain_capabilities(
                 &st.host,
                 virttype.unwrap_or("kvm"),
@@ -407,8 +419,7 @@ impl FakeConnection {
     ) -> Result<String, CallError> {
         self.call(Procedure::InterfaceGetXmlDesc, |st, _| {
             let i = st.host_interface(name, "virInterfaceGetXMLDesc")?;
-            // 1: VIR_INTERFACE_XML_INACTIVE.
-            crate::state::check_flags(flags_, 1, "udevInterfaceGetXMLDesc")?;
+            crate::state::check_flags(flags_, INTERFACE_XML_INACTIVE, "udevInterfaceGetXMLDesc")?;
             Ok(i.xml())
         })
         .await
@@ -829,7 +840,7 @@ impl FakeConnection {
                 Procedure::StorageVolUpload,
                 &[&vol.pool, &vol.name],
                 |st, _| {
-                    if flags_ & !1 != 0 {
+                    if flags_ & !STORAGE_VOL_UPLOAD_SPARSE_STREAM != 0 {
                         return Err(VirError::unsupported_flags(flags_, "storageVolUpload"));
                     }
                     let v = st.vol(vol)?;

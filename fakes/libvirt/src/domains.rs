@@ -11,16 +11,16 @@ use crate::storage::Volume;
 use crate::types::{AddressSource, DomainInfo, MetadataEntry};
 use crate::xml::{self, ParsedDomain};
 use libvirt_wire::{
-    CONNECT_LIST_DOMAINS_ACTIVE, CONNECT_LIST_DOMAINS_INACTIVE, CONNECT_LIST_DOMAINS_OTHER,
-    CONNECT_LIST_DOMAINS_PAUSED, CONNECT_LIST_DOMAINS_PERSISTENT, CONNECT_LIST_DOMAINS_RUNNING,
-    CONNECT_LIST_DOMAINS_SHUTOFF, CONNECT_LIST_DOMAINS_TRANSIENT, DOMAIN_AFFECT_CONFIG,
-    DOMAIN_AFFECT_LIVE, DOMAIN_DEFINE_VALIDATE, DOMAIN_DESTROY_GRACEFUL,
+    CONNECT_LIST_DOMAINS_ACTIVE, CONNECT_LIST_DOMAINS_ALL, CONNECT_LIST_DOMAINS_INACTIVE,
+    CONNECT_LIST_DOMAINS_OTHER, CONNECT_LIST_DOMAINS_PAUSED, CONNECT_LIST_DOMAINS_PERSISTENT,
+    CONNECT_LIST_DOMAINS_RUNNING, CONNECT_LIST_DOMAINS_SHUTOFF, CONNECT_LIST_DOMAINS_TRANSIENT,
+    DOMAIN_AFFECT_CONFIG, DOMAIN_AFFECT_LIVE, DOMAIN_DEFINE_VALIDATE, DOMAIN_DESTROY_GRACEFUL,
     DOMAIN_DESTROY_REMOVE_LOGS, DOMAIN_METADATA_DESCRIPTION, DOMAIN_METADATA_ELEMENT,
     DOMAIN_METADATA_TITLE, DOMAIN_PAUSED_USER, DOMAIN_RUNNING_BOOTED, DOMAIN_RUNNING_UNPAUSED,
-    DOMAIN_SHUTOFF_DESTROYED, DOMAIN_SHUTOFF_FAILED, DOMAIN_SHUTOFF_SHUTDOWN,
-    DOMAIN_SHUTOFF_UNKNOWN, DOMAIN_START_ALL, DOMAIN_START_PAUSED, DOMAIN_UNDEFINE_KEEP_NVRAM,
-    DOMAIN_UNDEFINE_NVRAM, DOMAIN_XML_ALL, DOMAIN_XML_INACTIVE, DomainInterface, DomainIpAddr,
-    DomainState, ErrorCode, ErrorDomain,
+    DOMAIN_SHUTDOWN_ALL, DOMAIN_SHUTOFF_DESTROYED, DOMAIN_SHUTOFF_FAILED, DOMAIN_SHUTOFF_SHUTDOWN,
+    DOMAIN_SHUTOFF_UNKNOWN, DOMAIN_START_ALL, DOMAIN_START_PAUSED, DOMAIN_UNDEFINE_ALL,
+    DOMAIN_UNDEFINE_KEEP_NVRAM, DOMAIN_UNDEFINE_NVRAM, DOMAIN_XML_ALL, DOMAIN_XML_INACTIVE,
+    DomainInterface, DomainIpAddr, DomainState, ErrorCode, ErrorDomain,
 };
 
 /// The IPv6 link-local address a guest derives from its MAC (EUI-64), as a
@@ -303,7 +303,7 @@ impl State {
         h: &libvirt_wire::Domain,
         flags_: u32,
     ) -> Result<(), VirError> {
-        check_flags(flags_, 0x1f, "qemuDomainShutdownFlags")?;
+        check_flags(flags_, DOMAIN_SHUTDOWN_ALL, "qemuDomainShutdownFlags")?;
         let d = self.dom(h)?;
         if !d.active() {
             return Err(VirError::domain_not_running_from(ErrorDomain::Qemu));
@@ -355,7 +355,7 @@ impl State {
         h: &libvirt_wire::Domain,
         flags_: u32,
     ) -> Result<(), VirError> {
-        check_flags(flags_, 0x7f, "qemuDomainUndefineFlags")?;
+        check_flags(flags_, DOMAIN_UNDEFINE_ALL, "qemuDomainUndefineFlags")?;
         if flags_ & DOMAIN_UNDEFINE_NVRAM != 0 && flags_ & DOMAIN_UNDEFINE_KEEP_NVRAM != 0 {
             return Err(VirError::invalid_arg_check(
                 ErrorDomain::Qemu,
@@ -718,7 +718,11 @@ impl State {
         &self,
         flags_: u32,
     ) -> Result<Vec<libvirt_wire::Domain>, VirError> {
-        check_flags(flags_, 0xffff, "qemuConnectListAllDomains")?;
+        check_flags(
+            flags_,
+            CONNECT_LIST_DOMAINS_ALL,
+            "qemuConnectListAllDomains",
+        )?;
         let group = |a: u32, b: u32, pa: bool, pb: bool| -> bool {
             let fa = flags_ & a != 0;
             let fb = flags_ & b != 0;

@@ -14,7 +14,7 @@ use crate::domains::Domain;
 use crate::error::VirError;
 use crate::storage::{Directory, Pool};
 use crate::types::AddressSource;
-use libvirt_wire::DomainInterface;
+use libvirt_wire::{AuthType, DomainInterface};
 
 /// Where libvirt puts a domain's NVRAM file when its XML names none.
 pub(crate) const NVRAM_DIR: &str = "/var/lib/libvirt/qemu/nvram";
@@ -35,7 +35,7 @@ pub struct HostConfig {
     pub hypervisor_version: u64,
     /// What `ConnectGetURI` returns when the client opened no URI.
     pub default_uri: String,
-    /// What `AuthList` offers: `0` none, `2` polkit.
+    /// What `AuthList` offers, as raw [`AuthType`] numbers (none, polkit).
     pub auth_types: Vec<i32>,
     /// What `ConnectGetCapabilities` returns.
     pub capabilities: String,
@@ -69,7 +69,7 @@ impl Default for HostConfig {
             lib_version: 9_000_000,
             hypervisor_version: 10_000_002,
             default_uri: "qemu:///system".into(),
-            auth_types: vec![0],
+            auth_types: vec![AuthType::None.to_raw()],
             capabilities: default_capabilities(),
             uefi_firmware: vec!["/usr/share/OVMF/OVMF_CODE_4M.fd".into()],
             uefi_vars: vec!["/usr/share/OVMF/OVMF_VARS_4M.fd".into()],

@@ -11,7 +11,15 @@ use crate::state::{QCOW2_EMPTY_ALLOCATION, State, check_flags};
 use crate::types::{PoolInfo, VolInfo};
 use crate::upload::VolumeContent;
 use crate::xml;
-use libvirt_wire::{ErrorDomain, StoragePool, StoragePoolState, StorageVol};
+use libvirt_wire::{
+    CONNECT_LIST_STORAGE_POOLS_ACTIVE, CONNECT_LIST_STORAGE_POOLS_AUTOSTART,
+    CONNECT_LIST_STORAGE_POOLS_INACTIVE, CONNECT_LIST_STORAGE_POOLS_NO_AUTOSTART,
+    CONNECT_LIST_STORAGE_POOLS_PERSISTENT, CONNECT_LIST_STORAGE_POOLS_TRANSIENT, ErrorDomain,
+    STORAGE_POOL_BUILD_NO_OVERWRITE, STORAGE_POOL_BUILD_OVERWRITE, STORAGE_POOL_CREATE_WITH_BUILD,
+    STORAGE_POOL_CREATE_WITH_BUILD_NO_OVERWRITE, STORAGE_POOL_CREATE_WITH_BUILD_OVERWRITE,
+    STORAGE_POOL_DEFINE_VALIDATE, STORAGE_VOL_CREATE_ALL, STORAGE_VOL_DELETE_ALL,
+    STORAGE_XML_INACTIVE, StoragePool, StoragePoolState, StorageVol,
+};
 
 /// The unit in which a file system allocates: writes allocate whole blocks.
 const BLOCK: u64 = 4096;
@@ -100,23 +108,6 @@ const BUILT_DIR_MODE: u32 = 0o711;
 const EXISTING_DIR_MODE: u32 = 0o755;
 /// Capacity of a new pool's file system when no other pool tells it.
 const DEFAULT_POOL_CAPACITY: u64 = 50 << 30;
-/// `VIR_STORAGE_POOL_CREATE_WITH_BUILD`, `_OVERWRITE`, `_NO_OVERWRITE`.
-const CREATE_WITH_BUILD: u32 = 1;
-const CREATE_BUILD_OVERWRITE: u32 = 2;
-const CREATE_BUILD_NO_OVERWRITE: u32 = 4;
-/// `VIR_STORAGE_POOL_BUILD_NO_OVERWRITE`, `_OVERWRITE`.
-const BUILD_NO_OVERWRITE: u32 = 4;
-const BUILD_OVERWRITE: u32 = 8;
-/// `VIR_STORAGE_XML_INACTIVE`.
-const POOL_XML_INACTIVE: u32 = 1;
-/// `VIR_STORAGE_POOL_DEFINE_VALIDATE`.
-const POOL_DEFINE_VALIDATE: u32 = 1;
-/// `VIR_CONNECT_LIST_STORAGE_POOLS_*` filters on persistence and
-/// autostart.
-const LIST_PERSISTENT: u32 = 4;
-const LIST_TRANSIENT: u32 = 8;
-const LIST_AUTOSTART: u32 = 16;
-const LIST_NO_AUTOSTART: u32 = 32;
 
 impl Pool {
     pub(crate) fn handle(&self) -> StoragePool {
@@ -264,12 +255,18 @@ impl State {
         // `VIR_CONNECT_LIST_STORAGE_POOLS_INACTIVE` (1) and `_ACTIVE` (2);
         // the pool-type filters are accepted and, all pools being
         // directories, ignored.
-        let (inactive, active) = (flags_ & 1 != 0, flags_ & 2 != 0);
-        let (persistent, transient) = (flags_ & LIST_PERSISTENT != 0, flags_ & LIST_TRANSIENT != 0);
+        let (inactive, active) = (
+            flags_ & CONNECT_LIST_STORAGE_POOLS_INACTIVE != 0,
+            flags_ & CONNECT_LIST_STORAGE_POOLS_ACTIVE != 0,
+        );
+        let (persistent, transient) = (
+            flags_ & CONNECT_LIST_STORAGE_POOLS_PERSISTENT != 0,
+            flags_ & CONNECT_LIST_STORAGE_POOLS_TRANSIENT != 0,
+        );
         // No pool of the fake starts on its own.
         let (autostart, no_autostart) = (
-            flags_ & LIST_AUTOSTART != 0,
-            flags_ & LIST_NO_AUTOSTART != 0,
+            flags_ & CONNECT_LIST_STORAGE_POOLS_AUTOSTART != 0,
+            flags_ & CONNECT_LIST_STORAGE_POOLS_NO_AUTOSTART != 0,
         );
         Ok(self
             .pools
@@ -425,10 +422,14 @@ impl State {
     fn check_create_flags(flags_: u32, function: &str) -> Result<(), VirError> {
         check_flags(
             flags_,
-            CREATE_WITH_BUILD | CREATE_BUILD_OVERWRITE | CREATE_BUILD_NO_OVERWRITE,
+            STORAGE_POOL_CREATE_WITH_BUILD
+                | STORAGE_POOL_CREATE_WITH_BUILD_OVERWRITE
+                | STORAGE_POOL_CREATE_WITH_BUILD_NO_OVERWRITE,
             function,
         )?;
-        if flags_ & CREATE_BUILD_OVERWRITE != 0 && flags_ & CREATE_BUILD_NO_OVERWRITE != 0 {
+        if flags_ & STORAGE_POOL_CREATE_WITH_BUILD_OVERWRITE != 0
+            && flags_ & STORAGE_POOL_CREATE_WITH_BUILD_NO_OVERWRITE != 0
+        {
             return Err(VirError::invalid_arg_check(
                 ErrorDomain::Storage,
                 "Flags 'VIR_STORAGE_POOL_CREATE_WITH_BUILD_OVERWRITE' and \
@@ -442,7 +443,7 @@ impl State {
     /// pool with the same name and UUID gets the new definition (at once
     /// when stopped, when it stops otherwise) and becomes persistent.
     pub(crate) fn pool_define(&mut self, doc: &str, flags_: u32) -> Result<StoragePool, VirError> {
-        check_flags(flags_, POOL_DEFINE_VALIDATE, "storagePoolDefineXML")?;
+        check_flags(flags_, STORAGE_POOL_DEFINE_VALIDATE, "storagePoolDefineXML")?;
         let def = xml::parse_pool(doc)?;
         let name = self.pool_add(def, false)?;
         let p = self.pools.get_mut(&name).expect("added");
@@ -498,16 +499,18 @@ impl State {
             return Err(VirError::pool_already_active(&p.name));
         }
         let name = p.name.clone();
-        if flags_ & !(BUILD_NO_OVERWRITE | BUILD_OVERWRITE) != 0 {
+        if flags_ & !(STORAGE_POOL_BUILD_NO_OVERWRITE | STORAGE_POOL_BUILD_OVERWRITE) != 0 {
             return Err(VirError::invalid_arg_check(
                 ErrorDomain::Storage,
                 format!(
                     "unsupported flags (0x{:x}) in function virStorageBackendFileSystemBuild",
-                    flags_ & !(BUILD_NO_OVERWRITE | BUILD_OVERWRITE)
+                    flags_ & !(STORAGE_POOL_BUILD_NO_OVERWRITE | STORAGE_POOL_BUILD_OVERWRITE)
                 ),
             ));
         }
-        if flags_ & BUILD_NO_OVERWRITE != 0 && flags_ & BUILD_OVERWRITE != 0 {
+        if flags_ & STORAGE_POOL_BUILD_NO_OVERWRITE != 0
+            && flags_ & STORAGE_POOL_BUILD_OVERWRITE != 0
+        {
             return Err(VirError::invalid_arg_check(
                 ErrorDomain::Storage,
                 "Flags 'VIR_STORAGE_POOL_BUILD_OVERWRITE' and \
@@ -592,10 +595,10 @@ impl State {
         h: &StoragePool,
         flags_: u32,
     ) -> Result<String, VirError> {
-        check_flags(flags_, POOL_XML_INACTIVE, "storagePoolGetXMLDesc")?;
+        check_flags(flags_, STORAGE_XML_INACTIVE, "storagePoolGetXMLDesc")?;
         let p = self.pool(h)?;
         let i = p.info();
-        let path = match (&p.next_path, flags_ & POOL_XML_INACTIVE != 0) {
+        let path = match (&p.next_path, flags_ & STORAGE_XML_INACTIVE != 0) {
             (Some(next), true) => next.as_str(),
             _ => p.path.as_str(),
         };
@@ -662,7 +665,7 @@ impl State {
         doc: &str,
         flags_: u32,
     ) -> Result<StorageVol, VirError> {
-        check_flags(flags_, 0x7, "storageVolCreateXML")?;
+        check_flags(flags_, STORAGE_VOL_CREATE_ALL, "storageVolCreateXML")?;
         self.active_pool(h)?;
         let parsed = xml::parse_volume(doc)?;
         let backing_capacity = parsed.backing_path.as_ref().and_then(|bp| {
@@ -740,7 +743,7 @@ impl State {
     }
 
     pub(crate) fn vol_delete(&mut self, h: &StorageVol, flags_: u32) -> Result<(), VirError> {
-        check_flags(flags_, 0x3, "storageVolDelete")?;
+        check_flags(flags_, STORAGE_VOL_DELETE_ALL, "storageVolDelete")?;
         self.vol_pool(h)?;
         if let Some(p) = self.pools.get_mut(&h.pool) {
             p.volumes.remove(&h.name);

@@ -13,15 +13,15 @@ use libvirt_wire::{
     CONNECT_LIST_DOMAINS_ACTIVE, ConnectListAllStoragePoolsArgs, DOMAIN_AFFECT_CONFIG,
     DOMAIN_DEFINE_VALIDATE, DOMAIN_INTERFACE_ADDRESSES_SRC_AGENT,
     DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE, DOMAIN_METADATA_ELEMENT, DOMAIN_UNDEFINE_NVRAM,
-    DOMAIN_XML_INACTIVE, DomainState, ErrorCode, Procedure, StoragePoolDefineXmlArgs,
-    StoragePoolState, calls,
+    DOMAIN_XML_INACTIVE, DomainState, ErrorCode, Procedure, STORAGE_POOL_CREATE_WITH_BUILD,
+    StoragePoolDefineXmlArgs, StoragePoolState, calls,
 };
 
 use crate::backend::Backend;
 use crate::data::{Pattern, pattern, pattern_sha256};
 use crate::script::{
-    POOL_CREATE_WITH_BUILD, RunNames, bios_xml, cleanup, dir_pool_xml, pool_dir, pool_target_path,
-    pools_parent, raw_volume_xml, squeeze_xml,
+    RunNames, bios_xml, cleanup, dir_pool_xml, pool_dir, pool_target_path, pools_parent,
+    raw_volume_xml, squeeze_xml,
 };
 use crate::target::URI;
 use crate::xmlsum::summarise;
@@ -631,7 +631,7 @@ async fn pool_calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<(), 
         "create a transient pool",
         c.call::<calls::StoragePoolCreateXml>(&StoragePoolDefineXmlArgs {
             xml: xml.replace(&name, &format!("{name}-t")),
-            flags: POOL_CREATE_WITH_BUILD,
+            flags: STORAGE_POOL_CREATE_WITH_BUILD,
         })
         .await
         .map(|r| r.pool),

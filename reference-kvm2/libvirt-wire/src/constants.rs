@@ -1,6 +1,9 @@
 //! Enumerations and flag values the provider passes to or reads from
 //! procedures: domain states, pool states, metadata types, undefine and
 //! modification flags, address sources, feature numbers.
+//!
+//! A flag set a call accepts whole is named `*_ALL`: the bits of its
+//! `virXxxFlags` enum that libvirt's driver takes.
 
 int_enum! {
     /// A domain's state (`virDomainState`), as `DOMAIN_GET_STATE` reports it.
@@ -153,12 +156,40 @@ pub const CONNECT_LIST_DOMAINS_SHUTOFF: u32 = 64;
 /// List all domains: those in any other state.
 pub const CONNECT_LIST_DOMAINS_OTHER: u32 = 128;
 
+/// List all domains: every `virConnectListAllDomainsFlags` bit (the state,
+/// persistence, autostart, snapshot, checkpoint and managed-save filters).
+pub const CONNECT_LIST_DOMAINS_ALL: u32 = 0xffff;
+
 /// Connect flags: read-only.
 pub const CONNECT_RO: u32 = 1;
+/// Connect flags: do not resolve URI aliases.
+pub const CONNECT_NO_ALIASES: u32 = 2;
+/// Every connect flag a remote `CONNECT_OPEN` accepts.
+pub const CONNECT_OPEN_ALL: u32 = CONNECT_RO | CONNECT_NO_ALIASES;
 
+/// Domain capabilities: leave out features the hypervisor deprecates.
+pub const CONNECT_GET_DOMAIN_CAPABILITIES_DISABLE_DEPRECATED_FEATURES: u32 = 1;
+
+/// Interface XML: the persistent rather than the live definition.
+pub const INTERFACE_XML_INACTIVE: u32 = 1;
+
+/// Feature number for `CONNECT_SUPPORTS_FEATURE`: string typed parameters.
+pub const FEATURE_TYPED_PARAM_STRING: i32 = 9;
 /// Feature number for `CONNECT_SUPPORTS_FEATURE`: the keepalive program.
 /// Asking for it makes the server start sending PINGs.
 pub const FEATURE_PROGRAM_KEEPALIVE: i32 = 10;
+/// Feature number for `CONNECT_SUPPORTS_FEATURE`: event callbacks with
+/// server-side filtering.
+pub const FEATURE_REMOTE_EVENT_CALLBACK: i32 = 14;
+/// Feature number for `CONNECT_SUPPORTS_FEATURE`: the connection-close
+/// callback.
+pub const FEATURE_REMOTE_CLOSE_CALLBACK: i32 = 15;
+
+/// Shutdown: every `virDomainShutdownFlagValues` bit (ACPI, guest agent,
+/// initctl, signal, paravirt).
+pub const DOMAIN_SHUTDOWN_ALL: u32 = 0x1f;
+/// Undefine: every `virDomainUndefineFlagsValues` bit above.
+pub const DOMAIN_UNDEFINE_ALL: u32 = 0x7f;
 
 /// Volume type: a file.
 pub const STORAGE_VOL_FILE: i8 = 0;
@@ -167,5 +198,39 @@ pub const STORAGE_VOL_BLOCK: i8 = 1;
 
 /// Volume delete: normal.
 pub const STORAGE_VOL_DELETE_NORMAL: u32 = 0;
+/// Volume delete: every `virStorageVolDeleteFlags` bit (zeroed, with
+/// snapshots).
+pub const STORAGE_VOL_DELETE_ALL: u32 = 0x3;
+/// Volume create: every `virStorageVolCreateFlags` bit (metadata
+/// preallocation, reflink, validate).
+pub const STORAGE_VOL_CREATE_ALL: u32 = 0x7;
+
+/// Pool create: build the pool first.
+pub const STORAGE_POOL_CREATE_WITH_BUILD: u32 = 1;
+/// Pool create: build, overwriting what is there.
+pub const STORAGE_POOL_CREATE_WITH_BUILD_OVERWRITE: u32 = 2;
+/// Pool create: build, refusing to overwrite.
+pub const STORAGE_POOL_CREATE_WITH_BUILD_NO_OVERWRITE: u32 = 4;
+/// Pool build: refuse to overwrite.
+pub const STORAGE_POOL_BUILD_NO_OVERWRITE: u32 = 4;
+/// Pool build: overwrite what is there.
+pub const STORAGE_POOL_BUILD_OVERWRITE: u32 = 8;
+/// Pool XML: the persistent rather than the live definition.
+pub const STORAGE_XML_INACTIVE: u32 = 1;
+/// Pool define: validate the XML against the schema.
+pub const STORAGE_POOL_DEFINE_VALIDATE: u32 = 1;
+
+/// List storage pools: inactive ones.
+pub const CONNECT_LIST_STORAGE_POOLS_INACTIVE: u32 = 1;
+/// List storage pools: active ones.
+pub const CONNECT_LIST_STORAGE_POOLS_ACTIVE: u32 = 2;
+/// List storage pools: persistent ones.
+pub const CONNECT_LIST_STORAGE_POOLS_PERSISTENT: u32 = 4;
+/// List storage pools: transient ones.
+pub const CONNECT_LIST_STORAGE_POOLS_TRANSIENT: u32 = 8;
+/// List storage pools: those that start with the host.
+pub const CONNECT_LIST_STORAGE_POOLS_AUTOSTART: u32 = 16;
+/// List storage pools: those that do not start with the host.
+pub const CONNECT_LIST_STORAGE_POOLS_NO_AUTOSTART: u32 = 32;
 /// Upload flag: sparse stream (holes); not used here.
 pub const STORAGE_VOL_UPLOAD_SPARSE_STREAM: u32 = 1;

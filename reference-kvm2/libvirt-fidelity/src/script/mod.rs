@@ -18,8 +18,8 @@ use libvirt_wire::{
     DOMAIN_METADATA_DESCRIPTION, DOMAIN_METADATA_ELEMENT, DOMAIN_METADATA_TITLE,
     DOMAIN_UNDEFINE_NVRAM, DOMAIN_XML_INACTIVE, Domain, DomainGetInfoRet, DomainInterface,
     DomainState, ErrorCode, FEATURE_PROGRAM_KEEPALIVE, InterfaceGetXmlDescArgs, Procedure,
-    StoragePool, StoragePoolDefineXmlArgs, StoragePoolGetInfoRet, StoragePoolState, StorageVol,
-    StorageVolGetInfoRet, Uuid, calls,
+    STORAGE_POOL_CREATE_WITH_BUILD, StoragePool, StoragePoolDefineXmlArgs, StoragePoolGetInfoRet,
+    StoragePoolState, StorageVol, StorageVolGetInfoRet, Uuid, calls,
 };
 
 use crate::backend::Backend;
@@ -152,9 +152,6 @@ pub async fn run(b: &Backend, names: &RunNames) -> Recorder {
 
 /// The host's 4 MiB OVMF code image (the fake offers the same by default).
 pub const OVMF_CODE: &str = "/usr/share/OVMF/OVMF_CODE_4M.fd";
-
-/// `VIR_STORAGE_POOL_CREATE_WITH_BUILD`.
-pub const POOL_CREATE_WITH_BUILD: u32 = 1;
 
 /// The directories the run's pools use, under the test pool's parent
 /// directory: `<parent>/<prefix>-<suffix>`. [`cleanup`] sweeps each.

@@ -296,7 +296,7 @@ pub(super) async fn transient_pool(b: &Backend, names: &RunNames, rec: &mut Reco
     let created = c
         .call::<calls::StoragePoolCreateXml>(&StoragePoolDefineXmlArgs {
             xml: xml.clone(),
-            flags: POOL_CREATE_WITH_BUILD,
+            flags: STORAGE_POOL_CREATE_WITH_BUILD,
         })
         .await
         .map(|r| r.pool);
