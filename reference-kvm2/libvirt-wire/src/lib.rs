@@ -15,10 +15,13 @@
 //!   front of a buffer, answering `Ok(None)` when more bytes are needed;
 //!   [`Header::decode`] peeks at the header alone. [`encode_packet`] and
 //!   [`encode_raw`] frame a header with an XDR body or raw stream bytes.
-//! * One table in `procedure.rs` gives every [`Procedure`] its number,
-//!   libvirt API name ([`Procedure::api_name`]), argument and result types: [`calls`] has a marker type per procedure
+//! * One table in `procedure.rs` ([`for_each_procedure!`]) gives every
+//!   [`Procedure`] its number, libvirt API name ([`Procedure::api_name`]),
+//!   argument and result types: [`calls`] has a marker type per procedure
 //!   implementing [`RemoteCall`], for typed clients; [`CallArgs::decode`]
-//!   turns a CALL payload into typed arguments by procedure, for servers.
+//!   turns a CALL payload into typed arguments by procedure, and
+//!   [`dispatch`] routes them to the server's [`Handler`], one method per
+//!   procedure.
 //! * A failed REPLY carries a [`RemoteError`]; its [`ErrorCode`] and
 //!   [`ErrorDomain`] keep unknown numbers as `Other(n)`.
 //!
@@ -51,6 +54,7 @@ mod constants;
 mod error;
 #[doc(hidden)]
 pub mod fuzzing;
+mod handler;
 pub mod limits;
 mod messages;
 mod packet;
@@ -64,6 +68,7 @@ mod tests;
 
 pub use constants::*;
 pub use error::WireError;
+pub use handler::{Handler, dispatch};
 pub use messages::*;
 pub use packet::{
     Header, KEEPALIVE_PING, KEEPALIVE_PONG, KEEPALIVE_PROGRAM, KEEPALIVE_VERSION, MessageType,

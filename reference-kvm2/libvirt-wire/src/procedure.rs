@@ -1,10 +1,14 @@
 //! The procedure table of the remote program: one row per procedure gives its
-//! number, libvirt's name, and its argument and return types.
+//! number, libvirt's names, its argument and return types, the name of its
+//! handler method and, for procedures a client calls plainly, the shape of
+//! the client's typed method.
 //!
-//! From that single table come the `Procedure` enum, one marker type per
-//! procedure in [`calls`] implementing [`RemoteCall`] (what a typed client
-//! uses), and the `CallArgs` / `CallRet` enums (what a server uses to decode an
-//! incoming CALL by its procedure number).
+//! The table is the body of [`for_each_procedure!`], which hands it to any
+//! macro. Here it yields the `Procedure` enum, one marker type per procedure
+//! in [`calls`] implementing [`RemoteCall`] (what a typed client uses), and
+//! the `CallArgs` / `CallRet` enums (what a server uses to decode an incoming
+//! CALL by its procedure number); `handler.rs` turns it into the server's
+//! [`crate::Handler`] trait, and `libvirt-rpc` into its `Client` methods.
 
 use crate::error::WireError;
 use crate::messages::*;
@@ -23,9 +27,255 @@ pub trait RemoteCall {
     const API_NAME: &'static str;
 }
 
+/// Hands the procedure table to the macro named `$callback`, as
+/// `$callback! { rows }`: the one list of the procedures this workspace
+/// speaks, from which every per-procedure item is generated.
+///
+/// Each row reads
+///
+/// ```text
+/// /// Docs.
+/// Variant = number => "REMOTE_NAME", "ApiName",
+///     fn handler_method(ArgsType) -> RetType,
+///     client { fn client_method(param: Type, ...) { fixed_field: value, ... } -> Out = ret_field };
+/// ```
+///
+/// `ArgsType` and `RetType` are the message structs of `messages.rs` (or
+/// `()`), each a single token tree. The `client` clause is there when a
+/// client calls the procedure plainly: its parameters fill the argument
+/// fields of the same names, the optional braces fill the others with fixed
+/// values, and the result is the return struct's `ret_field` (or the whole
+/// struct) as `Out`. A procedure with more to it than that (a stream, a
+/// handshake) has no `client` clause and a hand-written method instead.
+///
+/// Types in the rows are bare names: expand the callback where the crate's
+/// items are in scope (`use libvirt_wire::*`).
+#[macro_export]
+macro_rules! for_each_procedure {
+    ($callback:ident) => {
+        $callback! {
+        /// Opens the hypervisor connection (`CONNECT_OPEN`).
+        ConnectOpen = 1 => "CONNECT_OPEN", "ConnectOpen",
+            fn connect_open(ConnectOpenArgs) -> (),
+            client { fn connect_open_with(name: Option<&str>, flags: u32) -> () };
+        /// Closes the hypervisor connection; the server then closes the socket.
+        ConnectClose = 2 => "CONNECT_CLOSE", "ConnectClose",
+            fn connect_close(()) -> (),
+            client { fn connect_close() -> () };
+        /// The hypervisor's version (for QEMU, QEMU's), encoded as the library's is.
+        ConnectGetVersion = 4 => "CONNECT_GET_VERSION", "ConnectGetVersion",
+            fn connect_get_version(()) -> ConnectGetVersionRet,
+            client { fn connect_get_version() -> u64 = hv_ver };
+        /// The host capabilities XML.
+        ConnectGetCapabilities = 7 => "CONNECT_GET_CAPABILITIES", "ConnectGetCapabilities",
+            fn connect_get_capabilities(()) -> ConnectGetCapabilitiesRet,
+            client { fn connect_get_capabilities() -> String = capabilities };
+        /// Starts a defined domain.
+        DomainCreate = 9 => "DOMAIN_CREATE", "DomainCreate",
+            fn domain_create(DomainCreateArgs) -> (),
+            client { fn domain_create(dom: &Domain) -> () };
+        /// Defines a persistent domain from XML.
+        DomainDefineXml = 11 => "DOMAIN_DEFINE_XML", "DomainDefineXML",
+            fn domain_define_xml(DomainDefineXmlArgs) -> DomainDefineXmlRet,
+            client { fn domain_define_xml(xml: &str) -> Domain = dom };
+        /// Forcibly stops a domain.
+        DomainDestroy = 12 => "DOMAIN_DESTROY", "DomainDestroy",
+            fn domain_destroy(DomainDestroyArgs) -> (),
+            client { fn domain_destroy(dom: &Domain) -> () };
+        /// The domain XML.
+        DomainGetXmlDesc = 14 => "DOMAIN_GET_XML_DESC", "DomainGetXMLDesc",
+            fn domain_get_xml_desc(DomainGetXmlDescArgs) -> DomainGetXmlDescRet,
+            client { fn domain_get_xml_desc(dom: &Domain, flags: u32) -> String = xml };
+        /// Basic domain information (state, memory, vCPUs, CPU time).
+        DomainGetInfo = 16 => "DOMAIN_GET_INFO", "DomainGetInfo",
+            fn domain_get_info(DomainGetInfoArgs) -> DomainGetInfoRet,
+            client { fn domain_get_info(dom: &Domain) -> DomainGetInfoRet };
+        /// Finds a domain by name.
+        DomainLookupByName = 23 => "DOMAIN_LOOKUP_BY_NAME", "DomainLookupByName",
+            fn domain_lookup_by_name(DomainLookupByNameArgs) -> DomainLookupByNameRet,
+            client { fn domain_lookup_by_name(name: &str) -> Domain = dom };
+        /// Finds a domain by UUID.
+        DomainLookupByUuid = 24 => "DOMAIN_LOOKUP_BY_UUID", "DomainLookupByUUID",
+            fn domain_lookup_by_uuid(DomainLookupByUuidArgs) -> DomainLookupByUuidRet,
+            client { fn domain_lookup_by_uuid(uuid: Uuid) -> Domain = dom };
+        /// Resumes a paused domain.
+        DomainResume = 28 => "DOMAIN_RESUME", "DomainResume",
+            fn domain_resume(DomainArgs) -> (),
+            client { fn domain_resume(dom: &Domain) -> () };
+        /// Pauses a running domain.
+        DomainSuspend = 34 => "DOMAIN_SUSPEND", "DomainSuspend",
+            fn domain_suspend(DomainArgs) -> (),
+            client { fn domain_suspend(dom: &Domain) -> () };
+        /// The host name of the hypervisor host.
+        ConnectGetHostname = 59 => "CONNECT_GET_HOSTNAME", "ConnectGetHostname",
+            fn connect_get_hostname(()) -> ConnectGetHostnameRet,
+            client { fn connect_get_hostname() -> String = hostname };
+        /// Asks whether the server supports a feature (10 turns on keepalive).
+        ConnectSupportsFeature = 60 => "CONNECT_SUPPORTS_FEATURE", "ConnectSupportsFeature",
+            fn connect_supports_feature(ConnectSupportsFeatureArgs) -> ConnectSupportsFeatureRet,
+            client { fn connect_supports_feature(feature: i32) -> bool = supported };
+        /// The authentication schemes of the socket; always the first call.
+        AuthList = 66 => "AUTH_LIST", "AuthList",
+            fn auth_list(()) -> AuthListRet,
+            client { fn auth_list() -> Vec<AuthType> = types };
+        /// Completes polkit authentication.
+        AuthPolkit = 70 => "AUTH_POLKIT", "AuthPolkit",
+            fn auth_polkit(()) -> AuthPolkitRet,
+            client { fn auth_polkit() -> bool = complete };
+        /// Creates and starts a transient storage pool from XML.
+        StoragePoolCreateXml = 76 => "STORAGE_POOL_CREATE_XML", "StoragePoolCreateXML",
+            fn storage_pool_create_xml(StoragePoolDefineXmlArgs) -> StoragePoolDefineXmlRet,
+            client { fn storage_pool_create_xml(xml: &str) { flags: 0 } -> StoragePool = pool };
+        /// Defines a persistent storage pool from XML.
+        StoragePoolDefineXml = 77 => "STORAGE_POOL_DEFINE_XML", "StoragePoolDefineXML",
+            fn storage_pool_define_xml(StoragePoolDefineXmlArgs) -> StoragePoolDefineXmlRet,
+            client { fn storage_pool_define_xml(xml: &str) { flags: 0 } -> StoragePool = pool };
+        /// Starts a defined storage pool.
+        StoragePoolCreate = 78 => "STORAGE_POOL_CREATE", "StoragePoolCreate",
+            fn storage_pool_create(StoragePoolFlagsArgs) -> (),
+            client { fn storage_pool_create(pool: &StoragePool) { flags: 0 } -> () };
+        /// Builds a storage pool (a dir pool: makes its directory).
+        StoragePoolBuild = 79 => "STORAGE_POOL_BUILD", "StoragePoolBuild",
+            fn storage_pool_build(StoragePoolFlagsArgs) -> (),
+            client { fn storage_pool_build(pool: &StoragePool) { flags: 0 } -> () };
+        /// Stops a storage pool (a transient one goes away).
+        StoragePoolDestroy = 80 => "STORAGE_POOL_DESTROY", "StoragePoolDestroy",
+            fn storage_pool_destroy(StoragePoolArgs) -> (),
+            client { fn storage_pool_destroy(pool: &StoragePool) -> () };
+        /// Deletes an inactive pool's storage (a dir pool: removes its empty directory).
+        StoragePoolDelete = 81 => "STORAGE_POOL_DELETE", "StoragePoolDelete",
+            fn storage_pool_delete(StoragePoolFlagsArgs) -> (),
+            client { fn storage_pool_delete(pool: &StoragePool) { flags: 0 } -> () };
+        /// Removes an inactive pool's definition.
+        StoragePoolUndefine = 82 => "STORAGE_POOL_UNDEFINE", "StoragePoolUndefine",
+            fn storage_pool_undefine(StoragePoolArgs) -> (),
+            client { fn storage_pool_undefine(pool: &StoragePool) -> () };
+        /// Rescans a storage pool.
+        StoragePoolRefresh = 83 => "STORAGE_POOL_REFRESH", "StoragePoolRefresh",
+            fn storage_pool_refresh(StoragePoolRefreshArgs) -> (),
+            client { fn storage_pool_refresh(pool: &StoragePool) { flags: 0 } -> () };
+        /// Finds a storage pool by name.
+        StoragePoolLookupByName = 84 => "STORAGE_POOL_LOOKUP_BY_NAME", "StoragePoolLookupByName",
+            fn storage_pool_lookup_by_name(StoragePoolLookupByNameArgs) -> StoragePoolLookupByNameRet,
+            client { fn storage_pool_lookup_by_name(name: &str) -> StoragePool = pool };
+        /// Storage pool state and sizes.
+        StoragePoolGetInfo = 87 => "STORAGE_POOL_GET_INFO", "StoragePoolGetInfo",
+            fn storage_pool_get_info(StoragePoolGetInfoArgs) -> StoragePoolGetInfoRet,
+            client { fn storage_pool_get_info(pool: &StoragePool) -> StoragePoolGetInfoRet };
+        /// The storage pool XML.
+        StoragePoolGetXmlDesc = 88 => "STORAGE_POOL_GET_XML_DESC", "StoragePoolGetXMLDesc",
+            fn storage_pool_get_xml_desc(StoragePoolFlagsArgs) -> StoragePoolGetXmlDescRet,
+            client { fn storage_pool_get_xml_desc(pool: &StoragePool) { flags: 0 } -> String = xml };
+        /// Creates a storage volume from XML.
+        StorageVolCreateXml = 93 => "STORAGE_VOL_CREATE_XML", "StorageVolCreateXML",
+            fn storage_vol_create_xml(StorageVolCreateXmlArgs) -> StorageVolCreateXmlRet,
+            client { fn storage_vol_create_xml(pool: &StoragePool, xml: &str, flags: u32) -> StorageVol = vol };
+        /// Deletes a storage volume.
+        StorageVolDelete = 94 => "STORAGE_VOL_DELETE", "StorageVolDelete",
+            fn storage_vol_delete(StorageVolDeleteArgs) -> (),
+            client { fn storage_vol_delete(vol: &StorageVol, flags: u32) -> () };
+        /// Finds a volume in a pool by name.
+        StorageVolLookupByName = 95 => "STORAGE_VOL_LOOKUP_BY_NAME", "StorageVolLookupByName",
+            fn storage_vol_lookup_by_name(StorageVolLookupByNameArgs) -> StorageVolLookupByNameRet,
+            client { fn storage_vol_lookup_by_name(pool: &StoragePool, name: &str) -> StorageVol = vol };
+        /// Volume type and sizes.
+        StorageVolGetInfo = 98 => "STORAGE_VOL_GET_INFO", "StorageVolGetInfo",
+            fn storage_vol_get_info(StorageVolGetInfoArgs) -> StorageVolGetInfoRet,
+            client { fn storage_vol_get_info(vol: &StorageVol) -> StorageVolGetInfoRet };
+        /// The volume's path on the host.
+        StorageVolGetPath = 100 => "STORAGE_VOL_GET_PATH", "StorageVolGetPath",
+            fn storage_vol_get_path(StorageVolGetPathArgs) -> StorageVolGetPathRet,
+            client { fn storage_vol_get_path(vol: &StorageVol) -> String = name };
+        /// The URI the connection was opened with.
+        ConnectGetUri = 110 => "CONNECT_GET_URI", "ConnectGetURI",
+            fn connect_get_uri(()) -> ConnectGetUriRet,
+            client { fn connect_get_uri() -> String = uri };
+        /// Finds a host network interface by name (the host needs libvirt's
+        /// interface driver; without it the call fails with `VIR_ERR_NO_SUPPORT`).
+        InterfaceLookupByName = 128 => "INTERFACE_LOOKUP_BY_NAME", "InterfaceLookupByName",
+            fn interface_lookup_by_name(InterfaceLookupByNameArgs) -> InterfaceLookupByNameRet,
+            client { fn interface_lookup_by_name(name: &str) -> Interface = iface };
+        /// A host network interface's XML (its type, and a bridge's ports).
+        InterfaceGetXmlDesc = 130 => "INTERFACE_GET_XML_DESC", "InterfaceGetXMLDesc",
+            fn interface_get_xml_desc(InterfaceGetXmlDescArgs) -> InterfaceGetXmlDescRet,
+            client { fn interface_get_xml_desc(iface: &Interface) { flags: 0 } -> String = xml };
+        /// Whether a host network interface is up (for the udev backend: its
+        /// operational state is `up`, so a bridge without ports is not).
+        InterfaceIsActive = 156 => "INTERFACE_IS_ACTIVE", "InterfaceIsActive",
+            fn interface_is_active(InterfaceIsActiveArgs) -> IsActiveRet,
+            client { fn interface_is_active(iface: &Interface) -> bool = active };
+        /// The libvirt library version on the server.
+        ConnectGetLibVersion = 157 => "CONNECT_GET_LIB_VERSION", "ConnectGetLibVersion",
+            fn connect_get_lib_version(()) -> ConnectGetLibVersionRet,
+            client { fn connect_get_lib_version() -> u64 = lib_ver };
+        /// Starts a defined domain with flags; returns the handle with its new id.
+        DomainCreateWithFlags = 196 => "DOMAIN_CREATE_WITH_FLAGS", "DomainCreateWithFlags",
+            fn domain_create_with_flags(DomainCreateWithFlagsArgs) -> DomainCreateWithFlagsRet,
+            client { fn domain_create_with_flags(dom: &Domain, flags: u32) -> Domain = dom };
+        /// Uploads data into a volume; the REPLY opens a client-to-server stream.
+        StorageVolUpload = 208 => "STORAGE_VOL_UPLOAD", "StorageVolUpload",
+            fn storage_vol_upload(StorageVolUploadArgs) -> ();
+        /// Domain state and reason.
+        DomainGetState = 212 => "DOMAIN_GET_STATE", "DomainGetState",
+            fn domain_get_state(DomainGetStateArgs) -> DomainGetStateRet,
+            client { fn domain_get_state(dom: &Domain) { flags: 0 } -> (DomainState, i32) };
+        /// Removes a domain's definition.
+        DomainUndefineFlags = 231 => "DOMAIN_UNDEFINE_FLAGS", "DomainUndefineFlags",
+            fn domain_undefine_flags(DomainUndefineFlagsArgs) -> (),
+            client { fn domain_undefine_flags(dom: &Domain, flags: u32) -> () };
+        /// Forcibly stops a domain, with flags.
+        DomainDestroyFlags = 234 => "DOMAIN_DESTROY_FLAGS", "DomainDestroyFlags",
+            fn domain_destroy_flags(DomainDestroyFlagsArgs) -> (),
+            client { fn domain_destroy_flags(dom: &Domain, flags: u32) -> () };
+        /// Asks a domain to shut down.
+        DomainShutdownFlags = 258 => "DOMAIN_SHUTDOWN_FLAGS", "DomainShutdownFlags",
+            fn domain_shutdown_flags(DomainShutdownFlagsArgs) -> (),
+            client { fn domain_shutdown_flags(dom: &Domain, flags: u32) -> () };
+        /// Sets or removes a domain metadata entry (absent `metadata` removes it).
+        DomainSetMetadata = 264 => "DOMAIN_SET_METADATA", "DomainSetMetadata",
+            fn domain_set_metadata(DomainSetMetadataArgs) -> (),
+            client { fn domain_set_metadata(dom: &Domain, kind: i32, metadata: Option<&str>, key: Option<&str>, uri: Option<&str>, flags: u32) -> () };
+        /// Reads a domain metadata entry; `kind` is a `DOMAIN_METADATA_*` type.
+        DomainGetMetadata = 265 => "DOMAIN_GET_METADATA", "DomainGetMetadata",
+            fn domain_get_metadata(DomainGetMetadataArgs) -> DomainGetMetadataRet,
+            client { fn domain_get_metadata(dom: &Domain, kind: i32, uri: Option<&str>, flags: u32) -> String = metadata };
+        /// Lists domains (flags 0: all, active and inactive).
+        ConnectListAllDomains = 273 => "CONNECT_LIST_ALL_DOMAINS", "ConnectListAllDomains",
+            fn connect_list_all_domains(ConnectListAllDomainsArgs) -> ConnectListAllDomainsRet,
+            client { fn connect_list_all_domains(flags: u32) { need_results: 1 } -> Vec<Domain> = domains };
+        /// Lists storage pools.
+        ConnectListAllStoragePools = 281 => "CONNECT_LIST_ALL_STORAGE_POOLS", "ConnectListAllStoragePools",
+            fn connect_list_all_storage_pools(ConnectListAllStoragePoolsArgs) -> ConnectListAllStoragePoolsRet,
+            client { fn connect_list_all_storage_pools() { need_results: 1, flags: 0 } -> Vec<StoragePool> = pools };
+        /// Lists the volumes of a pool.
+        StoragePoolListAllVolumes = 282 => "STORAGE_POOL_LIST_ALL_VOLUMES", "StoragePoolListAllVolumes",
+            fn storage_pool_list_all_volumes(StoragePoolListAllVolumesArgs) -> StoragePoolListAllVolumesRet,
+            client { fn storage_pool_list_all_volumes(pool: &StoragePool) { need_results: 1, flags: 0 } -> Vec<StorageVol> = vols };
+        /// What the hypervisor offers a domain of one type and architecture
+        /// (firmware, machine types, devices), as XML.
+        ConnectGetDomainCapabilities = 342 => "CONNECT_GET_DOMAIN_CAPABILITIES", "ConnectGetDomainCapabilities",
+            fn connect_get_domain_capabilities(ConnectGetDomainCapabilitiesArgs) -> ConnectGetCapabilitiesRet,
+            client { fn connect_get_domain_capabilities(virttype: Option<&str>, arch: Option<&str>) { emulatorbin: None, machine: None, flags: 0 } -> String = capabilities };
+        /// Defines a persistent domain from XML, with flags.
+        DomainDefineXmlFlags = 350 => "DOMAIN_DEFINE_XML_FLAGS", "DomainDefineXMLFlags",
+            fn domain_define_xml_flags(DomainDefineXmlFlagsArgs) -> DomainDefineXmlFlagsRet,
+            client { fn domain_define_xml_flags(xml: &str, flags: u32) -> Domain = dom };
+        /// The addresses of a running domain's interfaces; `source` is a
+        /// `DOMAIN_INTERFACE_ADDRESSES_SRC_*` value.
+        DomainInterfaceAddresses = 353 => "DOMAIN_INTERFACE_ADDRESSES", "DomainInterfaceAddresses",
+            fn domain_interface_addresses(DomainInterfaceAddressesArgs) -> DomainInterfaceAddressesRet,
+            client { fn domain_interface_addresses(dom: &Domain, source: u32, flags: u32) -> Vec<DomainInterface> = ifaces };
+        }
+    };
+}
+
 macro_rules! procedures {
     (
-        $( $(#[$m:meta])* $variant:ident = $value:literal => $label:literal, $api:literal : $args:ty => $ret:ty, )*
+        $(
+            $(#[$m:meta])*
+            $variant:ident = $value:literal => $label:literal, $api:literal,
+                fn $method:ident($args:ty) -> $ret:ty $(, client $client:tt)?;
+        )*
     ) => {
         int_enum! {
             @core
@@ -164,114 +414,7 @@ macro_rules! procedures {
     };
 }
 
-procedures! {
-    /// Opens the hypervisor connection (`CONNECT_OPEN`).
-    ConnectOpen = 1 => "CONNECT_OPEN", "ConnectOpen" : ConnectOpenArgs => (),
-    /// Closes the hypervisor connection; the server then closes the socket.
-    ConnectClose = 2 => "CONNECT_CLOSE", "ConnectClose" : () => (),
-    /// The hypervisor's version (for QEMU, QEMU's), encoded as the library's is.
-    ConnectGetVersion = 4 => "CONNECT_GET_VERSION", "ConnectGetVersion" : () => ConnectGetVersionRet,
-    /// The host capabilities XML.
-    ConnectGetCapabilities = 7 => "CONNECT_GET_CAPABILITIES", "ConnectGetCapabilities" : () => ConnectGetCapabilitiesRet,
-    /// Starts a defined domain.
-    DomainCreate = 9 => "DOMAIN_CREATE", "DomainCreate" : DomainCreateArgs => (),
-    /// Defines a persistent domain from XML.
-    DomainDefineXml = 11 => "DOMAIN_DEFINE_XML", "DomainDefineXML" : DomainDefineXmlArgs => DomainDefineXmlRet,
-    /// Forcibly stops a domain.
-    DomainDestroy = 12 => "DOMAIN_DESTROY", "DomainDestroy" : DomainDestroyArgs => (),
-    /// The domain XML.
-    DomainGetXmlDesc = 14 => "DOMAIN_GET_XML_DESC", "DomainGetXMLDesc" : DomainGetXmlDescArgs => DomainGetXmlDescRet,
-    /// Basic domain information (state, memory, vCPUs, CPU time).
-    DomainGetInfo = 16 => "DOMAIN_GET_INFO", "DomainGetInfo" : DomainGetInfoArgs => DomainGetInfoRet,
-    /// Finds a domain by name.
-    DomainLookupByName = 23 => "DOMAIN_LOOKUP_BY_NAME", "DomainLookupByName" : DomainLookupByNameArgs => DomainLookupByNameRet,
-    /// Finds a domain by UUID.
-    DomainLookupByUuid = 24 => "DOMAIN_LOOKUP_BY_UUID", "DomainLookupByUUID" : DomainLookupByUuidArgs => DomainLookupByUuidRet,
-    /// Resumes a paused domain.
-    DomainResume = 28 => "DOMAIN_RESUME", "DomainResume" : DomainArgs => (),
-    /// Pauses a running domain.
-    DomainSuspend = 34 => "DOMAIN_SUSPEND", "DomainSuspend" : DomainArgs => (),
-    /// The host name of the hypervisor host.
-    ConnectGetHostname = 59 => "CONNECT_GET_HOSTNAME", "ConnectGetHostname" : () => ConnectGetHostnameRet,
-    /// Asks whether the server supports a feature (10 turns on keepalive).
-    ConnectSupportsFeature = 60 => "CONNECT_SUPPORTS_FEATURE", "ConnectSupportsFeature" : ConnectSupportsFeatureArgs => ConnectSupportsFeatureRet,
-    /// The authentication schemes of the socket; always the first call.
-    AuthList = 66 => "AUTH_LIST", "AuthList" : () => AuthListRet,
-    /// Completes polkit authentication.
-    AuthPolkit = 70 => "AUTH_POLKIT", "AuthPolkit" : () => AuthPolkitRet,
-    /// Creates and starts a transient storage pool from XML.
-    StoragePoolCreateXml = 76 => "STORAGE_POOL_CREATE_XML", "StoragePoolCreateXML" : StoragePoolDefineXmlArgs => StoragePoolDefineXmlRet,
-    /// Defines a persistent storage pool from XML.
-    StoragePoolDefineXml = 77 => "STORAGE_POOL_DEFINE_XML", "StoragePoolDefineXML" : StoragePoolDefineXmlArgs => StoragePoolDefineXmlRet,
-    /// Starts a defined storage pool.
-    StoragePoolCreate = 78 => "STORAGE_POOL_CREATE", "StoragePoolCreate" : StoragePoolFlagsArgs => (),
-    /// Builds a storage pool (a dir pool: makes its directory).
-    StoragePoolBuild = 79 => "STORAGE_POOL_BUILD", "StoragePoolBuild" : StoragePoolFlagsArgs => (),
-    /// Stops a storage pool (a transient one goes away).
-    StoragePoolDestroy = 80 => "STORAGE_POOL_DESTROY", "StoragePoolDestroy" : StoragePoolArgs => (),
-    /// Deletes an inactive pool's storage (a dir pool: removes its empty directory).
-    StoragePoolDelete = 81 => "STORAGE_POOL_DELETE", "StoragePoolDelete" : StoragePoolFlagsArgs => (),
-    /// Removes an inactive pool's definition.
-    StoragePoolUndefine = 82 => "STORAGE_POOL_UNDEFINE", "StoragePoolUndefine" : StoragePoolArgs => (),
-    /// Rescans a storage pool.
-    StoragePoolRefresh = 83 => "STORAGE_POOL_REFRESH", "StoragePoolRefresh" : StoragePoolRefreshArgs => (),
-    /// Finds a storage pool by name.
-    StoragePoolLookupByName = 84 => "STORAGE_POOL_LOOKUP_BY_NAME", "StoragePoolLookupByName" : StoragePoolLookupByNameArgs => StoragePoolLookupByNameRet,
-    /// Storage pool state and sizes.
-    StoragePoolGetInfo = 87 => "STORAGE_POOL_GET_INFO", "StoragePoolGetInfo" : StoragePoolGetInfoArgs => StoragePoolGetInfoRet,
-    /// The storage pool XML.
-    StoragePoolGetXmlDesc = 88 => "STORAGE_POOL_GET_XML_DESC", "StoragePoolGetXMLDesc" : StoragePoolFlagsArgs => StoragePoolGetXmlDescRet,
-    /// Creates a storage volume from XML.
-    StorageVolCreateXml = 93 => "STORAGE_VOL_CREATE_XML", "StorageVolCreateXML" : StorageVolCreateXmlArgs => StorageVolCreateXmlRet,
-    /// Deletes a storage volume.
-    StorageVolDelete = 94 => "STORAGE_VOL_DELETE", "StorageVolDelete" : StorageVolDeleteArgs => (),
-    /// Finds a volume in a pool by name.
-    StorageVolLookupByName = 95 => "STORAGE_VOL_LOOKUP_BY_NAME", "StorageVolLookupByName" : StorageVolLookupByNameArgs => StorageVolLookupByNameRet,
-    /// Volume type and sizes.
-    StorageVolGetInfo = 98 => "STORAGE_VOL_GET_INFO", "StorageVolGetInfo" : StorageVolGetInfoArgs => StorageVolGetInfoRet,
-    /// The volume's path on the host.
-    StorageVolGetPath = 100 => "STORAGE_VOL_GET_PATH", "StorageVolGetPath" : StorageVolGetPathArgs => StorageVolGetPathRet,
-    /// The URI the connection was opened with.
-    ConnectGetUri = 110 => "CONNECT_GET_URI", "ConnectGetURI" : () => ConnectGetUriRet,
-    /// Finds a host network interface by name (the interface driver).
-    InterfaceLookupByName = 128 => "INTERFACE_LOOKUP_BY_NAME", "InterfaceLookupByName" : InterfaceLookupByNameArgs => InterfaceLookupByNameRet,
-    /// A host network interface's XML (its type, and a bridge's ports).
-    InterfaceGetXmlDesc = 130 => "INTERFACE_GET_XML_DESC", "InterfaceGetXMLDesc" : InterfaceGetXmlDescArgs => InterfaceGetXmlDescRet,
-    /// Whether a host network interface is up (for the udev backend: its
-    /// operational state is `up`, so a bridge without ports is not).
-    InterfaceIsActive = 156 => "INTERFACE_IS_ACTIVE", "InterfaceIsActive" : InterfaceIsActiveArgs => IsActiveRet,
-    /// The libvirt library version on the server.
-    ConnectGetLibVersion = 157 => "CONNECT_GET_LIB_VERSION", "ConnectGetLibVersion" : () => ConnectGetLibVersionRet,
-    /// Starts a defined domain with flags; returns the handle with its new id.
-    DomainCreateWithFlags = 196 => "DOMAIN_CREATE_WITH_FLAGS", "DomainCreateWithFlags" : DomainCreateWithFlagsArgs => DomainCreateWithFlagsRet,
-    /// Uploads data into a volume; the REPLY opens a client-to-server stream.
-    StorageVolUpload = 208 => "STORAGE_VOL_UPLOAD", "StorageVolUpload" : StorageVolUploadArgs => (),
-    /// Domain state and reason.
-    DomainGetState = 212 => "DOMAIN_GET_STATE", "DomainGetState" : DomainGetStateArgs => DomainGetStateRet,
-    /// Removes a domain's definition.
-    DomainUndefineFlags = 231 => "DOMAIN_UNDEFINE_FLAGS", "DomainUndefineFlags" : DomainUndefineFlagsArgs => (),
-    /// Forcibly stops a domain, with flags.
-    DomainDestroyFlags = 234 => "DOMAIN_DESTROY_FLAGS", "DomainDestroyFlags" : DomainDestroyFlagsArgs => (),
-    /// Asks a domain to shut down.
-    DomainShutdownFlags = 258 => "DOMAIN_SHUTDOWN_FLAGS", "DomainShutdownFlags" : DomainShutdownFlagsArgs => (),
-    /// Sets or removes a domain metadata entry.
-    DomainSetMetadata = 264 => "DOMAIN_SET_METADATA", "DomainSetMetadata" : DomainSetMetadataArgs => (),
-    /// Reads a domain metadata entry.
-    DomainGetMetadata = 265 => "DOMAIN_GET_METADATA", "DomainGetMetadata" : DomainGetMetadataArgs => DomainGetMetadataRet,
-    /// Lists domains (flags 0: all, active and inactive).
-    ConnectListAllDomains = 273 => "CONNECT_LIST_ALL_DOMAINS", "ConnectListAllDomains" : ConnectListAllDomainsArgs => ConnectListAllDomainsRet,
-    /// Lists storage pools.
-    ConnectListAllStoragePools = 281 => "CONNECT_LIST_ALL_STORAGE_POOLS", "ConnectListAllStoragePools" : ConnectListAllStoragePoolsArgs => ConnectListAllStoragePoolsRet,
-    /// Lists the volumes of a pool.
-    StoragePoolListAllVolumes = 282 => "STORAGE_POOL_LIST_ALL_VOLUMES", "StoragePoolListAllVolumes" : StoragePoolListAllVolumesArgs => StoragePoolListAllVolumesRet,
-    /// What the hypervisor offers a domain of one type and architecture
-    /// (firmware, machine types, devices), as XML.
-    ConnectGetDomainCapabilities = 342 => "CONNECT_GET_DOMAIN_CAPABILITIES", "ConnectGetDomainCapabilities" : ConnectGetDomainCapabilitiesArgs => ConnectGetCapabilitiesRet,
-    /// Defines a persistent domain from XML, with flags.
-    DomainDefineXmlFlags = 350 => "DOMAIN_DEFINE_XML_FLAGS", "DomainDefineXMLFlags" : DomainDefineXmlFlagsArgs => DomainDefineXmlFlagsRet,
-    /// The addresses of a running domain's interfaces.
-    DomainInterfaceAddresses = 353 => "DOMAIN_INTERFACE_ADDRESSES", "DomainInterfaceAddresses" : DomainInterfaceAddressesArgs => DomainInterfaceAddressesRet,
-}
+for_each_procedure!(procedures);
 
 impl std::fmt::Display for Procedure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
