@@ -3,8 +3,9 @@
 //! (error, delay, hang, dropped connection), then passes libvirtd's gating
 //! (authentication, `ConnectOpen` first) before it reaches the model.
 //!
-//! The wire server drives the same methods, so in-process users and clients
-//! speaking the remote protocol see one behaviour.
+//! The wire server reaches the same methods through the fake's handler
+//! (`handler.rs`), so in-process users and clients speaking the remote
+//! protocol see one behaviour.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};

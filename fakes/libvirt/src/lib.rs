@@ -73,6 +73,7 @@ mod fake;
 mod fault;
 #[doc(hidden)]
 pub mod fuzzing;
+mod handler;
 pub mod latency;
 mod server;
 mod state;

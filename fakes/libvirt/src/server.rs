@@ -2,6 +2,11 @@
 //! on any byte stream (an in-memory duplex, a Unix socket, TCP), with the
 //! packet format of the `libvirt-wire` crate.
 //!
+//! This file is the daemon's framing: it reads packets, answers keepalive,
+//! routes STREAM packets to their stream and hands each CALL, decoded, to
+//! `libvirt_wire::dispatch` with the fake's handler (`handler.rs`). The
+//! upload streams themselves are in `upload.rs`.
+//!
 //! Like libvirtd it answers keepalive PINGs at once, works on at most
 //! `max_requests` calls per client (5 by default) and stops reading the
 //! socket while that many are in flight, answers calls in the order they
@@ -17,18 +22,9 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use libvirt_wire::{
-    AuthListRet, AuthPolkitRet, AuthType, CallArgs, ConnectGetCapabilitiesRet,
-    ConnectGetHostnameRet, ConnectGetLibVersionRet, ConnectGetUriRet, ConnectGetVersionRet,
-    ConnectListAllDomainsRet, ConnectListAllStoragePoolsRet, ConnectSupportsFeatureRet,
-    DomainCreateWithFlagsRet, DomainDefineXmlFlagsRet, DomainDefineXmlRet, DomainGetInfoRet,
-    DomainGetMetadataRet, DomainGetStateRet, DomainGetXmlDescRet, DomainInterfaceAddressesRet,
-    DomainLookupByNameRet, DomainLookupByUuidRet, Encode, ErrorCode, ErrorDomain, Header,
-    InterfaceGetXmlDescRet, InterfaceLookupByNameRet, IsActiveRet, KEEPALIVE_PING, KEEPALIVE_PONG,
+    CallArgs, Encode, ErrorCode, ErrorDomain, Header, KEEPALIVE_PING, KEEPALIVE_PONG,
     KEEPALIVE_PROGRAM, MessageType, Packet, REMOTE_PROGRAM, REMOTE_VERSION, RemoteError, Status,
-    StoragePoolDefineXmlRet, StoragePoolGetInfoRet, StoragePoolGetXmlDescRet,
-    StoragePoolListAllVolumesRet, StoragePoolLookupByNameRet, StorageVolCreateXmlRet,
-    StorageVolGetInfoRet, StorageVolGetPathRet, StorageVolLookupByNameRet, WireError,
-    encode_error_reply, encode_packet, encode_reply,
+    WireError, dispatch, encode_error_reply, encode_packet, encode_reply,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::UnixListener;
@@ -36,9 +32,10 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
-use crate::connection::{FakeConnection, Upload};
+use crate::connection::FakeConnection;
 use crate::error::{CallError, VirError};
 use crate::fake::FakeLibvirt;
+use crate::handler::WireCall;
 
 /// Settings of the fake daemon, defaulting to libvirtd's.
 #[derive(Debug, Clone)]
@@ -66,8 +63,11 @@ impl Default for ServerOptions {
 /// Bytes read ahead while a packet waits for its turn.
 const WAIT_BUFFER: usize = 1 << 20;
 
-type Streams = Arc<Mutex<HashMap<u32, mpsc::Sender<Packet>>>>;
-type Tx = mpsc::UnboundedSender<Bytes>;
+/// The open streams of one connection by serial: where the STREAM packets
+/// of an upload go.
+pub(crate) type Streams = Arc<Mutex<HashMap<u32, mpsc::Sender<Packet>>>>;
+/// The connection's outgoing packets, written in order by one task.
+pub(crate) type Tx = mpsc::UnboundedSender<Bytes>;
 
 impl FakeLibvirt {
     /// Serves one client on `io` until it closes, sends `ConnectClose`, or a
@@ -264,14 +264,14 @@ where
     result
 }
 
-fn send<T: Encode + ?Sized>(tx: &Tx, header: &Header, body: &T) {
+pub(crate) fn send<T: Encode + ?Sized>(tx: &Tx, header: &Header, body: &T) {
     let mut out = BytesMut::new();
     if encode_packet(&mut out, header, body).is_ok() {
         let _ = tx.send(out.freeze());
     }
 }
 
-fn rpc_error(detail: impl Into<String>) -> VirError {
+pub(crate) fn rpc_error(detail: impl Into<String>) -> VirError {
     VirError::new(ErrorCode::Rpc, ErrorDomain::Rpc, detail)
 }
 
@@ -356,7 +356,13 @@ async fn handle_call(
             return;
         }
     };
-    match dispatch(&conn, &h, args, &tx, &streams).await {
+    let call = WireCall {
+        conn: &conn,
+        header: h,
+        tx: &tx,
+        streams: &streams,
+    };
+    match dispatch(args, &call).await.and_then(|ret| reply(&h, &ret)) {
         Ok(reply) => {
             let _ = tx.send(reply);
         }
@@ -372,394 +378,4 @@ fn reply<T: Encode + ?Sized>(call: &Header, ret: &T) -> Result<Bytes, CallError>
     encode_reply(&mut out, call, ret)
         .map_err(|e| CallError::Libvirt(rpc_error(format!("unable to encode reply: {e}"))))?;
     Ok(out.freeze())
-}
-
-fn count(n: usize) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX)
-}
-
-async fn dispatch(
-    c: &FakeConnection,
-    h: &Header,
-    args: CallArgs,
-    tx: &Tx,
-    streams: &Streams,
-) -> Result<Bytes, CallError> {
-    match args {
-        CallArgs::ConnectOpen(a) => {
-            c.open(a.name.as_deref(), a.flags).await?;
-            reply(h, &())
-        }
-        CallArgs::ConnectClose(()) => {
-            c.connect_close().await?;
-            reply(h, &())
-        }
-        CallArgs::ConnectGetCapabilities(()) => reply(
-            h,
-            &ConnectGetCapabilitiesRet {
-                capabilities: c.get_capabilities().await?,
-            },
-        ),
-        CallArgs::ConnectGetDomainCapabilities(a) => reply(
-            h,
-            &ConnectGetCapabilitiesRet {
-                capabilities: c
-                    .get_domain_capabilities(a.virttype.as_deref(), a.arch.as_deref(), a.flags)
-                    .await?,
-            },
-        ),
-        CallArgs::InterfaceLookupByName(a) => {
-            let (name, mac) = c.interface_lookup_by_name(&a.name).await?;
-            reply(
-                h,
-                &InterfaceLookupByNameRet {
-                    iface: libvirt_wire::Interface { name, mac },
-                },
-            )
-        }
-        CallArgs::InterfaceGetXmlDesc(a) => reply(
-            h,
-            &InterfaceGetXmlDescRet {
-                xml: c.interface_get_xml_desc(&a.iface.name, a.flags).await?,
-            },
-        ),
-        CallArgs::InterfaceIsActive(a) => reply(
-            h,
-            &IsActiveRet {
-                active: i32::from(c.interface_is_active(&a.iface.name).await?),
-            },
-        ),
-        CallArgs::ConnectGetHostname(()) => reply(
-            h,
-            &ConnectGetHostnameRet {
-                hostname: c.get_hostname().await?,
-            },
-        ),
-        CallArgs::ConnectSupportsFeature(a) => reply(
-            h,
-            &ConnectSupportsFeatureRet {
-                supported: c.supports_feature(a.feature).await?,
-            },
-        ),
-        CallArgs::AuthList(()) => {
-            let types = c.auth_list().await?;
-            reply(
-                h,
-                &AuthListRet {
-                    types: types.into_iter().map(AuthType::from_raw).collect(),
-                },
-            )
-        }
-        CallArgs::AuthPolkit(()) => reply(
-            h,
-            &AuthPolkitRet {
-                complete: c.auth_polkit().await?,
-            },
-        ),
-        CallArgs::ConnectGetUri(()) => reply(
-            h,
-            &ConnectGetUriRet {
-                uri: c.get_uri().await?,
-            },
-        ),
-        CallArgs::ConnectGetVersion(()) => reply(
-            h,
-            &ConnectGetVersionRet {
-                hv_ver: c.get_version().await?,
-            },
-        ),
-        CallArgs::ConnectGetLibVersion(()) => reply(
-            h,
-            &ConnectGetLibVersionRet {
-                lib_ver: c.get_lib_version().await?,
-            },
-        ),
-        CallArgs::ConnectListAllDomains(a) => {
-            let doms = c.list_all_domains(a.flags).await?;
-            let n = count(doms.len());
-            let domains = if a.need_results != 0 {
-                doms
-            } else {
-                Vec::new()
-            };
-            reply(h, &ConnectListAllDomainsRet { domains, ret: n })
-        }
-        CallArgs::ConnectListAllStoragePools(a) => {
-            let pools = c.list_all_storage_pools(a.flags).await?;
-            let n = count(pools.len());
-            let pools = if a.need_results != 0 {
-                pools
-            } else {
-                Vec::new()
-            };
-            reply(h, &ConnectListAllStoragePoolsRet { pools, ret: n })
-        }
-        CallArgs::DomainCreate(a) => {
-            c.domain_create(&a.dom).await?;
-            reply(h, &())
-        }
-        CallArgs::DomainCreateWithFlags(a) => {
-            let d = c.domain_create_with_flags(&a.dom, a.flags).await?;
-            reply(h, &DomainCreateWithFlagsRet { dom: d })
-        }
-        CallArgs::DomainDefineXml(a) => {
-            let d = c.domain_define_xml(&a.xml).await?;
-            reply(h, &DomainDefineXmlRet { dom: d })
-        }
-        CallArgs::DomainDefineXmlFlags(a) => {
-            let d = c.domain_define_xml_flags(&a.xml, a.flags).await?;
-            reply(h, &DomainDefineXmlFlagsRet { dom: d })
-        }
-        CallArgs::DomainDestroy(a) => {
-            c.domain_destroy(&a.dom).await?;
-            reply(h, &())
-        }
-        CallArgs::DomainDestroyFlags(a) => {
-            c.domain_destroy_flags(&a.dom, a.flags).await?;
-            reply(h, &())
-        }
-        CallArgs::DomainShutdownFlags(a) => {
-            c.domain_shutdown_flags(&a.dom, a.flags).await?;
-            reply(h, &())
-        }
-        CallArgs::DomainUndefineFlags(a) => {
-            c.domain_undefine_flags(&a.dom, a.flags).await?;
-            reply(h, &())
-        }
-        CallArgs::DomainSuspend(a) => {
-            c.domain_suspend(&a.dom).await?;
-            reply(h, &())
-        }
-        CallArgs::DomainResume(a) => {
-            c.domain_resume(&a.dom).await?;
-            reply(h, &())
-        }
-        CallArgs::DomainGetXmlDesc(a) => reply(
-            h,
-            &DomainGetXmlDescRet {
-                xml: c.domain_get_xml_desc(&a.dom, a.flags).await?,
-            },
-        ),
-        CallArgs::DomainGetInfo(a) => {
-            let i = c.domain_get_info(&a.dom).await?;
-            reply(
-                h,
-                &DomainGetInfoRet {
-                    state: i.state.to_raw() as u8,
-                    max_mem: i.max_mem_kib,
-                    memory: i.memory_kib,
-                    nr_virt_cpu: i.nr_virt_cpu,
-                    cpu_time: i.cpu_time_ns,
-                },
-            )
-        }
-        CallArgs::DomainGetState(a) => {
-            let (state, reason) = c.domain_get_state(&a.dom, a.flags).await?;
-            reply(
-                h,
-                &DomainGetStateRet {
-                    state: state.to_raw(),
-                    reason,
-                },
-            )
-        }
-        CallArgs::DomainLookupByName(a) => {
-            let d = c.domain_lookup_by_name(&a.name).await?;
-            reply(h, &DomainLookupByNameRet { dom: d })
-        }
-        CallArgs::DomainLookupByUuid(a) => {
-            let d = c
-                .domain_lookup_by_uuid(&uuid::Uuid::from_bytes(a.uuid.0))
-                .await?;
-            reply(h, &DomainLookupByUuidRet { dom: d })
-        }
-        CallArgs::DomainSetMetadata(a) => {
-            c.domain_set_metadata(
-                &a.dom,
-                a.kind,
-                a.metadata.as_deref(),
-                a.key.as_deref(),
-                a.uri.as_deref(),
-                a.flags,
-            )
-            .await?;
-            reply(h, &())
-        }
-        CallArgs::DomainGetMetadata(a) => reply(
-            h,
-            &DomainGetMetadataRet {
-                metadata: c
-                    .domain_get_metadata(&a.dom, a.kind, a.uri.as_deref(), a.flags)
-                    .await?,
-            },
-        ),
-        CallArgs::DomainInterfaceAddresses(a) => {
-            let ifaces = c
-                .domain_interface_addresses(&a.dom, a.source, a.flags)
-                .await?;
-            reply(h, &DomainInterfaceAddressesRet { ifaces })
-        }
-        CallArgs::StoragePoolLookupByName(a) => {
-            let p = c.storage_pool_lookup_by_name(&a.name).await?;
-            reply(h, &StoragePoolLookupByNameRet { pool: p })
-        }
-        CallArgs::StoragePoolDefineXml(a) => {
-            let p = c.storage_pool_define_xml(&a.xml, a.flags).await?;
-            reply(h, &StoragePoolDefineXmlRet { pool: p })
-        }
-        CallArgs::StoragePoolCreateXml(a) => {
-            let p = c.storage_pool_create_xml(&a.xml, a.flags).await?;
-            reply(h, &StoragePoolDefineXmlRet { pool: p })
-        }
-        CallArgs::StoragePoolCreate(a) => {
-            c.storage_pool_create(&a.pool, a.flags).await?;
-            reply(h, &())
-        }
-        CallArgs::StoragePoolBuild(a) => {
-            c.storage_pool_build(&a.pool, a.flags).await?;
-            reply(h, &())
-        }
-        CallArgs::StoragePoolDestroy(a) => {
-            c.storage_pool_destroy(&a.pool).await?;
-            reply(h, &())
-        }
-        CallArgs::StoragePoolDelete(a) => {
-            c.storage_pool_delete(&a.pool, a.flags).await?;
-            reply(h, &())
-        }
-        CallArgs::StoragePoolUndefine(a) => {
-            c.storage_pool_undefine(&a.pool).await?;
-            reply(h, &())
-        }
-        CallArgs::StoragePoolGetXmlDesc(a) => reply(
-            h,
-            &StoragePoolGetXmlDescRet {
-                xml: c.storage_pool_get_xml_desc(&a.pool, a.flags).await?,
-            },
-        ),
-        CallArgs::StoragePoolGetInfo(a) => {
-            let i = c.storage_pool_get_info(&a.pool).await?;
-            reply(
-                h,
-                &StoragePoolGetInfoRet {
-                    state: i.state.to_raw() as u8,
-                    capacity: i.capacity,
-                    allocation: i.allocation,
-                    available: i.available,
-                },
-            )
-        }
-        CallArgs::StoragePoolRefresh(a) => {
-            c.storage_pool_refresh(&a.pool, a.flags).await?;
-            reply(h, &())
-        }
-        CallArgs::StoragePoolListAllVolumes(a) => {
-            let vols = c.storage_pool_list_all_volumes(&a.pool, a.flags).await?;
-            let n = count(vols.len());
-            let vols = if a.need_results != 0 {
-                vols
-            } else {
-                Vec::new()
-            };
-            reply(h, &StoragePoolListAllVolumesRet { vols, ret: n })
-        }
-        CallArgs::StorageVolCreateXml(a) => {
-            let v = c.storage_vol_create_xml(&a.pool, &a.xml, a.flags).await?;
-            reply(h, &StorageVolCreateXmlRet { vol: v })
-        }
-        CallArgs::StorageVolLookupByName(a) => {
-            let v = c.storage_vol_lookup_by_name(&a.pool, &a.name).await?;
-            reply(h, &StorageVolLookupByNameRet { vol: v })
-        }
-        CallArgs::StorageVolDelete(a) => {
-            c.storage_vol_delete(&a.vol, a.flags).await?;
-            reply(h, &())
-        }
-        CallArgs::StorageVolGetInfo(a) => {
-            let i = c.storage_vol_get_info(&a.vol).await?;
-            reply(
-                h,
-                &StorageVolGetInfoRet {
-                    kind: i8::try_from(i.kind).unwrap_or(0),
-                    capacity: i.capacity,
-                    allocation: i.allocation,
-                },
-            )
-        }
-        CallArgs::StorageVolGetPath(a) => reply(
-            h,
-            &StorageVolGetPathRet {
-                name: c.storage_vol_get_path(&a.vol).await?,
-            },
-        ),
-        CallArgs::StorageVolUpload(a) => {
-            let upload = c
-                .storage_vol_upload(&a.vol, a.offset, a.length, a.flags)
-                .await?;
-            // The stream exists before the REPLY leaves, so data sent right
-            // after it is never lost.
-            let (stx, srx) = mpsc::channel(4);
-            streams
-                .lock()
-                .expect("stream table poisoned")
-                .insert(h.serial, stx);
-            tokio::spawn(upload_loop(upload, srx, tx.clone(), *h, streams.clone()));
-            reply(h, &())
-        }
-    }
-}
-
-/// Feeds one upload stream from its STREAM packets.
-async fn upload_loop(
-    mut upload: Upload,
-    mut rx: mpsc::Receiver<Packet>,
-    tx: Tx,
-    call: Header,
-    streams: Streams,
-) {
-    let done = |streams: &Streams| {
-        // Later packets of this stream are swallowed, as libvirtd does.
-        streams
-            .lock()
-            .expect("stream table poisoned")
-            .remove(&call.serial);
-    };
-    while let Some(p) = rx.recv().await {
-        match p.header.status {
-            Status::Continue => {
-                if let Err(e) = upload.send(&p.payload) {
-                    if let CallError::Libvirt(e) = e {
-                        send_stream_error(&tx, &call, &e);
-                    }
-                    done(&streams);
-                    return;
-                }
-            }
-            Status::Ok => {
-                match upload.finish() {
-                    Ok(()) => send(&tx, &call.stream(Status::Ok), &()),
-                    Err(CallError::Libvirt(e)) => send_stream_error(&tx, &call, &e),
-                    Err(CallError::Closed) => {}
-                }
-                done(&streams);
-                return;
-            }
-            Status::Error => {
-                let _ = upload.abort();
-                send(&tx, &call.stream(Status::Ok), &());
-                done(&streams);
-                return;
-            }
-            Status::Other(n) => {
-                let e = rpc_error(format!("stream aborted with unexpected status {n}"));
-                send_stream_error(&tx, &call, &e);
-                done(&streams);
-                return;
-            }
-        }
-    }
-}
-
-fn send_stream_error(tx: &Tx, call: &Header, e: &VirError) {
-    send(tx, &call.stream(Status::Error), &RemoteError::from(e));
 }
