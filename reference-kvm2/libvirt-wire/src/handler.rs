@@ -56,3 +56,75 @@ macro_rules! handler {
 }
 
 crate::for_each_procedure!(handler);
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::Procedure;
+
+    /// A handler whose every method answers at once: with the default
+    /// result, or with its own procedure as the error, so a test sees which
+    /// method a CALL reached.
+    struct Echo {
+        fail: bool,
+    }
+
+    macro_rules! echo {
+        (
+            $(
+                $(#[$m:meta])*
+                $variant:ident = $value:literal => $label:literal, $api:literal,
+                    fn $method:ident($args:ty) -> $ret:ty $(, client $client:tt)?;
+            )*
+        ) => {
+            impl Handler for Echo {
+                type Error = Procedure;
+
+                $(
+                    async fn $method(&self, _: $args) -> Result<$ret, Procedure> {
+                        if self.fail {
+                            Err(Procedure::$variant)
+                        } else {
+                            Ok(<$ret>::default())
+                        }
+                    }
+                )*
+            }
+        };
+    }
+
+    crate::for_each_procedure!(echo);
+
+    /// Runs a future that needs no waking to its end.
+    fn ready<F: Future>(f: F) -> F::Output {
+        let mut f = pin!(f);
+        match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(out) => out,
+            Poll::Pending => panic!("the handler future was not ready"),
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn dispatch_reaches_the_method_of_the_call(args in any::<CallArgs>()) {
+            let procedure = args.procedure();
+            let ret = ready(dispatch(args.clone(), &Echo { fail: false })).unwrap();
+            prop_assert_eq!(ret.procedure(), procedure);
+            let err = ready(dispatch(args, &Echo { fail: true })).unwrap_err();
+            prop_assert_eq!(err, procedure);
+        }
+    }
+
+    #[test]
+    fn dispatch_futures_are_send() {
+        fn send<T: Send>(_: &T) {}
+        let call = dispatch(CallArgs::AuthList(()), &Echo { fail: false });
+        send(&call);
+    }
+}
