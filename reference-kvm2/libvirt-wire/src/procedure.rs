@@ -54,7 +54,7 @@ pub trait RemoteCall {
 macro_rules! for_each_procedure {
     ($callback:ident) => {
         $callback! {
-        /// Opens the hypervisor connection (`CONNECT_OPEN`).
+        /// Opens the hypervisor connection; an absent URI lets the server choose.
         ConnectOpen = 1 => "CONNECT_OPEN", "ConnectOpen",
             fn connect_open(ConnectOpenArgs) -> (),
             client { fn connect_open_with(name: Option<&str>, flags: u32) -> () };
