@@ -50,8 +50,9 @@ clauses! {
         "nothing about it is changed" => mutants ["create-reapplies-cloud-init"];
     }
     "CRE-RESUME" {
-        "A Create interrupted after any backend step, by an error, a lost reply, a dropped future or the death of the process, fails with Transient if it returns at all" => mutants ["create-transient-is-permanent"];
-        "is completed by the next Create of the same request (by a fresh provider after a death)" => mutants ["create-does-not-resume", "retries-start-blindly"];
+        "A Create interrupted after any backend step, by an error, a lost reply, a dropped future or the death of the process, fails with Transient" => mutants ["create-transient-is-permanent"];
+        "or returns Ok having made exactly one instance that Get and the inventory agree on" => mutants ["create-swallows-backend-errors"];
+        "it is completed by the next Create of the same request (by a fresh provider after a death)" => mutants ["create-does-not-resume", "retries-start-blindly"];
         "Nothing leaks and nothing is made twice" => mutants ["resume-makes-another-seed"];
         "once the interrupted attempt has written the instance's mark, the completed instance keeps its uid, tag and created_at" => mutants ["resume-restamps-created-at"];
     }
@@ -143,6 +144,7 @@ clauses! {
         "no resource of the instance is left: no disk, seed or firmware state, whether the provider deletes them (secondary-resources=explicit)" => mutants ["delete-keeps-seed"];
         "or the backend does (cascaded)" => mutants ["declares-cascaded-backend-keeps-parts"];
         "with secondary-resources=none the instance has no resource but its primary one" => mutants ["declares-no-secondary-has-parts"];
+        "This holds at every location." => mutants ["delete-keeps-seed-at-second-site"];
     }
     "DEL-RUNNING" {
         "Delete of a Running instance stops it and deletes it" => mutants ["delete-without-stop"];
@@ -160,7 +162,8 @@ clauses! {
         "nothing of the instance is left" => mutants ["delete-keeps-seed"];
     }
     "DEL-RESUME" {
-        "A Delete interrupted after any backend step, by an error, a lost reply, a dropped future or the death of the process, fails with Transient if it returns at all" => mutants ["delete-transient-is-permanent"];
+        "A Delete interrupted after any backend step, by an error, a lost reply, a dropped future or the death of the process, fails with Transient" => mutants ["delete-transient-is-permanent"];
+        "or returns Ok having left nothing of the instance (under delete-return=early, within the settle time)" => mutants ["delete-swallows-backend-errors"];
         "the next Delete (by a fresh provider after a death) succeeds" => mutants ["half-deleted-is-permanent"];
         "the instance is gone and nothing of it is left" => mutants ["delete-done-without-primary", "get-not-found-is-transient"];
     }
@@ -205,6 +208,7 @@ clauses! {
     "GEN-ERROR-NAME" {
         "Every error names the configured provider" => mutants ["error-without-provider-name", "name-is-not-the-configured-one"];
         "the operation it came from" => mutants ["error-names-another-operation"];
+        "says what went wrong in a message that is not empty" => mutants ["errors-without-message"];
     }
     "GEN-LOGGING" {
         "At V0 a successful operation logs nothing" => mutants ["logs-every-call-at-v0"];

@@ -139,7 +139,7 @@ rules! {
         "Repeating Create with the same request returns the same ID and creates no further backend resource. An existing instance of that name whose recorded uid equals the request's, or is empty, is the same instance; nothing about it is changed.";
     "CRE-RESUME", Create, "Interrupted Create is completed by the next",
         axes: [], gate: None, hooks: [Faults, Observation], needs: [],
-        "A Create interrupted after any backend step, by an error, a lost reply, a dropped future or the death of the process, fails with Transient if it returns at all, and is completed by the next Create of the same request (by a fresh provider after a death). Nothing leaks and nothing is made twice, and once the interrupted attempt has written the instance's mark, the completed instance keeps its uid, tag and created_at.";
+        "A Create interrupted after any backend step, by an error, a lost reply, a dropped future or the death of the process, fails with Transient, or returns Ok having made exactly one instance that Get and the inventory agree on; it is completed by the next Create of the same request (by a fresh provider after a death). Nothing leaks and nothing is made twice, and once the interrupted attempt has written the instance's mark, the completed instance keeps its uid, tag and created_at.";
     "CRE-RETURN", Create, "Create returns as create-return declares",
         axes: [CreateReturn, ProvisioningState], gate: None, hooks: [StateControl], needs: [],
         "With create-return=blocking, Create returns only once the instance is Running, and a Get right after it reports Running. With create-return=early, Create returns while the instance still boots; Get reports Provisioning, then Running. A provider whose behaviour contradicts its declaration fails.";
@@ -196,7 +196,7 @@ rules! {
         "Deleting an instance twice succeeds both times, and deleting a well-formed ID that was never created succeeds.";
     "DEL-COMPLETE", Delete, "Nothing of a deleted instance is left",
         axes: [DeleteReturn, SecondaryResources], gate: None, hooks: [Inventory], needs: [],
-        "Once Delete has returned (and settled, with delete-return=early), no resource of the instance is left: no disk, seed or firmware state, whether the provider deletes them (secondary-resources=explicit) or the backend does (cascaded); with secondary-resources=none the instance has no resource but its primary one.";
+        "Once Delete has returned (and settled, with delete-return=early), no resource of the instance is left: no disk, seed or firmware state, whether the provider deletes them (secondary-resources=explicit) or the backend does (cascaded); with secondary-resources=none the instance has no resource but its primary one. This holds at every location.";
     "DEL-RUNNING", Delete, "A Running instance is stopped and deleted",
         axes: [DeleteReturn], gate: None, hooks: [], needs: [],
         "Delete of a Running instance stops it and deletes it; Get then returns NotFound.";
@@ -211,7 +211,7 @@ rules! {
         "Several Deletes of one instance running at once all succeed, and nothing of the instance is left.";
     "DEL-RESUME", Delete, "Interrupted Delete is completed by the next",
         axes: [DeleteReturn], gate: None, hooks: [Faults, Observation], needs: [],
-        "A Delete interrupted after any backend step, by an error, a lost reply, a dropped future or the death of the process, fails with Transient if it returns at all, and the next Delete (by a fresh provider after a death) succeeds: the instance is gone and nothing of it is left.";
+        "A Delete interrupted after any backend step, by an error, a lost reply, a dropped future or the death of the process, fails with Transient, or returns Ok having left nothing of the instance (under delete-return=early, within the settle time); the next Delete (by a fresh provider after a death) succeeds: the instance is gone and nothing of it is left.";
     "DEL-OWNERSHIP", Delete, "Delete never destroys what is not ours",
         axes: [], gate: None, hooks: [Planting], needs: [],
         "Delete never destroys or changes a resource that does not carry our mark; it either refuses with Permanent or leaves it alone and succeeds.";
@@ -238,7 +238,7 @@ rules! {
         "A call whose deadline passes or whose token fires returns Transient promptly, even when the backend hangs (with list-partial=partial a listing may instead return in time with the hung location named unreachable); a call dropped after any backend step leaves nothing behind that the next call cannot converge from.";
     "GEN-ERROR-NAME", General, "Errors carry the configured provider name",
         axes: [], gate: None, hooks: [], needs: [],
-        "Every error names the configured provider and the operation it came from.";
+        "Every error names the configured provider and the operation it came from, and says what went wrong in a message that is not empty.";
     "GEN-LOGGING", General, "Logging follows the verbosity tiers",
         axes: [], gate: Some((Axis::Logging, &["tiered"])), hooks: [Observation], needs: [],
         "At V0 a successful operation logs nothing; at V1 it logs exactly one line at info level and nothing finer; at V2 it logs at least one debug line per backend call.";

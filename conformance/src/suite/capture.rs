@@ -56,6 +56,19 @@ struct Store {
     marks: HashMap<String, u64>,
     events: Vec<EventRecord>,
     events_by_span: HashMap<u64, Vec<usize>>,
+    /// Records that held a cloud-init payload, found as they were recorded.
+    payloads: Vec<PayloadHit>,
+}
+
+/// A record that held a cloud-init payload: where it is, and whose payloads.
+struct PayloadHit {
+    /// Its index among the spans (`true`) or the events (`false`).
+    span: bool,
+    at: usize,
+    /// The place, described without the text.
+    place: String,
+    /// The owners of the payloads it held.
+    owners: Vec<String>,
 }
 
 /// A point in the capture; records made after it can be searched alone.
@@ -185,29 +198,21 @@ impl Capture {
         None
     }
 
-    /// Where the records made since `from` hold text for which `hit` is true, each
-    /// place once and described without the text itself: the span's name, or the
-    /// event's level and target (the provider's stderr lines are named as such).
-    pub fn places_since(&self, from: Checkpoint, hit: impl Fn(&str) -> bool) -> Vec<String> {
+    /// Where the records made since `from` held a payload of `owner`'s, each place
+    /// once and described without the text itself: the span's name, or the event's
+    /// level and target (the provider's stderr lines are named as such). Payloads are
+    /// found as records are made, so this reads only the records that held one.
+    pub fn payload_places_since(&self, from: Checkpoint, owner: &str) -> Vec<String> {
         let store = self.lock();
         let mut out: Vec<String> = Vec::new();
-        let mut add = |place: String| {
-            if !out.contains(&place) {
-                out.push(place);
-            }
-        };
-        for s in store.spans.iter().skip(from.spans) {
-            if hit(&s.name) || hit(&s.fields) {
-                add(format!("the fields of the span {}", s.name));
-            }
-        }
-        for e in store.events.iter().skip(from.events) {
-            if hit(&e.text) || hit(&e.target) {
-                if e.target == STDERR_TARGET {
-                    add("a line the provider wrote to stderr".into());
-                } else {
-                    add(format!("a {} log line of {}", e.level, e.target));
-                }
+        for h in &store.payloads {
+            let after = if h.span {
+                h.at >= from.spans
+            } else {
+                h.at >= from.events
+            };
+            if after && h.owners.iter().any(|o| o == owner) && !out.contains(&h.place) {
+                out.push(h.place.clone());
             }
         }
         out
@@ -298,6 +303,14 @@ where
             (REMOTE_SPAN, Some(n)) => n,
             (n, _) => n.to_owned(),
         };
+        if super::secrets::any_in(&name) || super::secrets::any_in(&text.text) {
+            store.payloads.push(PayloadHit {
+                span: true,
+                at,
+                place: format!("the fields of the span {name}"),
+                owners: super::secrets::owners_in(&format!("{name} {}", text.text)),
+            });
+        }
         store.spans.push(SpanRecord {
             seq,
             parent,
@@ -315,6 +328,15 @@ where
         values.record(&mut text);
         let mut store = self.cap.lock();
         if let Some(i) = store.span_index.get(&seq).copied() {
+            if super::secrets::any_in(&text.text) {
+                let place = format!("the fields of the span {}", store.spans[i].name);
+                store.payloads.push(PayloadHit {
+                    span: true,
+                    at: i,
+                    place,
+                    owners: super::secrets::owners_in(&text.text),
+                });
+            }
             store.spans[i].fields.push(' ');
             store.spans[i].fields.push_str(&text.text);
         }
@@ -330,10 +352,27 @@ where
                     .collect()
             })
             .unwrap_or_default();
+        let target = event.metadata().target();
+        let hit = super::secrets::any_in(&text.text).then(|| {
+            let place = if target == STDERR_TARGET {
+                "a line the provider wrote to stderr".to_owned()
+            } else {
+                format!("a {} log line of {target}", event.metadata().level())
+            };
+            (place, super::secrets::owners_in(&text.text))
+        });
         let mut store = self.cap.lock();
         let at = store.events.len();
         if let Some(inner) = scope.first() {
             store.events_by_span.entry(*inner).or_default().push(at);
+        }
+        if let Some((place, owners)) = hit {
+            store.payloads.push(PayloadHit {
+                span: false,
+                at,
+                place,
+                owners,
+            });
         }
         store.events.push(EventRecord {
             level: *event.metadata().level(),

@@ -118,6 +118,9 @@ pub struct Cx {
     pub timing: Timing,
     /// The log and span capture, when installed.
     pub capture: Option<Capture>,
+    /// Whether the backend is real (guests really boot): a rule that would repeat
+    /// itself at every location picks one by its seed instead.
+    pub real_backend: bool,
     /// What owns the payloads this run of the check hands out
     /// ([`secrets::new_owner`](super::secrets::new_owner)).
     pub owner: String,
@@ -149,6 +152,7 @@ pub(crate) struct CxParts {
     pub capture: Option<Capture>,
     pub span: Span,
     pub owner: String,
+    pub real_backend: bool,
 }
 
 impl Cx {
@@ -171,6 +175,7 @@ impl Cx {
             timing: parts.timing,
             capture: parts.capture,
             owner: parts.owner,
+            real_backend: parts.real_backend,
             prefix: format!("c{}-{slug}", parts.run_short),
             tag: format!("t{}-{slug}", parts.run_short),
             counter: AtomicU32::new(0),
@@ -324,6 +329,23 @@ impl Cx {
     /// The first configured location.
     pub fn loc0(&self) -> &Location {
         &self.locations[0]
+    }
+
+    /// The locations a rule that holds at every location runs at: all of them on a
+    /// fake, one picked by the rule's seed on a real backend (where each costs a
+    /// boot); the pick is recorded in the evidence.
+    pub fn every_location(&self) -> Vec<Location> {
+        if !self.real_backend || self.locations.len() < 2 {
+            return self.locations.clone();
+        }
+        let at = (self.seed % self.locations.len() as u64) as usize;
+        let picked = self.locations[at].clone();
+        self.note(format!(
+            "a real backend: one location of {}, {} (picked by the rule's seed)",
+            self.locations.len(),
+            picked.name
+        ));
+        vec![picked]
     }
 
     /// A valid request for a fresh name at the first location, with the rule's tag.

@@ -525,6 +525,7 @@ async fn run_once(
         capture: Capture::global(),
         span,
         owner,
+        real_backend: real,
     });
     if cx.locations.is_empty() {
         return skipped(
@@ -645,7 +646,7 @@ fn panicked(cx: &Cx, panic: &(dyn std::any::Any + Send)) -> CheckError {
 fn leaked(cx: &Cx, leaks: &guard::Leaks, since: Option<super::capture::Checkpoint>) {
     let mut places = leaks.take();
     if let (Some(cap), Some(from)) = (&cx.capture, since) {
-        for p in cap.places_since(from, |t| secrets::leaks(t, &cx.owner)) {
+        for p in cap.payload_places_since(from, &cx.owner) {
             if !places.contains(&p) {
                 places.push(p);
             }

@@ -105,6 +105,7 @@ defective! {
     any_address_is_usable => AnyAddressIsUsable,
     created_at_in_memory => CreatedAtInMemory,
     delete_keeps_seed => DeleteKeepsSeed,
+    delete_keeps_seed_at_second_site => DeleteKeepsSeedAtSecondSite,
     delete_without_stop => DeleteWithoutStop,
     delete_requires_parts => DeleteRequiresParts,
     delete_done_without_primary => DeleteDoneWithoutPrimary,
@@ -342,6 +343,9 @@ mutants! {
     "error-carries-cloud-init" &["CRE-SECRET", "CRE-ADOPT-GUARD", "CRE-BACKEND-NOTFOUND", "CRE-INVALID", "CRE-PLACEMENT", "CRE-QUOTA", "CRE-RESUME", "GEN-CANCEL", "GEN-ERROR-NAME", "GEN-MODEL"] => || TemplateFixture::default().with_build(error_carries_cloud_init);
     "warns-cloud-init-on-quota" &["CRE-QUOTA", "CRE-SECRET"] => || TemplateFixture::default().with_build(warns_cloud_init_on_quota);
     "foreign-refusal-source-carries-cloud-init" &["CRE-ADOPT-GUARD", "CRE-SECRET"] => || defect(foreign_refusal_carries_cloud_init);
+    "errors-without-message" &["GEN-ERROR-NAME"] => || TemplateFixture::default().with_build(errors_without_message);
+    "create-swallows-backend-errors" &["CRE-RESUME", "GEN-MODEL"] => || TemplateFixture::default().with_build(create_swallows_backend_errors);
+    "delete-swallows-backend-errors" &["DEL-RESUME"] => || TemplateFixture::default().with_build(delete_swallows_backend_errors);
     "skips-uid-validation" &["CRE-INVALID"] => || defect(skip_uid_validation);
     "no-created-at" &["CRE-MARK"] => || defect(no_created_at);
     "create-without-lock" &["CRE-CONCURRENT"] => || defect(create_unlocked);
@@ -356,6 +360,7 @@ mutants! {
     "malformed-delete-is-ok" &["DEL-MALFORMED"] => || TemplateFixture::default().with_build(malformed_delete_ok);
     "repeat-delete-is-not-found" &["DEL-IDEMPOTENT", "GEN-MODEL"] => || TemplateFixture::default().with_build(repeat_delete_not_found);
     "delete-keeps-seed" LEAKS => || defect(delete_keeps_seed);
+    "delete-keeps-seed-at-second-site" &["DEL-COMPLETE", "LST-AGREES", "LST-ORDER", "LST-PARTIAL"] => || defect(delete_keeps_seed_at_second_site);
     "delete-without-stop" STUCK => || defect(delete_without_stop);
     "delete-requires-every-part" &["DEL-PARTIAL", "GEN-MODEL"] => || defect(delete_requires_parts);
     "unconfigured-delete-is-permanent" &["DEL-UNCONFIGURED"] => || TemplateFixture::default().with_build(unconfigured_delete_permanent);

@@ -11,7 +11,7 @@ use crate::suite::checks::steps::{
 use crate::suite::cx::{CheckError, CheckResult, Cx, describe, describe_result, kind_of};
 use crate::suite::props::{PropError, property};
 use crate::suite::secrets;
-use crate::{CloudInit, CreateRequest, ErrorKind, State};
+use crate::{CloudInit, CreateRequest, ErrorKind, ProviderId, State};
 
 /// How many backend calls a clean Create makes, measured on a throwaway instance.
 pub(crate) async fn create_steps(cx: &Cx) -> CheckResult<u64> {
@@ -140,6 +140,15 @@ pub async fn cre_resume(cx: &Cx) -> CheckResult {
         let req = cx.request();
         let cut = interrupt(cx, &loc, k, how, cx.p.create(&cx.ctx(), &req)).await?;
         counted += u32::from(cut.judge(cx, &case, "Create"));
+        if let Some(made) = cut.returned_ok() {
+            made_in_full(
+                cx,
+                &req,
+                made,
+                &format!("{case}: the interrupted Create returned Ok"),
+            )
+            .await?;
+        }
         let p = resumer(cx, how)?;
         // What the interrupted attempt left: once its mark is written, the instance
         // is someone's, and resuming must keep who and when.
@@ -182,6 +191,29 @@ pub async fn cre_resume(cx: &Cx) -> CheckResult {
         return Err(none_counted("Create"));
     }
     Ok(())
+}
+
+/// What an interrupted Create that returned Ok must have done: made exactly one
+/// instance under the ID it returned, which Get finds with the request's uid and tag
+/// and the listing and the inventory hold once.
+async fn made_in_full(cx: &Cx, req: &CreateRequest, made: &ProviderId, at: &str) -> CheckResult {
+    let want = cx.tb.id_for(&location_of(cx, req), &req.name);
+    if *made != want {
+        cx.violate(at, format!("the ID {want}"), made.to_string());
+    }
+    match cx.p.get(&cx.ctx(), made).await {
+        Ok(i) if i.uid == req.uid && i.tag == req.tag => {}
+        Ok(i) => cx.violate(
+            at,
+            format!(
+                "Get to find the instance with uid {:?} and tag {:?}",
+                req.uid, req.tag
+            ),
+            format!("uid {:?}, tag {:?}", i.uid, i.tag),
+        ),
+        Err(e) => cx.violate(at, "Get to find the instance Create returned", describe(&e)),
+    }
+    exists_once(cx, req, at).await
 }
 
 /// CRE-RETURN (also verifies the create-return and provisioning-state declarations)

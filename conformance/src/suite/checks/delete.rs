@@ -10,18 +10,37 @@ use crate::suite::props::{PropError, property};
 
 /// Checks that the inventory holds nothing of `name` at the first location.
 pub(crate) async fn nothing_left(cx: &Cx, name: &str, at: &str) -> CheckResult {
+    nothing_left_at(cx, &cx.loc0().name, name, at).await
+}
+
+/// [`nothing_left`] at `location`.
+pub(crate) async fn nothing_left_at(cx: &Cx, location: &str, name: &str, at: &str) -> CheckResult {
     if let Some(left) = cx
-        .inventory_for(
-            "nothing of the instance left (inventory)",
-            &cx.loc0().name,
-            name,
-        )
+        .inventory_for("nothing of the instance left (inventory)", location, name)
         .await?
         && !left.is_empty()
     {
         cx.violate(at, format!("nothing of {name} left"), format!("{left:?}"));
     }
     Ok(())
+}
+
+/// [`nothing_left`], under `delete-return=early` once the inventory has settled
+/// (within the settle time): what a finished deletion left, not one still under way.
+pub(crate) async fn nothing_left_settled(cx: &Cx, name: &str, at: &str) -> CheckResult {
+    if cx.profile.delete_return() == crate::profile::DeleteReturn::Early
+        && cx.tb.inventory().is_some()
+    {
+        let loc = cx.loc0().name.clone();
+        cx.poll(|| async {
+            match cx.inventory_of(&loc, name).await {
+                Ok(Some(left)) if left.is_empty() => Some(()),
+                _ => None,
+            }
+        })
+        .await;
+    }
+    nothing_left(cx, name, at).await
 }
 
 /// DEL-MALFORMED
@@ -68,10 +87,21 @@ pub async fn del_idempotent(cx: &Cx) -> CheckResult {
 
 /// DEL-COMPLETE
 pub async fn del_complete(cx: &Cx) -> CheckResult {
-    let req = cx.request();
-    let loc = cx.loc0().name.clone();
-    let id = cx.create_ok(cx.p.as_ref(), &req, "Create").await?;
-    cx.wait_running(cx.p.as_ref(), &id, "boot").await?;
+    for loc in cx.every_location() {
+        del_complete_at(cx, &loc).await?;
+    }
+    Ok(())
+}
+
+/// DEL-COMPLETE at one location.
+async fn del_complete_at(cx: &Cx, at: &crate::fixture::Location) -> CheckResult {
+    let req = cx.tb.request(&cx.name(), &cx.tag(), at);
+    let loc = at.name.clone();
+    let id = cx
+        .create_ok(cx.p.as_ref(), &req, &format!("Create at {loc}"))
+        .await?;
+    cx.wait_running(cx.p.as_ref(), &id, &format!("boot at {loc}"))
+        .await?;
     let inv = cx.inventory()?;
     let res: Vec<_> = inv
         .resources(&loc)
@@ -89,7 +119,7 @@ pub async fn del_complete(cx: &Cx) -> CheckResult {
         (SecondaryResources::None, true) => {}
         (SecondaryResources::None, false) => {
             cx.violate(
-                "before Delete",
+                format!("before Delete at {loc}"),
                 "no secondary resource (secondary-resources=none)",
                 format!("{} has {secondary:?}", req.name),
             );
@@ -104,14 +134,16 @@ pub async fn del_complete(cx: &Cx) -> CheckResult {
         (_, false) => {}
     }
     cx.note(format!(
-        "before Delete: {:?}",
+        "before Delete at {loc}: {:?}",
         res.iter()
             .map(|r| format!("{}:{}", r.kind, r.name))
             .collect::<Vec<_>>()
     ));
-    cx.delete_ok(cx.p.as_ref(), &id, "Delete").await?;
-    gone_after_delete(cx, &id, "after Delete").await?;
-    nothing_left(cx, &req.name, "after Delete").await
+    let after = format!("after Delete at {loc}");
+    cx.delete_ok(cx.p.as_ref(), &id, &format!("Delete at {loc}"))
+        .await?;
+    gone_after_delete(cx, &id, &after).await?;
+    nothing_left_at(cx, &loc, &req.name, &after).await
 }
 
 /// DEL-RUNNING
@@ -202,6 +234,13 @@ pub async fn del_resume(cx: &Cx) -> CheckResult {
             .await?;
         let cut = interrupt(cx, &loc, k, how, cx.p.delete(&cx.ctx(), &id)).await?;
         counted += u32::from(cut.judge(cx, &case, "Delete"));
+        if cut.returned_ok().is_some() {
+            // An interrupted Delete that says it is done must be: nothing of the
+            // instance left (under delete-return=early, within the settle time).
+            let at = format!("{case}: the interrupted Delete returned Ok");
+            gone_after_delete(cx, &id, &at).await?;
+            nothing_left_settled(cx, &req.name, &at).await?;
+        }
         let p = resumer(cx, how)?;
         let r = p.delete(&cx.ctx(), &id).await;
         if let Err(e) = &r {

@@ -229,6 +229,9 @@ pub async fn gen_error_name(cx: &Cx) -> CheckResult {
                 if e.op() != op {
                     cx.violate(&case, format!("operation {op}"), format!("{}", e.op()));
                 }
+                if e.message().trim().is_empty() {
+                    cx.violate(&case, "a message saying what went wrong", describe(&e));
+                }
                 cx.note(format!("{case}: {}", describe(&e)));
             }
         }

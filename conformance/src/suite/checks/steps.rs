@@ -2,10 +2,12 @@
 //! its backend calls (CRE-RESUME, DEL-RESUME): how an operation is interrupted, and
 //! whether an interruption really happened.
 //!
-//! An interruption counts only when its fault fired during the interrupted call and
-//! that call failed or was dropped while it was still running. A fault that did not
-//! fire (the call made fewer backend calls this time), or a call that recovered and
-//! returned Ok, tested nothing about resuming; the check records it and goes on.
+//! An interruption counts when its fault fired during the interrupted call. The call
+//! then fails with Transient, is dropped while it is still running, or recovers and
+//! returns Ok; an Ok is judged by what the operation must then have done (the rule's
+//! check does that: [`Interrupted::returned_ok`]), never set aside. A fault that did
+//! not fire (the call made fewer backend calls this time) tested nothing; the check
+//! records it and goes on.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -127,10 +129,11 @@ impl<T: std::fmt::Debug> Interrupted<T> {
         }
     }
 
-    /// Judges the interrupted `op` of `case`: a call that returned must have returned
+    /// Judges the interrupted `op` of `case`: a call that failed must have failed with
     /// Transient (the backend failed or the reply was lost, so nothing is known to be
-    /// wrong for good); an interruption that did not count is recorded. Returns whether
-    /// it counted.
+    /// wrong for good); one that returned Ok is for the caller to judge by what it
+    /// must have done ([`Interrupted::returned_ok`]); an interruption that did not
+    /// count is recorded. Returns whether it counted.
     pub fn judge(&self, cx: &Cx, case: &str, op: &str) -> bool {
         if let Some(Err(e)) = &self.result
             && !e.is_transient()
@@ -152,12 +155,15 @@ impl<T: std::fmt::Debug> Interrupted<T> {
 
     /// Why the interruption did not count, if it did not.
     pub fn why_not_counted(&self) -> Option<&'static str> {
-        if !self.fired {
-            Some("its fault did not fire within the call")
-        } else if matches!(self.result, Some(Ok(_))) {
-            Some("the call recovered and returned Ok")
-        } else {
-            None
+        (!self.fired).then_some("its fault did not fire within the call")
+    }
+
+    /// What the call returned when its fault fired and it recovered and returned Ok:
+    /// the caller must then find the operation done in full.
+    pub fn returned_ok(&self) -> Option<&T> {
+        match &self.result {
+            Some(Ok(v)) if self.fired => Some(v),
+            _ => None,
         }
     }
 }

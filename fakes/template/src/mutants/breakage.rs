@@ -85,8 +85,8 @@ pub(crate) trait Breakage: Send + Sync {
         Box::pin(std::future::ready(started))
     }
 
-    /// What Delete does about what it found.
-    fn removal(&self, _left: Left, removal: Removal) -> Removal {
+    /// What Delete does about what it found at `site`.
+    fn removal(&self, _site: &str, _left: Left, removal: Removal) -> Removal {
         removal
     }
 

@@ -85,6 +85,8 @@ pub(super) enum Defect {
     CreatedAtInMemory,
     /// Delete leaves the seed behind.
     DeleteKeepsSeed,
+    /// Delete leaves the seed behind at every site but the first.
+    DeleteKeepsSeedAtSecondSite,
     /// Delete does not stop a running instance first.
     DeleteWithoutStop,
     /// Delete fails on a part that is already gone.
@@ -479,9 +481,15 @@ impl Breakage for Broken {
         })
     }
 
-    fn removal(&self, left: Left, removal: Removal) -> Removal {
+    fn removal(&self, site: &str, left: Left, removal: Removal) -> Removal {
+        // The template's first site in its default configuration.
+        const FIRST_SITE: &str = "site-a";
         match (self.defect, left) {
             (Defect::DeleteKeepsSeed, _) => Removal {
+                seed: false,
+                ..removal
+            },
+            (Defect::DeleteKeepsSeedAtSecondSite, _) if site != FIRST_SITE => Removal {
                 seed: false,
                 ..removal
             },

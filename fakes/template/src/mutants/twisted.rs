@@ -31,6 +31,14 @@ enum Twist {
     ErrorCarriesCloudInit,
     /// Create logs the payload at WARN when it fails with QuotaExceeded.
     WarnsCloudInitOnQuota,
+    /// Every error's message is empty.
+    ErrorsWithoutMessage,
+    /// Create answers Ok with the instance's ID when the backend failed it
+    /// transiently (its deadline aside).
+    CreateSwallowsBackendErrors,
+    /// Delete answers Ok, as if the instance were gone, when the backend failed it
+    /// transiently (its deadline aside).
+    DeleteSwallowsBackendErrors,
     MalformedGetNotFound,
     UnconfiguredGetNotFound,
     MalformedDeleteOk,
@@ -144,6 +152,13 @@ fn decode_or_panic(id: &ProviderId) {
 impl Twisted {
     fn err(&self, e: Error) -> Error {
         match self.twist {
+            Twist::ErrorsWithoutMessage => {
+                let mut out = Error::new(e.provider(), e.op(), e.kind().clone(), "");
+                if let Some(s) = std::error::Error::source(&e) {
+                    out = out.with_source(s.to_string());
+                }
+                out
+            }
             Twist::NoProviderName => {
                 let mut out = Error::new("", e.op(), e.kind().clone(), e.message().to_owned());
                 if let Some(s) = std::error::Error::source(&e) {
@@ -332,6 +347,13 @@ impl Provider for Twisted {
                     self.created.lock().unwrap().insert(id.clone());
                 }
             }
+            if self.twist == Twist::CreateSwallowsBackendErrors
+                && matches!(&r, Err(e) if e.is_transient())
+                && ctx.interrupted().is_none()
+                && let Some(id) = self.target(req)
+            {
+                return Ok(id);
+            }
             r.map_err(|e| {
                 let e = self.on_cancel(&ctx, self.err(e));
                 match (self.twist, e.kind()) {
@@ -440,6 +462,12 @@ impl Provider for Twisted {
                 _ => {}
             }
             let r = self.inner.delete(&ctx, id).await;
+            if self.twist == Twist::DeleteSwallowsBackendErrors
+                && matches!(&r, Err(e) if e.is_transient())
+                && ctx.interrupted().is_none()
+            {
+                return Ok(());
+            }
             if r.is_ok() {
                 self.created.lock().unwrap().remove(id);
                 if self.twist == Twist::RepeatDeleteNotFound {
@@ -556,6 +584,9 @@ twisted! {
     placement_transient => PlacementTransient,
     error_carries_cloud_init => ErrorCarriesCloudInit,
     warns_cloud_init_on_quota => WarnsCloudInitOnQuota,
+    errors_without_message => ErrorsWithoutMessage,
+    create_swallows_backend_errors => CreateSwallowsBackendErrors,
+    delete_swallows_backend_errors => DeleteSwallowsBackendErrors,
     malformed_get_not_found => MalformedGetNotFound,
     unconfigured_get_not_found => UnconfiguredGetNotFound,
     malformed_delete_ok => MalformedDeleteOk,

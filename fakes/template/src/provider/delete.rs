@@ -75,7 +75,7 @@ impl TemplateProvider {
             Err(f) if f.is_no_object() => (None, Left::NoRecord),
             Err(f) => return Err(fail(format!("looking up {name}"), f)),
         };
-        let plan = self.breakage().removal(left, self.removal(left));
+        let plan = self.breakage().removal(site, left, self.removal(left));
         if plan.refuse {
             return Err(self.error(
                 Op::Delete,
