@@ -254,6 +254,7 @@ clauses! {
         "Each cause gives its own reason at the location it breaks, and the other locations stay Ready" => mutants ["check-says-unreachable-for-everything"];
         "a refused location Unreachable" => mutants ["check-refused-is-timeout"];
         "a black-holed one Timeout" => mutants ["check-timeout-is-unreachable"];
+        "one that takes the connection and never answers a call Timeout" => mutants ["check-timeout-is-unreachable"];
         "credentials revoked with nothing in their place AuthFailed" => mutants ["check-auth-is-unreachable"];
         "a host key other than the trusted one HostKeyRejected" => mutants ["check-host-key-is-auth-failed"];
         "a credential file that is not there CredentialsUnavailable" => mutants ["check-no-credentials-is-auth-failed"];

@@ -151,6 +151,8 @@ const CAUSES: [(AccessBreak, HealthReason); 3] = [
 enum Cause {
     None,
     Reach(Reachability),
+    /// The location takes the connection and never answers a call on it.
+    Silent,
     Access(AccessBreak),
 }
 
@@ -169,10 +171,16 @@ pub async fn chk_reasons(cx: &Cx) -> CheckResult {
             Cause::Reach(Reachability::BlackHole),
             HealthReason::Timeout,
         ));
+        cases.push((
+            "first location answering no call",
+            Cause::Silent,
+            HealthReason::Timeout,
+        ));
     } else {
         for what in [
             "a refused location gives Unreachable",
             "a black-holed location gives Timeout",
+            "a location that answers no call gives Timeout",
         ] {
             cx.not_checked(what, "the fixture has no faults hook");
         }
@@ -185,6 +193,13 @@ pub async fn chk_reasons(cx: &Cx) -> CheckResult {
         match cause {
             Cause::None => {}
             Cause::Reach(r) => cx.faults()?.set_reachability(&loc, r).await?,
+            Cause::Silent => {
+                cx.inject(FaultSpec {
+                    location: Some(loc.clone()),
+                    trigger: Trigger::Always,
+                    kind: FaultKind::Hang,
+                })?;
+            }
             Cause::Access(how) => {
                 let Some(rot) = cx.tb.rotation() else {
                     cx.not_checked(what, "the fixture has no rotation hook");
@@ -196,7 +211,13 @@ pub async fn chk_reasons(cx: &Cx) -> CheckResult {
                 }
             }
         }
-        let r = timed_check(cx, cx.timing.quiet * 4).await;
+        // A location that answers no call is given the settle time, so that a
+        // provider's own per-call timeout, not only the caller's deadline, decides.
+        let limit = match cause {
+            Cause::Silent => cx.timing.settle,
+            _ => cx.timing.quiet * 4,
+        };
+        let r = timed_check(cx, limit).await;
         match cause {
             Cause::None => {}
             Cause::Reach(_) => {
@@ -204,6 +225,7 @@ pub async fn chk_reasons(cx: &Cx) -> CheckResult {
                     .set_reachability(&loc, Reachability::Up)
                     .await?
             }
+            Cause::Silent => cx.faults()?.clear(),
             Cause::Access(_) => {
                 if let Some(rot) = cx.tb.rotation() {
                     rot.restore_access(&loc).await?;

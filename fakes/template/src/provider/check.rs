@@ -1,12 +1,20 @@
 //! Check: every site at once, each on a connection of its own.
 
+use std::time::Duration;
+
 use conformance::{BoxFuture, Ctx, HealthReason, HostHealth};
 use futures_util::future::join_all;
+use tokio::time::Instant;
 use tracing::Span;
 
 use crate::backend::{BackendError, Proc};
 
 use super::{CONTAINER_MISSING, Failure, Session, TemplateProvider};
+
+/// The longest Check waits for one site, whatever the caller's deadline: a site that
+/// takes the connection and answers nothing is reported Timeout within it, and the
+/// other sites' answers do not wait for it.
+const SITE_BUDGET: Duration = Duration::from_secs(1);
 
 impl TemplateProvider {
     pub(super) async fn check_op(&self, ctx: &Ctx, span: &Span) -> Vec<HostHealth> {
@@ -22,8 +30,13 @@ impl TemplateProvider {
         }
     }
 
-    /// Checks one site on a connection of its own, closed afterwards.
+    /// Checks one site on a connection of its own, closed afterwards, within
+    /// [`SITE_BUDGET`] or the caller's deadline, whichever comes first.
     pub(super) async fn check_site(&self, ctx: &Ctx, span: &Span, site: &str) -> HostHealth {
+        let budget = Instant::now() + SITE_BUDGET;
+        let ctx = &ctx
+            .clone()
+            .deadline_at(ctx.deadline().map_or(budget, |d| d.min(budget)));
         let mut details =
             std::collections::BTreeMap::from([("location".to_owned(), site.to_owned())]);
         let r: Result<(usize, u64), Failure> = async {
