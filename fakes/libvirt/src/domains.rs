@@ -76,6 +76,10 @@ pub(crate) struct Domain {
     pub(crate) reason: i32,
     pub(crate) id: i32,
     pub(crate) started_at: Option<Instant>,
+    /// Whether the guest found data on its boot disk chain when it last
+    /// started (see `boot`): a guest that did not never runs its agent and
+    /// never asks for an address.
+    pub(crate) boots: bool,
     pub(crate) auto_ip: String,
 }
 
@@ -200,6 +204,7 @@ impl State {
                     reason: DOMAIN_SHUTOFF_UNKNOWN,
                     id: -1,
                     started_at: None,
+                    boots: false,
                     auto_ip: ip,
                 };
                 let h = d.handle();
@@ -242,10 +247,12 @@ impl State {
             d.reason = DOMAIN_SHUTOFF_FAILED;
             return Err(e);
         }
+        let boots = self.boot_chain_holds_data(&d.config.parsed);
         let d = self.dom_mut(h)?;
         d.live = Some(d.config.clone());
         d.id = id;
         d.started_at = Some(now);
+        d.boots = boots;
         if flags_ & DOMAIN_START_PAUSED != 0 {
             d.state = DomainState::Paused;
             d.reason = DOMAIN_PAUSED_USER;
@@ -622,11 +629,12 @@ impl State {
         found.ok_or_else(VirError::no_metadata)
     }
 
-    /// Whether the guest finished booting: started at least the boot delay
-    /// ago and not held.
+    /// Whether the guest finished booting: it found data to boot from,
+    /// started at least the boot delay ago and is not held.
     fn booted(&self, d: &Domain, now: Instant) -> bool {
         let held = self.hold_all_boots || self.boot_held.contains(&d.name);
-        !held
+        d.boots
+            && !held
             && d.started_at
                 .is_some_and(|s| now.saturating_duration_since(s) >= self.host.agent_boot_delay)
     }
@@ -694,6 +702,11 @@ impl State {
                 if self.arp_failure {
                     return Err(VirError::arp_wrong_nlmsg_len());
                 }
+                // A guest with nothing to boot never sends a packet, so no
+                // neighbour entry names it, whatever a test set.
+                if !d.boots {
+                    return Ok(Vec::new());
+                }
                 if let Some(set) = self.addresses.get(&(d.name.clone(), src)) {
                     return Ok(set.clone());
                 }
@@ -706,6 +719,8 @@ impl State {
                     addrs: vec![DomainIpAddr::v4(d.auto_ip.clone(), 0)],
                 }])
             }
+            // Nor does it ask for a lease.
+            AddressSource::Lease if !d.boots => Ok(Vec::new()),
             AddressSource::Lease => Ok(self
                 .addresses
                 .get(&(d.name.clone(), src))
@@ -862,7 +877,7 @@ impl State {
     }
 
     /// The volume whose file is `path`, in whichever pool holds it.
-    fn volume_at(&self, path: &str) -> Option<&Volume> {
+    pub(crate) fn volume_at(&self, path: &str) -> Option<&Volume> {
         let (dir, name) = path.rsplit_once('/')?;
         self.pools
             .values()

@@ -60,12 +60,17 @@
 //! a transient pool is gone once stopped, and an undefined pool's files stay
 //! on the host for the next pool defined at that path. Pausing a paused
 //! domain succeeds; resuming a running one is refused.
+//! A guest is never kinder than QEMU's: one whose boot disk chain holds no
+//! uploaded byte (or that has no hard disk) starts and runs, but its agent
+//! never connects and no lease or ARP entry ever names it, so it never has an
+//! address.
 //! Simplifications: guests shut down at once, NVRAM files and volumes are
 //! names without bytes unless uploaded, firmware is never resolved into the
 //! XML, volume creation checks only pool space and backing files, and only
 //! directory pools exist (other types fail as on a daemon without their backend).
 #![deny(missing_docs)]
 
+mod boot;
 mod connection;
 mod domains;
 mod error;

@@ -55,7 +55,8 @@ pub struct HostConfig {
     /// How long after a start the guest agent answers.
     pub agent_boot_delay: Duration,
     /// Whether running domains report an address of their own without a
-    /// test having set one.
+    /// test having set one. Either way, a guest whose boot disk chain held
+    /// no data when it started reports none.
     pub auto_addresses: bool,
     /// Network round trip added to every call: half before the call runs,
     /// half before its answer arrives. Calls in flight overlap.

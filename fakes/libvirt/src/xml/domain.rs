@@ -37,6 +37,9 @@ pub(crate) struct ParsedDomain {
     pub(crate) macs: Vec<String>,
     /// The `<source file=…>` paths of the disks, in document order.
     pub(crate) disk_files: Vec<String>,
+    /// The `<source file=…>` of the first hard disk (`device='disk'`, the
+    /// default): what the guest boots from. CD-ROMs and floppies are not it.
+    pub(crate) boot_disk: Option<String>,
     /// The top-level elements of `<metadata>` that carry a namespace.
     pub(crate) metadata: Vec<MetadataEntry>,
     /// `<title>`, which libvirt also serves through the metadata calls.
@@ -71,6 +74,8 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
     let mut vcpus = 1;
     let mut macs = Vec::new();
     let mut disk_files = Vec::new();
+    let mut boot_disk = None;
+    let mut disk_device = String::new();
     let mut metadata = Vec::new();
     let mut title = None;
     let mut description = None;
@@ -139,8 +144,14 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
                         uefi = true;
                         nvram_template = attr(e, "template");
                     }
+                    ("domain", "devices", "disk") => {
+                        disk_device = attr(e, "device").unwrap_or_else(|| "disk".into());
+                    }
                     ("devices", "disk", "source") => {
                         if let Some(f) = attr(e, "file") {
+                            if boot_disk.is_none() && disk_device == "disk" {
+                                boot_disk = Some(f.clone());
+                            }
                             disk_files.push(f);
                         }
                     }
@@ -312,6 +323,7 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
         vcpus,
         macs,
         disk_files,
+        boot_disk,
         metadata,
         title,
         description,

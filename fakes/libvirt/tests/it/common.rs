@@ -1,4 +1,5 @@
-//! Shared fixtures: domain and volume documents and an opened connection.
+//! Shared fixtures: domain and volume documents, an opened connection, and a
+//! guest with an image to boot.
 
 use libvirt_fake::{CallError, FakeConnection, FakeLibvirt};
 use libvirt_wire::ErrorCode;
@@ -47,6 +48,57 @@ pub fn message<T: std::fmt::Debug>(r: Result<T, CallError>) -> String {
 
 pub fn pool_fake() -> FakeLibvirt {
     let fake = FakeLibvirt::new();
-    fake.add_pool("default", "/var/lib/libvirt/images", 10 << 30);
+    fake.add_pool("default", POOL_PATH, 10 << 30);
     fake
+}
+
+/// Where the pool of [`pool_fake`] and [`with_boot_disk`] keeps its files.
+pub const POOL_PATH: &str = "/var/lib/libvirt/images";
+
+/// Creates volume `name` in pool `default` (qcow2, backed by `backing` when
+/// given) and uploads `data` into it unless `data` is `None`.
+pub async fn volume(c: &FakeConnection, name: &str, backing: Option<&str>, data: Option<&[u8]>) {
+    let pool = c.storage_pool_lookup_by_name("default").await.unwrap();
+    let backing = backing
+        .map(|b| format!("<backingStore><path>{POOL_PATH}/{b}</path></backingStore>"))
+        .unwrap_or_default();
+    let xml = format!(
+        "<volume><name>{name}</name><capacity unit='MiB'>64</capacity>\
+         <target><format type='qcow2'/></target>{backing}</volume>"
+    );
+    let vol = c.storage_vol_create_xml(&pool, &xml, 0).await.unwrap();
+    if let Some(data) = data {
+        let mut up = c.storage_vol_upload(&vol, 0, 0, 0).await.unwrap();
+        up.send(data).unwrap();
+        up.finish().unwrap();
+    }
+}
+
+/// `xml` with a hard disk over the file of volume `volume`.
+pub fn with_disk(xml: &str, volume: &str) -> String {
+    xml.replacen(
+        "<devices>",
+        &format!(
+            "<devices>\n    <disk type='file' device='disk'><driver name='qemu' type='qcow2'/>\
+             <source file='{POOL_PATH}/{volume}'/><target dev='vda' bus='virtio'/></disk>"
+        ),
+        1,
+    )
+}
+
+/// `xml` with a boot disk that holds an image: a guest a start really boots
+/// (one whose disks hold nothing never gets an address). Adds pool `default`
+/// when the fake has none.
+pub async fn with_boot_disk(
+    fake: &FakeLibvirt,
+    c: &FakeConnection,
+    xml: &str,
+    name: &str,
+) -> String {
+    if fake.pool_info("default").is_none() {
+        fake.add_pool("default", POOL_PATH, 10 << 30);
+    }
+    let vol = format!("{name}.qcow2");
+    volume(c, &vol, None, Some(b"QFI\xfb a few bytes of image")).await;
+    with_disk(xml, &vol)
 }

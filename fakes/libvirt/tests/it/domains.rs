@@ -13,7 +13,10 @@ use libvirt_wire::{
 };
 use rstest::rstest;
 
-use crate::common::{bios_xml, code, message, open, uefi_xml, with_uuid};
+use crate::common::{
+    bios_xml, code, message, open, pool_fake, uefi_xml, volume, with_boot_disk, with_disk,
+    with_uuid,
+};
 
 #[tokio::test]
 async fn define_start_destroy_cycle_keeps_ids_and_states() {
@@ -293,7 +296,8 @@ async fn agent_answers_only_after_the_boot_delay() {
     let fake = FakeLibvirt::new();
     fake.set_agent_boot_delay(Duration::from_secs(20));
     let c = open(&fake).await;
-    let d = c.domain_define_xml(&bios_xml("g")).await.unwrap();
+    let xml = with_boot_disk(&fake, &c, &bios_xml("g"), "g").await;
+    let d = c.domain_define_xml(&xml).await.unwrap();
     let agent = AddressSource::Agent as u32;
     assert_eq!(
         message(c.domain_interface_addresses(&d, 1, 0).await),
@@ -335,7 +339,8 @@ async fn agent_answers_only_after_the_boot_delay() {
 async fn arp_fails_like_libvirt_9() {
     let fake = FakeLibvirt::new();
     let c = open(&fake).await;
-    let d = c.domain_define_xml(&bios_xml("n")).await.unwrap();
+    let xml = with_boot_disk(&fake, &c, &bios_xml("n"), "n").await;
+    let d = c.domain_define_xml(&xml).await.unwrap();
     c.domain_create(&d).await.unwrap();
     let arp = c.domain_interface_addresses(&d, 2, 0).await.unwrap();
     assert_eq!(arp.len(), 1);
@@ -356,6 +361,126 @@ async fn arp_fails_like_libvirt_9() {
     assert_eq!(
         c.domain_interface_addresses(&d, 0, 0).await.unwrap().len(),
         1
+    );
+}
+
+#[tokio::test]
+async fn a_guest_over_an_empty_base_image_never_gets_an_address() {
+    let fake = pool_fake();
+    let c = open(&fake).await;
+    volume(&c, "base.qcow2", None, None).await;
+    volume(&c, "g.qcow2", Some("base.qcow2"), None).await;
+    let d = c
+        .domain_define_xml(&with_disk(&bios_xml("g"), "g.qcow2"))
+        .await
+        .unwrap();
+    // The domain starts and runs: only the guest inside finds nothing to boot.
+    c.domain_create(&d).await.unwrap();
+    assert_eq!(
+        c.domain_get_state(&d, 0).await.unwrap(),
+        (DomainState::Running, DOMAIN_RUNNING_BOOTED)
+    );
+    // Whatever a test says the guest would report, and however long one waits.
+    fake.set_ipv4("g", "192.0.2.50");
+    fake.set_interfaces(
+        "g",
+        AddressSource::Lease,
+        vec![DomainInterface {
+            name: "vnet0".into(),
+            hwaddr: None,
+            addrs: vec![DomainIpAddr::v4("192.0.2.50", 24)],
+        }],
+    );
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(
+        message(c.domain_interface_addresses(&d, 1, 0).await),
+        "Guest agent is not responding: QEMU guest agent is not connected"
+    );
+    // Neither a lease (0) nor an ARP entry (2) names it.
+    for source in [0, 2] {
+        assert!(
+            c.domain_interface_addresses(&d, source, 0)
+                .await
+                .unwrap()
+                .is_empty(),
+            "source {source}"
+        );
+    }
+    // An upload of nothing is no image either.
+    let base = c
+        .storage_vol_lookup_by_name(
+            &c.storage_pool_lookup_by_name("default").await.unwrap(),
+            "base.qcow2",
+        )
+        .await
+        .unwrap();
+    c.storage_vol_upload(&base, 0, 0, 0)
+        .await
+        .unwrap()
+        .finish()
+        .unwrap();
+    c.domain_destroy(&d).await.unwrap();
+    c.domain_create(&d).await.unwrap();
+    assert_eq!(
+        code(c.domain_interface_addresses(&d, 1, 0).await),
+        ErrorCode::AgentUnresponsive
+    );
+}
+
+#[tokio::test]
+async fn a_guest_over_a_base_image_with_data_gets_its_address_from_every_source() {
+    let fake = pool_fake();
+    let c = open(&fake).await;
+    volume(&c, "base.qcow2", None, Some(b"QFI\xfb an image")).await;
+    volume(&c, "g.qcow2", Some("base.qcow2"), None).await;
+    let d = c
+        .domain_define_xml(&with_disk(&bios_xml("g"), "g.qcow2"))
+        .await
+        .unwrap();
+    c.domain_create(&d).await.unwrap();
+    let agent = c.domain_interface_addresses(&d, 1, 0).await.unwrap();
+    assert_eq!(agent[1].name, "eth0");
+    assert_eq!(agent[1].addrs[0].kind, 0, "an IPv4 address: {agent:?}");
+    let arp = c.domain_interface_addresses(&d, 2, 0).await.unwrap();
+    assert_eq!(arp[0].addrs[0].addr, agent[1].addrs[0].addr);
+    fake.set_ipv4("g", "192.0.2.50");
+    // The agent (1) and the ARP table (2) report what a test sets.
+    for source in [1, 2] {
+        let ifaces = c.domain_interface_addresses(&d, source, 0).await.unwrap();
+        assert!(
+            ifaces
+                .iter()
+                .any(|i| i.addrs.iter().any(|a| a.addr == "192.0.2.50")),
+            "source {source}: {ifaces:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_guest_without_a_hard_disk_boots_nothing() {
+    let fake = pool_fake();
+    let c = open(&fake).await;
+    // A seed ISO with data as the only disk: firmware boots no CD-ROM here.
+    volume(&c, "seed.iso", None, Some(b"CD001")).await;
+    let xml = bios_xml("c").replacen(
+        "<devices>",
+        "<devices><disk type='file' device='cdrom'>\
+         <source file='/var/lib/libvirt/images/seed.iso'/><target dev='sda' bus='sata'/></disk>",
+        1,
+    );
+    let d = c.domain_define_xml(&xml).await.unwrap();
+    c.domain_create(&d).await.unwrap();
+    assert_eq!(
+        code(c.domain_interface_addresses(&d, 1, 0).await),
+        ErrorCode::AgentUnresponsive
+    );
+    let d = c.domain_define_xml(&bios_xml("none")).await.unwrap();
+    c.domain_create(&d).await.unwrap();
+    assert!(
+        c.domain_interface_addresses(&d, 2, 0)
+            .await
+            .unwrap()
+            .is_empty()
     );
 }
 
