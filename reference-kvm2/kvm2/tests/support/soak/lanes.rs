@@ -3,7 +3,8 @@
 
 use super::*;
 
-/// kvm2 needs no image in the soak (the host's cache is seeded); should it look
+/// kvm2 needs no image in the soak (the host's cache is seeded with a few bytes
+/// of image, so its guests boot and get addresses); should it look
 /// for one anyway, the download fails at once as a passing failure, and nothing
 /// leaves the machine.
 struct NoImages;
@@ -47,11 +48,22 @@ async fn seed_host(fake: &FakeLibvirt, config: &Config) {
         "<volume><name>{}</name><capacity unit='bytes'>64</capacity><target><format type='raw'/></target></volume>",
         image_marker(img)
     );
+    let mut vols = Vec::new();
     for xml in [base, marker] {
-        c.storage_vol_create_xml(&pool, &xml, 0)
+        let vol = c
+            .storage_vol_create_xml(&pool, &xml, 0)
             .await
             .expect("seed the image cache");
+        vols.push(vol);
     }
+    // A guest over a base image that holds nothing boots nothing.
+    let mut up = c
+        .storage_vol_upload(&vols[0], 0, 0, 0)
+        .await
+        .expect("upload into the cached image");
+    up.send(b"QFI\xfb a few bytes of image")
+        .expect("the image bytes");
+    up.finish().expect("the image upload ends");
     c.close();
 }
 
