@@ -405,3 +405,36 @@ async fn the_next_create_restarts_a_guest_a_daemon_restart_shut_off() {
     assert!(e.is_transient(), "{e}");
     assert_eq!(s.fake.domain("vm-d").unwrap().state, DomainState::Shutoff);
 }
+
+/// An image whose bytes never reach its volume boots nothing: kvm2 accepts an
+/// empty image whose digest matches (the digest of nothing), but the fake, as
+/// QEMU, gives a guest over it no address, so Create runs into its deadline
+/// (Transient) and the instance stays Provisioning. The same Create over an
+/// image with bytes gets its address.
+#[tokio::test]
+async fn a_guest_over_an_image_that_holds_nothing_never_gets_an_address() {
+    let server = ImageServer::start().await.unwrap();
+    server.add(PATH, Vec::new());
+    let s = setup(server.url_for(PATH), Some(digest(&[])));
+    let short = Ctx::with_timeout(Duration::from_secs(2));
+    let e = s
+        .provider
+        .create(&short, &req("vm-empty"))
+        .await
+        .unwrap_err();
+    assert!(e.is_transient(), "{e}");
+    assert_eq!(s.image_volume().expect("image volume").content.size(), 0);
+    let id = kvm2::id::format_id("host-a", "vm-empty");
+    let got = s.provider.get(&ctx(), &id).await.unwrap();
+    assert_eq!(got.state, conformance::State::Provisioning, "{got:?}");
+    assert_eq!(got.ipv4, None, "{got:?}");
+
+    let server = ImageServer::start().await.unwrap();
+    let bytes = data(4096);
+    server.add(PATH, bytes.clone());
+    let s = setup(server.url_for(PATH), Some(digest(&bytes)));
+    let id = s.provider.create(&ctx(), &req("vm-full")).await.unwrap();
+    let got = s.provider.get(&ctx(), &id).await.unwrap();
+    assert_eq!(got.state, conformance::State::Running, "{got:?}");
+    assert!(got.ipv4.is_some(), "{got:?}");
+}
