@@ -13,8 +13,9 @@ use super::{CONTAINER_MISSING, Failure, Session, TemplateProvider};
 
 /// The longest Check waits for one site, whatever the caller's deadline: a site that
 /// takes the connection and answers nothing is reported Timeout within it, and the
-/// other sites' answers do not wait for it.
-const SITE_BUDGET: Duration = Duration::from_secs(1);
+/// other sites' answers do not wait for it. It is longer than the deadlines callers
+/// usually give a Check, so it bounds only a Check given a generous deadline or none.
+const SITE_BUDGET: Duration = Duration::from_secs(2);
 
 impl TemplateProvider {
     pub(super) async fn check_op(&self, ctx: &Ctx, span: &Span) -> Vec<HostHealth> {
