@@ -418,7 +418,7 @@ mutants! {
         declares("quota=backend-reported", "quota=backend-reported", |_| {}).with_build(quota_refusal_transient)
     };
     // Clause mutants, API-visible (mutants/twisted.rs): each breaks one clause of a rule.
-    "repeat-create-is-transient" &["CRE-IDEMPOTENT", "CRE-RESUME", "CRE-BACKEND-NOTFOUND", "GEN-MODEL"] => || TemplateFixture::default().with_build(repeat_create_transient);
+    "repeat-create-is-transient" &["CRE-IDEMPOTENT", "CRE-BACKEND-NOTFOUND", "GEN-MODEL"] => || TemplateFixture::default().with_build(repeat_create_transient);
     "get-lags-after-create" &["CRE-RETURN"] => || TemplateFixture::default().blocking().with_build(get_lags_after_create);
     "booting-is-running" &["CRE-RETURN", "GET-STATE"] => || TemplateFixture::default().with_build(booting_is_running);
     "unknown-placement-creates-at-the-first" &["CRE-PLACEMENT", "CRE-SECRET", "GEN-ERROR-NAME"] => || TemplateFixture::default().with_build(unknown_placement_creates_at_first);

@@ -6,25 +6,31 @@ use std::time::{Duration, SystemTime};
 use crate::fixture::{AccessBreak, FaultKind, FaultSpec, Part, Plant, Trigger, Verbosity};
 use crate::profile::CreatedAt as CreatedAtMode;
 use crate::suite::checks::steps::{
-    count_calls, interrupt, none_counted, plan, resumer, sample_steps, spread,
+    CLEAN_RUNS, Steps, count_calls, interrupt, made_since, none_counted, plan, resumer,
+    sample_steps, spread, trace_mark,
 };
 use crate::suite::cx::{CheckError, CheckResult, Cx, describe, describe_result, kind_of};
 use crate::suite::props::{PropError, property};
 use crate::suite::secrets;
 use crate::{CloudInit, CreateRequest, ErrorKind, ProviderId, State};
 
-/// How many backend calls a clean Create makes, measured on a throwaway instance.
-pub(crate) async fn create_steps(cx: &Cx) -> CheckResult<u64> {
-    let req = cx.request();
-    let (id, steps) = count_calls(
-        cx,
-        "Create",
-        cx.create_ok(cx.p.as_ref(), &req, "measuring Create"),
-    )
-    .await?;
-    cx.delete_ok(cx.p.as_ref(), &id, "measuring Create: cleanup")
+/// How many backend calls a clean Create makes, measured on throwaway instances after
+/// a first Create that warms the connection and the image cache.
+pub(crate) async fn create_steps(cx: &Cx) -> CheckResult<Steps> {
+    let mut runs = Vec::new();
+    for _ in 0..=CLEAN_RUNS {
+        let req = cx.request();
+        let (id, calls) = count_calls(
+            cx,
+            "Create",
+            cx.create_ok(cx.p.as_ref(), &req, "measuring Create"),
+        )
         .await?;
-    Ok(steps)
+        cx.delete_ok(cx.p.as_ref(), &id, "measuring Create: cleanup")
+            .await?;
+        runs.push(calls);
+    }
+    Ok(Steps::of(cx, "Create", Some(&runs[0]), &runs[1..]))
 }
 
 /// Checks that the instance `req` names exists once: listed once, no doubled resource.
@@ -135,11 +141,14 @@ pub async fn cre_resume(cx: &Cx) -> CheckResult {
     let loc = cx.loc0().name.clone();
     let steps = create_steps(cx).await?;
     let mut counted = 0;
-    for (k, how) in plan(cx, steps) {
+    for (k, how) in plan(cx, &steps) {
         let case = format!("{} at step {k}", how.as_str());
         let req = cx.request();
         let cut = interrupt(cx, &loc, k, how, cx.p.create(&cx.ctx(), &req)).await?;
-        counted += u32::from(cut.judge(cx, &case, "Create"));
+        // A fault that did not fire leaves a clean Create, which the next one
+        // repeats: still judged, never counted as an interruption.
+        let fired = cut.judge(cx, &case, "Create", k, &steps);
+        counted += u32::from(fired);
         if let Some(made) = cut.returned_ok() {
             made_in_full(
                 cx,
@@ -181,11 +190,13 @@ pub async fn cre_resume(cx: &Cx) -> CheckResult {
         }
         exists_once(cx, &req, &case).await?;
         cx.delete_ok(p.as_ref(), &id, "cleanup").await?;
-        cx.note(format!(
-            "{case}: interrupted Create {}; Get before resuming {}; resumed",
-            cut.outcome(),
-            kind_of(&left)
-        ));
+        if fired {
+            cx.note(format!(
+                "{case}: interrupted Create {}; Get before resuming {}; resumed",
+                cut.outcome(),
+                kind_of(&left)
+            ));
+        }
     }
     if counted == 0 {
         return Err(none_counted("Create"));
@@ -458,25 +469,27 @@ pub async fn cre_quota(cx: &Cx) -> CheckResult {
 /// Create surface as Permanent)
 pub async fn cre_backend_notfound(cx: &Cx) -> CheckResult {
     let faults = cx.faults()?;
-    let obs = cx
-        .tb
-        .observation()
-        .ok_or_else(|| CheckError::Skip("no observation hook".into()))?;
     let loc = cx.loc0().name.clone();
-    let before = obs.calls().len();
     let steps = create_steps(cx).await?;
-    let every = sample_steps(cx, steps).len() as u64 == steps;
+    let every = sample_steps(cx, &steps).len() as u64 == steps.most;
     let mut fired = 0;
-    for k in sample_steps(cx, steps) {
+    for k in sample_steps(cx, &steps) {
         let req = cx.request();
+        let mark = trace_mark(cx);
         let f = cx.inject(FaultSpec {
             location: Some(loc.clone()),
             trigger: Trigger::Nth(k),
             kind: FaultKind::NotFound,
         })?;
         let r = cx.p.create(&cx.ctx(), &req).await;
-        fired += u32::from(faults.fired(f));
+        let hit = faults.fired(f);
         faults.clear();
+        fired += u32::from(hit);
+        if !hit {
+            let made = made_since(cx, mark, &loc);
+            let case = format!("not-found at step {k}");
+            steps.unfired(cx, &case, "Create", k, made, kind_of(&r));
+        }
         if matches!(&r, Err(e) if e.is_not_found()) {
             cx.violate(
                 format!("not-found at step {k}"),
@@ -484,7 +497,9 @@ pub async fn cre_backend_notfound(cx: &Cx) -> CheckResult {
                 describe_result(&r),
             );
         }
-        cx.note(format!("step {k}: Create → {}", kind_of(&r)));
+        if hit {
+            cx.note(format!("not-found at step {k}: Create → {}", kind_of(&r)));
+        }
         let id = cx
             .create_ok(
                 cx.p.as_ref(),
@@ -497,14 +512,9 @@ pub async fn cre_backend_notfound(cx: &Cx) -> CheckResult {
     if fired == 0 {
         return Err(CheckError::Harness("no injected not-found fired".into()));
     }
-    vanished_parts(cx, steps, every).await?;
+    vanished_parts(cx, &steps, every).await?;
     // The procedures a clean Create calls, each answered once with a Permanent error.
-    let mut procs: Vec<String> = Vec::new();
-    for c in &obs.calls()[before..] {
-        if c.location == loc && !procs.contains(&c.name) {
-            procs.push(c.name.clone());
-        }
-    }
+    let procs = &steps.procedures;
     // Each case costs a boot on a real backend, where the steps above were sampled
     // already: there, half as many procedures.
     let limit = if every {
@@ -528,11 +538,16 @@ pub async fn cre_backend_notfound(cx: &Cx) -> CheckResult {
         let hit = faults.fired(f);
         faults.clear();
         if !hit {
-            cx.note(format!("{case}: the fault did not fire; not counted"));
-        } else if r.is_err() && !matches!(&r, Err(e) if e.is_permanent()) {
-            cx.violate(&case, "Permanent (or recovery)", describe_result(&r));
+            cx.note(format!(
+                "{case}: not counted, the fault did not fire (Create → {})",
+                kind_of(&r)
+            ));
+        } else {
+            if r.is_err() && !matches!(&r, Err(e) if e.is_permanent()) {
+                cx.violate(&case, "Permanent (or recovery)", describe_result(&r));
+            }
+            cx.note(format!("{case}: Create → {}", kind_of(&r)));
         }
-        cx.note(format!("{case}: Create → {}", kind_of(&r)));
         let id = cx
             .create_ok(cx.p.as_ref(), &req, &format!("{case}: retry"))
             .await?;
@@ -544,7 +559,7 @@ pub async fn cre_backend_notfound(cx: &Cx) -> CheckResult {
 /// A part of the instance removed out of band while Create is held at step k: the
 /// Create that goes on and finds it gone fails with Transient or recovers, never
 /// NotFound.
-async fn vanished_parts(cx: &Cx, steps: u64, every: bool) -> CheckResult {
+async fn vanished_parts(cx: &Cx, steps: &Steps, every: bool) -> CheckResult {
     const WHAT: &str = "a part removed out of band between Create's steps";
     let Some(planting) = cx.tb.planting() else {
         cx.not_checked(WHAT, "the fixture has no planting hook");
@@ -560,7 +575,7 @@ async fn vanished_parts(cx: &Cx, steps: u64, every: bool) -> CheckResult {
     } else {
         u64::from(cx.steps / 2)
     };
-    for (n, k) in spread(steps, limit).into_iter().enumerate() {
+    for (n, k) in spread(steps.most, limit).into_iter().enumerate() {
         if every {
             plan.extend(parts.map(|p| (k, p)));
         } else {
@@ -576,6 +591,8 @@ async fn vanished_parts(cx: &Cx, steps: u64, every: bool) -> CheckResult {
             trigger: Trigger::Nth(k),
             kind: FaultKind::Hang,
         })?;
+        let before = removed;
+        let mark = trace_mark(cx);
         let r = {
             let ctx = cx.ctx();
             let create = cx.p.create(&ctx, &req);
@@ -607,7 +624,12 @@ async fn vanished_parts(cx: &Cx, steps: u64, every: bool) -> CheckResult {
                 describe_result(&r),
             );
         }
-        cx.note(format!("{case}: Create → {}", kind_of(&r)));
+        if removed == before {
+            let made = made_since(cx, mark, &loc);
+            steps.unfired(cx, &case, "Create", k, made, kind_of(&r));
+        } else {
+            cx.note(format!("{case}: Create → {}", kind_of(&r)));
+        }
         // What is left is half an instance: removed out of band, so that this rule
         // judges Create alone (DEL-PARTIAL judges Delete with parts missing).
         let _ = cx.p.delete(&cx.ctx(), &cx.tb.id_for(&loc, &req.name)).await;

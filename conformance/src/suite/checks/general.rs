@@ -9,7 +9,7 @@ use tracing::Level;
 use crate::fixture::{FaultKind, FaultSpec, Trigger, Verbosity};
 use crate::profile::{Credentials, DeleteReturn, ListPartial};
 use crate::suite::checks::create::{create_steps, exists_once};
-use crate::suite::checks::steps::sample_steps;
+use crate::suite::checks::steps::{made_since, sample_steps, trace_mark};
 use crate::suite::cx::{CheckError, CheckResult, Cx, describe, describe_result, kind_of};
 use crate::suite::props::{PropError, property};
 use crate::{Ctx, Error, Op, ProviderId};
@@ -95,13 +95,14 @@ pub async fn gen_cancel(cx: &Cx) -> CheckResult {
     }
     // A Create cancelled after its k-th backend call, for every k, then retried.
     let steps = create_steps(cx).await?;
-    for k in sample_steps(cx, steps) {
+    for k in sample_steps(cx, &steps) {
         let req = cx.request();
         let f = cx.inject(FaultSpec {
             location: Some(loc.clone()),
             trigger: Trigger::Nth(k),
             kind: FaultKind::Hang,
         })?;
+        let mark = trace_mark(cx);
         let ctx = cx.ctx();
         let token = ctx.token().clone();
         let t = Instant::now();
@@ -122,8 +123,13 @@ pub async fn gen_cancel(cx: &Cx) -> CheckResult {
             }
         };
         let took = t.elapsed();
+        let hit = faults.fired(f);
         faults.clear();
-        if r.is_ok() {
+        if !hit {
+            let made = made_since(cx, mark, &loc);
+            let case = format!("cancel at step {k}");
+            steps.unfired(cx, &case, "Create", k, made, kind_of(&r));
+        } else if r.is_ok() {
             cx.note(format!(
                 "cancel at step {k}: Create finished before the cancel"
             ));
@@ -143,10 +149,12 @@ pub async fn gen_cancel(cx: &Cx) -> CheckResult {
             .await?;
         exists_once(cx, &req, &format!("cancel at step {k}")).await?;
         cx.delete_ok(cx.p.as_ref(), &id, "cleanup").await?;
-        cx.note(format!(
-            "cancel at step {k}: {} in {took:?}, retry converged",
-            kind_of(&r)
-        ));
+        if hit {
+            cx.note(format!(
+                "cancel at step {k}: {} in {took:?}, retry converged",
+                kind_of(&r)
+            ));
+        }
     }
     Ok(())
 }

@@ -5,15 +5,19 @@
 //! An interruption counts when its fault fired during the interrupted call. The call
 //! then fails with Transient, is dropped while it is still running, or recovers and
 //! returns Ok; an Ok is judged by what the operation must then have done (the rule's
-//! check does that: [`Interrupted::returned_ok`]), never set aside. A fault that did
-//! not fire (the call made fewer backend calls this time) tested nothing; the check
-//! records it and goes on.
+//! check does that: [`Interrupted::returned_ok`]), never set aside.
+//!
+//! Steps are counted from several clean runs in the state the interrupted attempts
+//! start from (a warm connection, a cached image), never from a testbed's first
+//! operation. A fault that did not fire tested nothing: past the shortest clean run
+//! that is the operation's varying length and a note; up to it, a recorded "not
+//! checked" ([`Steps::unfired`]).
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::fixture::{FaultKind, FaultSpec, Trigger};
+use crate::fixture::{BackendCall, FaultKind, FaultSpec, Trigger};
 use crate::suite::cx::{CheckError, CheckResult, Cx, describe, describe_result};
 use crate::{Error, Provider};
 
@@ -55,12 +59,142 @@ impl Interruption {
     }
 }
 
+/// How many clean runs of an operation measure its length.
+pub(crate) const CLEAN_RUNS: usize = 2;
+
+/// How many backend calls clean runs of an operation made, in the state the
+/// interrupted attempts start from (a warm connection, a cached image): every clean
+/// run reached step `least`; steps past it up to `most` may legitimately not be
+/// reached by a run (an operation whose length varies: a poll that ends sooner, a
+/// read the backend answers from a cache).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Steps {
+    pub least: u64,
+    pub most: u64,
+    /// The procedures the counted runs called, each once, in the order first called.
+    pub procedures: Vec<String>,
+}
+
+impl Steps {
+    /// The steps of `runs` (the calls of each clean run; never empty), with a note for
+    /// the evidence; `cold` is a testbed's first run, not counted because it may do
+    /// more (a dial, an image fetch) than the interrupted attempts will.
+    pub(crate) fn of(
+        cx: &Cx,
+        what: &str,
+        cold: Option<&[BackendCall]>,
+        runs: &[Vec<BackendCall>],
+    ) -> Steps {
+        let counts: Vec<u64> = runs.iter().map(|r| r.len() as u64).collect();
+        let least = counts.iter().copied().min().unwrap_or(0);
+        let most = counts.iter().copied().max().unwrap_or(0);
+        let mut procedures: Vec<String> = Vec::new();
+        for c in runs.iter().flatten() {
+            if !procedures.contains(&c.name) {
+                procedures.push(c.name.clone());
+            }
+        }
+        let cold = cold
+            .map(|c| {
+                format!(
+                    "the first {} (not counted: a testbed's first {what} may dial and fetch what later ones find cached), then ",
+                    c.len()
+                )
+            })
+            .unwrap_or_default();
+        cx.note(format!(
+            "clean {what}s made {cold}{} backend calls in the state the interrupted ones start from",
+            counts
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        Steps {
+            least,
+            most,
+            procedures,
+        }
+    }
+
+    /// Records a step `k` of `op` whose fault did not fire in `case`, where the
+    /// interrupted run made `made` backend calls at the fault's location (`None`: not
+    /// observed). A run that ended before step `k` is the operation's varying length
+    /// (a note) when some clean run ended before it too, or on a real backend, where an
+    /// operation that waits for the guest makes as many polls as its boot takes;
+    /// otherwise, and whenever the run reached step `k` and the fault still did not
+    /// act, the step was not checked (a record that makes a passing run partial).
+    pub(crate) fn unfired(
+        &self,
+        cx: &Cx,
+        case: &str,
+        op: &str,
+        k: u64,
+        made: Option<u64>,
+        outcome: &str,
+    ) {
+        let clean = format!("clean {op}s made {} to {}", self.least, self.most);
+        let why = match made {
+            Some(n) if n >= k => format!(
+                "the {op} made {n} backend calls at the fault's location, yet the fault set for call {k} did not fire"
+            ),
+            Some(n) if k > self.least || cx.real_backend => {
+                let boot = if k > self.least {
+                    ""
+                } else {
+                    "; on a real backend an operation that waits for the guest polls as long as its boot takes"
+                };
+                cx.note(format!(
+                    "{case}: not counted, the {op} made {n} backend calls this time and ended before step {k} ({outcome}); {clean}{boot}"
+                ));
+                return;
+            }
+            Some(n) => format!(
+                "the {op} made {n} backend calls this time, though every clean one made at least {}, so step {k} was never reached",
+                self.least
+            ),
+            None if k > self.least => {
+                cx.note(format!(
+                    "{case}: not counted, its fault did not fire ({outcome}); {clean}"
+                ));
+                return;
+            }
+            None => format!(
+                "the fault set for call {k} did not fire, though every clean {op} made at least {} backend calls",
+                self.least
+            ),
+        };
+        cx.note(format!("{case}: not checked, {why} ({outcome})"));
+        cx.not_checked(case.to_owned(), why);
+    }
+}
+
+/// Where the observation trace stands, to count what a call then makes
+/// ([`made_since`]); `None` without an observation hook.
+pub(crate) fn trace_mark(cx: &Cx) -> Option<usize> {
+    cx.tb.observation().map(|o| o.calls().len())
+}
+
+/// The backend calls made at `location` since `mark`.
+pub(crate) fn made_since(cx: &Cx, mark: Option<usize>, location: &str) -> Option<u64> {
+    let (obs, mark) = (cx.tb.observation()?, mark?);
+    let calls = obs.calls();
+    Some(
+        calls
+            .get(mark..)
+            .unwrap_or_default()
+            .iter()
+            .filter(|c| c.location == location)
+            .count() as u64,
+    )
+}
+
 /// The interruptions to try at each step: every kind at every step when every step is
 /// tried, and otherwise (a sampled real backend, where each one costs a boot) the
 /// three kinds in turn over the sampled steps.
-pub(crate) fn plan(cx: &Cx, steps: u64) -> Vec<(u64, Interruption)> {
+pub(crate) fn plan(cx: &Cx, steps: &Steps) -> Vec<(u64, Interruption)> {
     let chosen = sample_steps(cx, steps);
-    if chosen.len() as u64 == steps {
+    if chosen.len() as u64 == steps.most {
         chosen
             .into_iter()
             .flat_map(|k| Interruption::ALL.map(|i| (k, i)))
@@ -75,8 +209,8 @@ pub(crate) fn plan(cx: &Cx, steps: u64) -> Vec<(u64, Interruption)> {
 }
 
 /// The steps to interrupt: all of them, or an even sample on a real backend.
-pub(crate) fn sample_steps(cx: &Cx, steps: u64) -> Vec<u64> {
-    spread(steps, u64::from(cx.steps.max(2)))
+pub(crate) fn sample_steps(cx: &Cx, steps: &Steps) -> Vec<u64> {
+    spread(steps.most, u64::from(cx.steps.max(2)))
 }
 
 /// `1..=steps`, or `limit` of them spread evenly from the first to the last.
@@ -90,26 +224,22 @@ pub(crate) fn spread(steps: u64, limit: u64) -> Vec<u64> {
         .collect()
 }
 
-/// How many backend calls `op` makes, as the observation hook sees them.
+/// The backend calls `op` makes, as the observation hook sees them.
 pub(crate) async fn count_calls<T>(
     cx: &Cx,
     what: &str,
     op: impl Future<Output = CheckResult<T>>,
-) -> CheckResult<(T, u64)> {
-    let obs = cx
-        .tb
-        .observation()
-        .ok_or_else(|| CheckError::Skip("no observation hook".into()))?;
+) -> CheckResult<(T, Vec<BackendCall>)> {
+    let obs = cx.observation()?;
     let before = obs.calls().len();
     let out = op.await?;
-    let n = (obs.calls().len() - before) as u64;
-    if n == 0 {
+    let calls = obs.calls().split_off(before);
+    if calls.is_empty() {
         return Err(CheckError::Harness(format!(
             "the observation hook saw no backend call during {what}"
         )));
     }
-    cx.note(format!("a clean {what} made {n} backend calls"));
-    Ok((out, n))
+    Ok((out, calls))
 }
 
 /// What an interrupted call did.
@@ -118,6 +248,8 @@ pub(crate) struct Interrupted<T> {
     pub fired: bool,
     /// The call's result; `None` when it was dropped mid-call.
     pub result: Option<Result<T, Error>>,
+    /// The backend calls it made at the fault's location, when observed.
+    pub made: Option<u64>,
 }
 
 impl<T: std::fmt::Debug> Interrupted<T> {
@@ -129,12 +261,13 @@ impl<T: std::fmt::Debug> Interrupted<T> {
         }
     }
 
-    /// Judges the interrupted `op` of `case`: a call that failed must have failed with
-    /// Transient (the backend failed or the reply was lost, so nothing is known to be
-    /// wrong for good); one that returned Ok is for the caller to judge by what it
-    /// must have done ([`Interrupted::returned_ok`]); an interruption that did not
-    /// count is recorded. Returns whether it counted.
-    pub fn judge(&self, cx: &Cx, case: &str, op: &str) -> bool {
+    /// Judges the interrupted `op` of `case`, whose fault was set at step `k`: a call
+    /// that failed must have failed with Transient (the backend failed or the reply
+    /// was lost, so nothing is known to be wrong for good); one that returned Ok is for
+    /// the caller to judge by what it must have done ([`Interrupted::returned_ok`]); a
+    /// fault that did not fire is recorded ([`Steps::unfired`]). Returns whether the
+    /// interruption counted.
+    pub fn judge(&self, cx: &Cx, case: &str, op: &str, k: u64, steps: &Steps) -> bool {
         if let Some(Err(e)) = &self.result
             && !e.is_transient()
         {
@@ -144,18 +277,10 @@ impl<T: std::fmt::Debug> Interrupted<T> {
                 describe(e),
             );
         }
-        match self.why_not_counted() {
-            Some(why) => {
-                cx.note(format!("{case}: not counted, {why} ({})", self.outcome()));
-                false
-            }
-            None => true,
+        if !self.fired {
+            steps.unfired(cx, case, op, k, self.made, &self.outcome());
         }
-    }
-
-    /// Why the interruption did not count, if it did not.
-    pub fn why_not_counted(&self) -> Option<&'static str> {
-        (!self.fired).then_some("its fault did not fire within the call")
+        self.fired
     }
 
     /// What the call returned when its fault fired and it recovered and returned Ok:
@@ -198,6 +323,7 @@ where
     Fut: Future<Output = Result<T, Error>>,
 {
     let faults = cx.faults()?;
+    let mark = trace_mark(cx);
     let f = cx.inject(FaultSpec {
         location: Some(location.to_owned()),
         trigger: Trigger::Nth(k),
@@ -221,5 +347,9 @@ where
     };
     let fired = faults.fired(f);
     faults.clear();
-    Ok(Interrupted { fired, result })
+    Ok(Interrupted {
+        fired,
+        result,
+        made: made_since(cx, mark, location),
+    })
 }
