@@ -212,8 +212,11 @@ clauses! {
     }
     "GEN-LOGGING" {
         "At V0 a successful operation logs nothing" => mutants ["logs-every-call-at-v0"];
-        "at V1 it logs exactly one line at info level and nothing finer" => mutants ["v1-logs-calls-at-debug"];
-        "at V2 it logs at least one debug line per backend call" => mutants ["v2-logs-no-call-lines", "declares-tiered-logs-nothing"];
+        "and no operation logs below warning level" => mutants ["failures-logged-at-info"];
+        "at V1 a successful one logs exactly one line at info level and nothing finer" => mutants ["v1-logs-calls-at-debug"];
+        "and a failed one or one that finds nothing logs at least one line, at most one of them at info level, and nothing finer" => mutants ["failures-log-no-outcome"];
+        "at V2 every operation logs at least one debug line per backend call" => mutants ["v2-logs-no-call-lines", "declares-tiered-logs-nothing"];
+        "Check is an operation like the others." => mutants ["check-logs-its-outcome-at-v0"];
     }
     "GEN-SPANS" {
         "Each operation opens exactly one span under the caller's span" => mutants ["opens-two-operation-spans"];

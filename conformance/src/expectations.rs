@@ -135,7 +135,7 @@ expectations! {
     "LST-UNREADABLE" GcMark "name-prefix" => "Not applicable: the mark is read with the name, by the listing itself.";
     "GEN-CANCEL" ListPartial "fail-whole" => "A listing cut off by its deadline fails with Transient.";
     "GEN-CANCEL" ListPartial "partial" => "A listing cut off by its deadline fails with Transient or returns the locations read so far, naming the others.";
-    "GEN-LOGGING" Logging "tiered" => "The tiers hold: nothing at V0 on success, one line per operation at V1, one more per backend call at V2.";
+    "GEN-LOGGING" Logging "tiered" => "The tiers hold for every operation and Check, succeeding, failing or finding nothing: nothing at V0 on success and nothing below warning, one outcome line at V1, one more per backend call at V2.";
     "GEN-LOGGING" Logging "none" => "Not applicable: the provider writes no log line.";
     "GEN-SPANS" ChildSpans "span-decorator" => "Every backend call runs in a child span of its operation's span.";
     "GEN-SPANS" ChildSpans "none" => "Not applicable: the provider promises no child spans.";

@@ -241,7 +241,7 @@ rules! {
         "Every error names the configured provider and the operation it came from, and says what went wrong in a message that is not empty.";
     "GEN-LOGGING", General, "Logging follows the verbosity tiers",
         axes: [], gate: Some((Axis::Logging, &["tiered"])), hooks: [Observation], needs: [],
-        "At V0 a successful operation logs nothing; at V1 it logs exactly one line at info level and nothing finer; at V2 it logs at least one debug line per backend call.";
+        "At V0 a successful operation logs nothing, and no operation logs below warning level; at V1 a successful one logs exactly one line at info level and nothing finer, and a failed one or one that finds nothing logs at least one line, at most one of them at info level, and nothing finer; at V2 every operation logs at least one debug line per backend call. Check is an operation like the others.";
     "GEN-SPANS", General, "One span per operation, one child per backend call",
         axes: [], gate: Some((Axis::ChildSpans, &["span-decorator"])), hooks: [Observation], needs: [],
         "Each operation opens exactly one span under the caller's span, and every backend call it makes has its own span below that one, named after the call.";

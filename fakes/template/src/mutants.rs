@@ -456,6 +456,9 @@ mutants! {
     "unmarked-delete-is-transient" &["DEL-OWNERSHIP"] => || defect(defects::unmarked_delete_transient);
     "list-ignores-the-tag" &["LST-MARKED-ONLY"] => || defect(defects::list_ignores_tag);
     "dropped-create-keeps-its-lock" &["GEN-CANCEL"] => || defect(defects::create_lock_under_context);
+    "failures-logged-at-info" &["GEN-LOGGING"] => || defect(defects::failures_at_info);
+    "failures-log-no-outcome" &["GEN-LOGGING"] => || defect(defects::failures_silent);
+    "check-logs-its-outcome-at-v0" &["GEN-LOGGING"] => || defect(defects::check_line_at_v0);
     "v1-logs-calls-at-debug" &["GEN-LOGGING"] => || defect(defects::call_lines_at_v1);
     "v2-logs-no-call-lines" &["GEN-LOGGING"] => || defect(defects::no_call_lines);
     "call-spans-misnamed" &["GEN-SPANS"] => || defect(defects::call_spans_misnamed);

@@ -255,8 +255,23 @@ struct Seen {
     unmatched_calls: Vec<String>,
 }
 
-/// Runs `op` under a marked context and reports what it logged and which spans it opened.
-async fn observe<F, Fut>(cx: &Cx, op: F) -> CheckResult<(String, Seen)>
+/// Runs `op` under a marked context and reports what it logged and which spans it
+/// opened; an operation that fails fails the rule.
+async fn observe<F, Fut>(cx: &Cx, op: F) -> CheckResult<((), Seen)>
+where
+    F: FnOnce(Ctx) -> Fut,
+    Fut: std::future::Future<Output = Result<(), Error>>,
+{
+    let (r, seen) = observe_outcome(cx, op).await?;
+    if let Err(e) = r {
+        return cx.fail("the observed operation", "success", describe(&e));
+    }
+    Ok(((), seen))
+}
+
+/// Runs `op` under a marked context and reports its outcome, what it logged and which
+/// spans it opened.
+async fn observe_outcome<F, Fut>(cx: &Cx, op: F) -> CheckResult<(Result<(), Error>, Seen)>
 where
     F: FnOnce(Ctx) -> Fut,
     Fut: std::future::Future<Output = Result<(), Error>>,
@@ -274,13 +289,6 @@ where
         .iter()
         .map(|c| c.name.clone())
         .collect();
-    let outcome = match &r {
-        Ok(()) => "Ok".to_owned(),
-        Err(e) => describe(e),
-    };
-    if let Err(e) = r {
-        return cx.fail("the observed operation", "success", describe(&e));
-    }
     let seq = cap
         .find_mark(&mark)
         .ok_or_else(|| CheckError::Harness("the operation span was not captured".into()))?;
@@ -307,7 +315,7 @@ where
         }
     }
     Ok((
-        outcome,
+        r,
         Seen {
             levels,
             calls: calls.len(),
@@ -346,44 +354,141 @@ async fn observe_lifecycle(cx: &Cx) -> CheckResult<Vec<(&'static str, Seen)>> {
     Ok(out)
 }
 
+/// What an observed operation ended in, for the tiers: a success logs nothing at V0
+/// and one info line at V1; a not-found or failed outcome may log warnings and errors
+/// at every tier, and at V1 logs at least one line, at most one of them at info.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ending {
+    Success,
+    NotFound,
+    Failed,
+}
+
+/// The operations GEN-LOGGING observes at one tier: the lifecycle, Check when the
+/// provider has one, a Get that finds nothing, a Get of a malformed ID, and (with the
+/// faults hook) a Create whose first backend call fails.
+async fn observe_outcomes(cx: &Cx) -> CheckResult<Vec<(String, Ending, Seen)>> {
+    let mut out: Vec<(String, Ending, Seen)> = observe_lifecycle(cx)
+        .await?
+        .into_iter()
+        .map(|(op, s)| (op.to_owned(), Ending::Success, s))
+        .collect();
+    if let Some(checker) = cx.p.checker() {
+        let mut unhealthy = Vec::new();
+        let (_, s) = observe_outcome(cx, |ctx| {
+            let unhealthy = &mut unhealthy;
+            async move {
+                for h in checker.check(&ctx).await {
+                    if !h.ready {
+                        unhealthy.push(format!("{}: {}", h.location, h.reason));
+                    }
+                }
+                Ok(())
+            }
+        })
+        .await?;
+        if unhealthy.is_empty() {
+            out.push(("check".into(), Ending::Success, s));
+        } else {
+            cx.not_checked(
+                "the tiers for Check",
+                format!("Check found locations unhealthy: {unhealthy:?}"),
+            );
+        }
+    }
+    let missing = cx.tb.id_for(&cx.loc0().name, &cx.name());
+    let (r, s) = observe_outcome(cx, |ctx| async move {
+        cx.p.get(&ctx, &missing).await.map(|_| ())
+    })
+    .await?;
+    match r {
+        Err(e) if e.is_not_found() => {
+            out.push(("get of a missing instance".into(), Ending::NotFound, s))
+        }
+        r => cx.violate("Get of a missing instance", "NotFound", describe_result(&r)),
+    }
+    if let Some(bad) = cx.tb.malformed_ids().first() {
+        let id = ProviderId::new(bad.clone());
+        let (r, s) = observe_outcome(
+            cx,
+            |ctx| async move { cx.p.get(&ctx, &id).await.map(|_| ()) },
+        )
+        .await?;
+        if r.is_err() {
+            out.push(("get of a malformed ID".into(), Ending::Failed, s));
+        }
+    }
+    if let Some(faults) = cx.tb.faults() {
+        let req = cx.request();
+        let f = cx.inject(FaultSpec {
+            location: Some(cx.loc0().name.clone()),
+            trigger: Trigger::Nth(1),
+            kind: FaultKind::Permanent,
+        })?;
+        let (r, s) = observe_outcome(cx, |ctx| async move {
+            cx.p.create(&ctx, &req).await.map(|_| ())
+        })
+        .await?;
+        let fired = faults.fired(f);
+        faults.clear();
+        match r {
+            Err(_) if fired => out.push((
+                "create whose first backend call fails".into(),
+                Ending::Failed,
+                s,
+            )),
+            _ => cx.not_checked(
+                "the tiers for a failed Create",
+                "the injected Permanent answer did not make Create fail",
+            ),
+        }
+        cx.settle_deletions().await;
+    } else {
+        cx.not_checked(
+            "the tiers for a failed Create",
+            "the fixture lacks the faults hook",
+        );
+    }
+    Ok(out)
+}
+
 /// GEN-LOGGING
 pub async fn gen_logging(cx: &Cx) -> CheckResult {
     let obs = cx.observation()?;
     for v in [Verbosity::V0, Verbosity::V1, Verbosity::V2] {
         obs.set_verbosity(v);
-        for (op, seen) in observe_lifecycle(cx).await? {
+        for (op, ending, seen) in observe_outcomes(cx).await? {
             let at = |l: Level| seen.levels.get(&l).copied().unwrap_or(0);
             // TRACE lies below the tiers (libraries may trace freely); it is not counted.
             let (info, finer) = (at(Level::INFO), at(Level::DEBUG));
-            let total: usize = seen
-                .levels
-                .iter()
-                .filter(|(l, _)| **l != Level::TRACE)
-                .map(|(_, n)| n)
-                .sum();
+            let loud = at(Level::WARN) + at(Level::ERROR);
             let case = format!("{v:?} {op}");
-            match v {
-                Verbosity::V0 if total > 0 => cx.violate(
-                    &case,
-                    "no log line on success",
-                    format!("{:?}", seen.levels),
-                ),
-                Verbosity::V1 if info != 1 || finer > 0 => cx.violate(
+            let levels = format!("{:?}", seen.levels);
+            match (v, ending) {
+                (Verbosity::V0, Ending::Success) if info + finer + loud > 0 => {
+                    cx.violate(&case, "no log line on success", levels.clone())
+                }
+                (Verbosity::V0, _) if info + finer > 0 => {
+                    cx.violate(&case, "nothing below warning level", levels.clone())
+                }
+                (Verbosity::V1, Ending::Success) if info != 1 || finer > 0 => cx.violate(
                     &case,
                     "exactly one info line and nothing finer",
-                    format!("{:?}", seen.levels),
+                    levels.clone(),
                 ),
-                Verbosity::V2 if finer < seen.calls => cx.violate(
+                (Verbosity::V1, _) if info > 1 || info + loud == 0 || finer > 0 => cx.violate(
+                    &case,
+                    "at least one line, at most one of them at info level, and nothing finer",
+                    levels.clone(),
+                ),
+                (Verbosity::V2, _) if finer < seen.calls => cx.violate(
                     &case,
                     format!("at least one debug line per backend call ({})", seen.calls),
-                    format!("{:?}", seen.levels),
+                    levels.clone(),
                 ),
                 _ => {}
             }
-            cx.note(format!(
-                "{case}: {:?} for {} backend calls",
-                seen.levels, seen.calls
-            ));
+            cx.note(format!("{case}: {levels} for {} backend calls", seen.calls));
         }
     }
     obs.set_verbosity(Verbosity::V1);

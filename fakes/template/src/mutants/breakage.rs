@@ -12,7 +12,7 @@ use std::time::Duration;
 use conformance::{
     BoxFuture, CreateRequest, Ctx, Error, ErrorKind, HostHealth, Instance, InvalidField, Op,
 };
-use tracing::Span;
+use tracing::{Level, Span};
 
 use crate::backend::{BackendError, ConnId, Mark};
 use crate::locks::NameGuard;
@@ -125,6 +125,12 @@ pub(crate) trait Breakage: Send + Sync {
     /// How one backend call of `p` is traced.
     fn trace(&self, _p: &TemplateProvider, trace: Trace) -> Trace {
         trace
+    }
+
+    /// The level of `op`'s outcome line (`None`: no line); `ok` is whether it
+    /// succeeded.
+    fn outcome_line(&self, _op: Op, _ok: bool, level: Option<Level>) -> Option<Level> {
+        level
     }
 
     /// The token a dial to `site` uses (`read` is the token read for this dial).

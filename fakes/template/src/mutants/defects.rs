@@ -147,6 +147,12 @@ pub(super) enum Defect {
     CallSpansMisnamed,
     /// Check closes the operations' cached connection of each site it checked.
     CheckClosesCached,
+    /// A failed operation's outcome line is written at info, at every tier.
+    FailuresAtInfo,
+    /// A failed operation writes no outcome line.
+    FailuresSilent,
+    /// Check's outcome line is written at every tier, V0 included.
+    CheckLineAtV0,
 }
 
 /// The template provider with `defect`: what a mutant's fixture builds.
@@ -184,6 +190,9 @@ builders! {
     no_call_lines => NoCallLines,
     call_spans_misnamed => CallSpansMisnamed,
     check_closes_cached => CheckClosesCached,
+    failures_at_info => FailuresAtInfo,
+    failures_silent => FailuresSilent,
+    check_line_at_v0 => CheckLineAtV0,
 }
 
 /// One provider's breakage: its defect and what the defect remembers, per provider (a
@@ -571,6 +580,15 @@ impl Breakage for Broken {
         match self.defect {
             Defect::ListWaitsForEverySite => None,
             _ => share,
+        }
+    }
+
+    fn outcome_line(&self, op: Op, ok: bool, level: Option<Level>) -> Option<Level> {
+        match self.defect {
+            Defect::FailuresAtInfo if !ok => Some(Level::INFO),
+            Defect::FailuresSilent if !ok => None,
+            Defect::CheckLineAtV0 if op == Op::Check && ok => Some(Level::INFO),
+            _ => level,
         }
     }
 

@@ -40,7 +40,7 @@ use conformance::{
     BoxFuture, Checker, CreateRequest, Ctx, Error, ErrorKind, HostHealth, Instance, Listing, Op,
     Profile, Provider, ProviderId,
 };
-use tracing::{Span, info, warn};
+use tracing::{Level, Span, info, warn};
 
 use crate::backend::{ConnId, SimBackend};
 use crate::config::TemplateConfig;
@@ -134,13 +134,21 @@ impl TemplateProvider {
     /// Logs an operation's outcome: one info line at V1 and above on success, one
     /// warning on failure at every tier.
     pub(super) fn outcome<T>(&self, span: &Span, op: Op, r: &Result<T, Error>) {
-        match r {
-            _ if !self.logs() => {}
-            Ok(_) if self.verbosity() >= Verbosity::V1 => {
-                info!(parent: span, op = op.as_str(), "succeeded")
+        let level = match r {
+            _ if !self.logs() => None,
+            Ok(_) if self.verbosity() >= Verbosity::V1 => Some(Level::INFO),
+            Ok(_) => None,
+            Err(_) => Some(Level::WARN),
+        };
+        let level = self.breakage().outcome_line(op, r.is_ok(), level);
+        match (level, r) {
+            (None, _) => {}
+            (Some(Level::INFO), Ok(_)) => info!(parent: span, op = op.as_str(), "succeeded"),
+            (Some(Level::INFO), Err(e)) => {
+                info!(parent: span, op = op.as_str(), kind = e.kind().name(), error = %e, "failed")
             }
-            Ok(_) => {}
-            Err(e) => {
+            (Some(_), Ok(_)) => warn!(parent: span, op = op.as_str(), "succeeded"),
+            (Some(_), Err(e)) => {
                 warn!(parent: span, op = op.as_str(), kind = e.kind().name(), error = %e, "failed")
             }
         }
