@@ -193,7 +193,8 @@ clauses! {
     }
     "LST-UNREADABLE" {
         "A marked resource that cannot be read is skipped; the call still succeeds and lists the others." => mutants ["list-unreadable-is-fatal", "declares-tags-behaves-name-prefix", "declares-metadata-behaves-name-prefix"];
-        "Likewise a resource that vanishes while the listing reads it (a not-found answer to its per-resource read) is skipped, not fatal." => mutants ["list-vanished-is-fatal"];
+        "Likewise a resource that vanishes while the listing reads it (a not-found answer to any of its per-resource reads) is skipped, not fatal" => mutants ["list-vanished-is-fatal"];
+        "and so is one whose per-resource read is refused (a permanent error)." => mutants ["list-refused-read-is-fatal"];
     }
     "LST-AGREES" {
         "Every listed instance agrees with Get on id, name, uid, tag and created_at." => mutants ["list-truncates-created-at"];

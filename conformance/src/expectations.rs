@@ -130,8 +130,8 @@ expectations! {
     "DEL-RESUME" DeleteReturn "early" => "After the next Delete, Get reaches NotFound and nothing is left within the settle time.";
     "LST-PARTIAL" ListPartial "fail-whole" => "One unreadable location fails the listing with Transient.";
     "LST-PARTIAL" ListPartial "partial" => "One unreadable location is named in `unreachable` with a reason; the others are listed, within the caller's deadline.";
-    "LST-UNREADABLE" GcMark "written-metadata" => "A marked resource whose mark cannot be read, or that vanishes while it is read, is skipped.";
-    "LST-UNREADABLE" GcMark "backend-tags" => "A marked resource whose tags cannot be read, or that vanishes while they are read, is skipped.";
+    "LST-UNREADABLE" GcMark "written-metadata" => "A marked resource whose mark cannot be read, that vanishes while it is read, or whose per-resource read is refused, is skipped.";
+    "LST-UNREADABLE" GcMark "backend-tags" => "A marked resource whose tags cannot be read, that vanishes while they are read, or whose per-resource read is refused, is skipped.";
     "LST-UNREADABLE" GcMark "name-prefix" => "Not applicable: the mark is read with the name, by the listing itself.";
     "GEN-CANCEL" ListPartial "fail-whole" => "A listing cut off by its deadline fails with Transient.";
     "GEN-CANCEL" ListPartial "partial" => "A listing cut off by its deadline fails with Transient or returns the locations read so far, naming the others.";

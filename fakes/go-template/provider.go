@@ -688,6 +688,10 @@ func (p *templateProvider) listSite(ctx context.Context, site, tag string) ([]pr
 		case isKind(err, errUnreadable):
 			provider.Log(ctx, provider.LevelWarn, "skipping an unreadable mark", provider.F("site", site), provider.F("instance", it.name))
 			continue
+		case isKind(err, errDenied):
+			// The backend refuses this one read for good; the others can still be read.
+			provider.Log(ctx, provider.LevelWarn, "skipping an instance whose mark read is refused", provider.F("site", site), provider.F("instance", it.name))
+			continue
 		default:
 			return nil, err
 		}

@@ -114,6 +114,7 @@ defective! {
     list_unmarked => ListUnmarked,
     list_unreadable_fatal => ListUnreadableFatal,
     list_vanished_fatal => ListVanishedFatal,
+    list_refused_read_fatal => ListRefusedReadFatal,
     list_waits_for_every_site => ListWaitsForEverySite,
     log_calls_at_v0 => LogCallsAtV0,
     no_call_spans => NoCallSpans,
@@ -374,6 +375,7 @@ mutants! {
     "partial-declares-fail-whole" &["LST-PARTIAL", "GEN-CANCEL"] => || TemplateFixture::default().with_build(declares_fail_whole);
     "list-unreadable-is-fatal" &["LST-UNREADABLE"] => || defect(list_unreadable_fatal);
     "list-vanished-is-fatal" &["LST-UNREADABLE"] => || defect(list_vanished_fatal);
+    "list-refused-read-is-fatal" &["LST-UNREADABLE"] => || defect(list_refused_read_fatal);
     "partial-waits-for-every-site" &["LST-PARTIAL"] => || defect(list_waits_for_every_site);
     "list-truncates-created-at" &["LST-AGREES"] => || TemplateFixture::default().with_build(list_truncates_created_at);
     "cancel-is-permanent" &["GEN-CANCEL"] => || TemplateFixture::default().with_build(cancel_is_permanent);

@@ -70,6 +70,10 @@ impl Kvm2 {
                             created_at: m.created_at,
                         })),
                         Err(f) if f.is(ErrorCode::NoDomain) => Ok(None),
+                        Err(f) if refused(&f) => {
+                            warn!(host, domain = %d.name, error = %f, "skipping a domain whose state cannot be read");
+                            Ok(None)
+                        }
                         Err(f) => Err(f),
                     }
                 }
@@ -97,12 +101,16 @@ async fn mark_of(
             Ok(None)
         }
         Err(f) if f.is(ErrorCode::NoDomain) => Ok(None),
-        Err(f @ Failure::Rpc { .. })
-            if f.code().is_some() && !f.is(ErrorCode::OperationTimeout) =>
-        {
+        Err(f) if refused(&f) => {
             warn!(host, domain = %d.name, error = %f, "skipping a domain whose metadata cannot be read");
             Ok(None)
         }
         Err(f) => Err(f),
     }
+}
+
+/// Whether libvirt answered a per-domain read with an error of its own (not a lost
+/// connection, not a timeout): that domain cannot be read, the others still can.
+fn refused(f: &Failure) -> bool {
+    matches!(f, Failure::Rpc { .. }) && f.code().is_some() && !f.is(ErrorCode::OperationTimeout)
 }

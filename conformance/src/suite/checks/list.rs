@@ -259,11 +259,12 @@ pub async fn lst_unreadable(cx: &Cx) -> CheckResult {
     vanished
 }
 
-/// The second half of LST-UNREADABLE: a resource that vanishes while the listing
-/// reads it. The per-resource reads are the backend calls a listing makes more of
-/// when the location holds one more instance; each answers "not found" once in turn.
+/// The second half of LST-UNREADABLE: a resource that vanishes or cannot be read while
+/// the listing reads it. The per-resource reads are the backend calls a listing makes
+/// more of when the location holds one more instance; each answers "not found" once,
+/// then a permanent error once, in turn.
 async fn vanishing_reads(cx: &Cx, tag: &str, first: ProviderId) -> CheckResult {
-    const WHAT: &str = "a resource vanishing during its per-resource read is skipped";
+    const WHAT: &str = "a resource vanishing or refused during a per-resource read is skipped";
     let (Some(obs), Some(faults)) = (cx.tb.observation(), cx.tb.faults()) else {
         cx.not_checked(WHAT, "the fixture lacks the faults or observation hook");
         return Ok(());
@@ -308,44 +309,51 @@ async fn vanishing_reads(cx: &Cx, tag: &str, first: ProviderId) -> CheckResult {
         .map(|(name, _)| name)
         .collect();
     let mut fired = 0;
+    let answers = [
+        (FaultKind::NotFound, "not-found"),
+        (FaultKind::Permanent, "a permanent error"),
+    ];
     for read in &reads {
-        let f = cx.inject(FaultSpec {
-            location: Some(loc.name.clone()),
-            trigger: Trigger::Named((*read).clone()),
-            kind: FaultKind::NotFound,
-        })?;
-        let l = cx.p.list_by_tag(&cx.ctx(), tag).await;
-        faults.clear();
-        if !faults.fired(f) {
-            cx.note(format!("not-found on {read}: did not fire"));
-            continue;
-        }
-        fired += 1;
-        let case = format!("{read} answering not-found for one instance");
-        match &l {
-            Ok(l) => {
-                let listed = ids
-                    .iter()
-                    .filter(|id| l.instances.iter().any(|i| i.id == **id))
-                    .count();
-                if listed + 1 < ids.len() {
-                    cx.violate(
-                        &case,
-                        format!(
-                            "the other instances listed (at least {} of {})",
-                            ids.len() - 1,
-                            ids.len()
-                        ),
-                        format!("{listed} listed: {l:?}"),
-                    );
-                }
-                cx.note(format!("{case}: listing of {listed}"));
+        for (kind, answer) in answers.clone() {
+            let f = cx.inject(FaultSpec {
+                location: Some(loc.name.clone()),
+                trigger: Trigger::Named((*read).clone()),
+                kind,
+            })?;
+            let l = cx.p.list_by_tag(&cx.ctx(), tag).await;
+            let hit = faults.fired(f);
+            faults.clear();
+            if !hit {
+                cx.note(format!("{answer} on {read}: did not fire"));
+                continue;
             }
-            Err(e) => cx.violate(
-                &case,
-                "the listing to succeed, skipping the vanished instance",
-                describe(e),
-            ),
+            fired += 1;
+            let case = format!("{read} answering {answer} for one instance");
+            match &l {
+                Ok(l) => {
+                    let listed = ids
+                        .iter()
+                        .filter(|id| l.instances.iter().any(|i| i.id == **id))
+                        .count();
+                    if listed + 1 < ids.len() {
+                        cx.violate(
+                            &case,
+                            format!(
+                                "the other instances listed (at least {} of {})",
+                                ids.len() - 1,
+                                ids.len()
+                            ),
+                            format!("{listed} listed: {l:?}"),
+                        );
+                    }
+                    cx.note(format!("{case}: listing of {listed}"));
+                }
+                Err(e) => cx.violate(
+                    &case,
+                    "the listing to succeed, skipping that instance",
+                    describe(e),
+                ),
+            }
         }
     }
     cx.cleanup(&ids[1..]).await;
@@ -355,7 +363,7 @@ async fn vanishing_reads(cx: &Cx, tag: &str, first: ProviderId) -> CheckResult {
             "the observation hook showed no backend call a listing makes per instance",
         );
     } else if fired == 0 {
-        cx.not_checked(WHAT, "no injected not-found on a per-instance read fired");
+        cx.not_checked(WHAT, "no fault injected on a per-instance read fired");
     }
     Ok(())
 }

@@ -103,6 +103,8 @@ pub(super) enum Defect {
     ListUnreadableFatal,
     /// An instance that vanishes while the listing reads its mark fails the listing.
     ListVanishedFatal,
+    /// An instance whose mark read the backend refuses fails the listing.
+    ListRefusedReadFatal,
     /// A partial listing waits for every site until the caller's deadline, so a silent
     /// site fails the whole call.
     ListWaitsForEverySite,
@@ -567,6 +569,12 @@ impl Breakage for Broken {
                 created_at: None,
             }),
             (Defect::ListVanishedFatal, Err(f)) if f.is_no_object() => Entry::Fail(f.clone()),
+            (Defect::ListRefusedReadFatal, Err(f))
+                if !f.is_no_object()
+                    && !matches!(f, Failure::Backend(BackendError::Unreadable(_))) =>
+            {
+                Entry::Fail(f.clone())
+            }
             (
                 Defect::ListUnreadableFatal,
                 Err(f @ Failure::Backend(BackendError::Unreadable(_))),

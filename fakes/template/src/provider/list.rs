@@ -1,14 +1,14 @@
 //! ListByTag: every site at once, each under part of the caller's deadline.
 
 use conformance::profile::{CreatedAt, ListPartial};
-use conformance::{Ctx, Error, Instance, Listing, Op, UnreachableLocation};
+use conformance::{Ctx, Error, ErrorKind, Instance, Listing, Op, UnreachableLocation};
 use futures_util::future::join_all;
 use tracing::{Span, warn};
 
 use crate::backend::{BackendError, Listed, Mark, Proc, mark_in_name};
 use crate::id::instance_id;
 
-use super::{Failure, TemplateProvider, state_of};
+use super::{Failure, TemplateProvider, errors, state_of};
 
 /// What a listing does with one backend entry, given what reading its mark gave.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -112,19 +112,23 @@ impl TemplateProvider {
                 Ok(_) => Entry::Skip,
                 // Deleted since the listing: it no longer exists.
                 Err(f) if f.is_no_object() => Entry::Skip,
-                // One unreadable instance does not hide the others.
+                // One unreadable instance does not hide the others, nor does one whose
+                // read the backend refuses for good.
                 Err(Failure::Backend(BackendError::Unreadable(_))) => Entry::Skip,
+                Err(f) if errors::kind_of(Op::ListByTag, f) == ErrorKind::Permanent => Entry::Skip,
                 Err(f) => Entry::Fail(f.clone()),
             };
             match self.breakage().entry(&read, entry) {
                 Entry::Keep(mark) => out.push(self.listed(site, short, &item, mark)),
-                Entry::Skip => {
-                    if let Err(Failure::Backend(BackendError::Unreadable(what))) = &read
-                        && self.logs()
-                    {
+                Entry::Skip => match &read {
+                    Err(Failure::Backend(BackendError::Unreadable(what))) if self.logs() => {
                         warn!(parent: span, site, instance = %item.name, "skipping {what}");
                     }
-                }
+                    Err(f) if !f.is_no_object() && self.logs() => {
+                        warn!(parent: span, site, instance = %item.name, error = %f, "skipping an instance whose mark cannot be read");
+                    }
+                    _ => {}
+                },
                 Entry::Fail(f) => return Err(f),
             }
         }
