@@ -77,6 +77,7 @@ clauses! {
         "with quota=detected before anything is created" => mutants ["no-quota-precheck", "declares-quota-detected-no-precheck"];
         "with quota=backend-reported as the backend refused" => mutants ["backend-quota-refusal-is-transient"];
         "after which a Delete leaves nothing of what was made" => mutants ["backend-quota-delete-keeps-seed"];
+        "Every one of several such Creates running at once as a location's first fails so, whatever work they share." => mutants ["waiting-creates-get-quota-as-transient"];
     }
     "CRE-BACKEND-NOTFOUND" {
         "When a backend call inside Create reports that something is missing (a base volume vanished, say)" => mutants ["create-surfaces-backend-not-found"];
@@ -103,6 +104,8 @@ clauses! {
     "CRE-CONCURRENT" {
         "Several Creates of the same request running at once all return the same ID" => mutants ["create-without-lock"];
         "one instance exists afterwards" => mutants ["create-without-lock"];
+        "Creates of different requests running at once as a location's first all succeed" => mutants ["first-creates-do-not-wait"];
+        "what their instances share is made once." => not_checked "checked through the inventory (kvm2's first Creates share the image they download), but the template's one shared resource, its base image, exists before any Create, so no template mutant makes it twice";
     }
     "GET-AFTER-DELETE" {
         "With delete-return=waits, Get returns NotFound as soon as Delete has returned." => mutants ["declares-delete-waits-returns-early", "get-not-found-is-transient"];

@@ -151,7 +151,7 @@ rules! {
         "An existing resource of the requested name that is not ours (it carries no mark, or a non-empty uid other than the request's) makes Create fail with Permanent, and the resource is left untouched. A marked resource with an empty uid is the same instance: its ID is returned and it is not changed.";
     "CRE-QUOTA", Create, "Short capacity is QuotaExceeded",
         axes: [QuotaMode, DeleteReturn], gate: Some((Axis::QuotaMode, &["detected", "backend-reported"])), hooks: [Capacity], needs: [],
-        "A Create that does not fit in the location's free capacity fails with QuotaExceeded naming what is short, how much is available and how much is needed: with quota=detected before anything is created; with quota=backend-reported as the backend refused, after which a Delete leaves nothing of what was made.";
+        "A Create that does not fit in the location's free capacity fails with QuotaExceeded naming what is short, how much is available and how much is needed: with quota=detected before anything is created; with quota=backend-reported as the backend refused, after which a Delete leaves nothing of what was made. Every one of several such Creates running at once as a location's first fails so, whatever work they share.";
     "CRE-BACKEND-NOTFOUND", Create, "Backend answers inside Create keep their kind",
         axes: [], gate: None, hooks: [Faults, Observation], needs: [],
         "When a backend call inside Create reports that something is missing (a base volume vanished, say), or a part of the instance is removed out of band between Create's steps, Create fails with Transient or recovers; it never returns NotFound. A backend's Permanent answer to any of Create's calls surfaces as Permanent unless Create recovers, and an authentication that fails because access was revoked surfaces as Permanent too.";
@@ -166,7 +166,7 @@ rules! {
         "The created instance reports the request's tag and uid, and (unless created-at=none) a creation time taken during the Create call (written-at-create) or reported by the backend.";
     "CRE-CONCURRENT", Create, "Concurrent Creates of one name make one instance",
         axes: [], gate: None, hooks: [], needs: [],
-        "Several Creates of the same request running at once all return the same ID, and one instance exists afterwards.";
+        "Several Creates of the same request running at once all return the same ID, and one instance exists afterwards. Creates of different requests running at once as a location's first all succeed, and what their instances share is made once.";
     "GET-AFTER-DELETE", Get, "Get after Delete is NotFound",
         axes: [DeleteReturn], gate: None, hooks: [], needs: [],
         "With delete-return=waits, Get returns NotFound as soon as Delete has returned. With delete-return=early, Get returns NotFound within the suite's settle time.";

@@ -404,58 +404,28 @@ pub async fn cre_adopt_guard(cx: &Cx) -> CheckResult {
 pub async fn cre_quota(cx: &Cx) -> CheckResult {
     let cap = cx.capacity()?;
     let loc = cx.loc0().name.clone();
-    // quota=detected promises a precheck; quota=backend-reported only that the backend's
-    // refusal surfaces as QuotaExceeded, after which a Delete takes what was made.
-    let precheck = cx.profile.quota() == crate::profile::QuotaMode::Detected;
+    // Two at once first, as the location's first Creates: a provider that shares
+    // first-use work (an image download) must hand its refusal to every caller.
+    cap.set_free(&loc, Some(0)).await?;
+    let reqs = [cx.request(), cx.request()];
+    let mut tasks = Vec::new();
+    for r in &reqs {
+        let (p, ctx, r) = (cx.p.clone(), cx.ctx(), r.clone());
+        tasks.push(tokio::spawn(async move { p.create(&ctx, &r).await }));
+    }
+    let mut results = Vec::new();
+    for t in tasks {
+        results.push(cx.joined(t.await, "create task")?);
+    }
+    for (n, (req, r)) in reqs.iter().zip(results).enumerate() {
+        let case = format!("no free capacity, Create {} of two at once", n + 1);
+        short_capacity(cx, &case, req, r, 0).await?;
+    }
     for (case, free) in [("no free capacity", 0u64), ("1 MiB free", 1 << 20)] {
         cap.set_free(&loc, Some(free)).await?;
         let req = cx.request();
         let r = cx.p.create(&cx.ctx(), &req).await;
-        match &r {
-            Err(e) => match e.kind() {
-                ErrorKind::QuotaExceeded(q) => {
-                    if q.what.trim().is_empty() || q.needed <= q.available {
-                        cx.violate(
-                            case,
-                            "QuotaExceeded naming what is short, with needed > available",
-                            format!("{q:?}"),
-                        );
-                    }
-                    cx.note(format!(
-                        "{case}: QuotaExceeded {{ what: {:?}, available: {}, needed: {} }}",
-                        q.what, q.available, q.needed
-                    ));
-                }
-                _ => cx.violate(
-                    case,
-                    format!("QuotaExceeded (quota={})", cx.profile.quota()),
-                    describe(e),
-                ),
-            },
-            Ok(_) => cx.violate(
-                case,
-                format!("QuotaExceeded (quota={})", cx.profile.quota()),
-                describe_result(&r),
-            ),
-        }
-        if precheck {
-            nothing_made(cx, &req, case).await?;
-            if let Ok(id) = r {
-                cx.cleanup(&[id]).await;
-            }
-        } else {
-            let id = cx.tb.id_for(&loc, &req.name);
-            cap.set_free(&loc, None).await?;
-            cx.delete_ok(
-                cx.p.as_ref(),
-                &id,
-                &format!("{case}: Delete of what was made"),
-            )
-            .await?;
-            super::get::gone_after_delete(cx, &id, case).await?;
-            super::delete::nothing_left(cx, &req.name, case).await?;
-            cap.set_free(&loc, Some(free)).await?;
-        }
+        short_capacity(cx, case, &req, r, free).await?;
     }
     cap.set_free(&loc, None).await?;
     let req = cx.request();
@@ -463,6 +433,69 @@ pub async fn cre_quota(cx: &Cx) -> CheckResult {
         .create_ok(cx.p.as_ref(), &req, "capacity restored")
         .await?;
     cx.delete_ok(cx.p.as_ref(), &id, "cleanup").await
+}
+
+/// Judges a Create `r` of `req` made with `free` bytes free at the first location:
+/// QuotaExceeded with its figures, and (quota=detected) nothing made, or
+/// (quota=backend-reported) a Delete that takes what was made.
+async fn short_capacity(
+    cx: &Cx,
+    case: &str,
+    req: &CreateRequest,
+    r: crate::Result<ProviderId>,
+    free: u64,
+) -> CheckResult {
+    let cap = cx.capacity()?;
+    let loc = cx.loc0().name.clone();
+    // quota=detected promises a precheck; quota=backend-reported only that the backend's
+    // refusal surfaces as QuotaExceeded, after which a Delete takes what was made.
+    let precheck = cx.profile.quota() == crate::profile::QuotaMode::Detected;
+    match &r {
+        Err(e) => match e.kind() {
+            ErrorKind::QuotaExceeded(q) => {
+                if q.what.trim().is_empty() || q.needed <= q.available {
+                    cx.violate(
+                        case,
+                        "QuotaExceeded naming what is short, with needed > available",
+                        format!("{q:?}"),
+                    );
+                }
+                cx.note(format!(
+                    "{case}: QuotaExceeded {{ what: {:?}, available: {}, needed: {} }}",
+                    q.what, q.available, q.needed
+                ));
+            }
+            _ => cx.violate(
+                case,
+                format!("QuotaExceeded (quota={})", cx.profile.quota()),
+                describe(e),
+            ),
+        },
+        Ok(_) => cx.violate(
+            case,
+            format!("QuotaExceeded (quota={})", cx.profile.quota()),
+            describe_result(&r),
+        ),
+    }
+    if precheck {
+        nothing_made(cx, req, case).await?;
+        if let Ok(id) = r {
+            cx.cleanup(&[id]).await;
+        }
+    } else {
+        let id = cx.tb.id_for(&loc, &req.name);
+        cap.set_free(&loc, None).await?;
+        cx.delete_ok(
+            cx.p.as_ref(),
+            &id,
+            &format!("{case}: Delete of what was made"),
+        )
+        .await?;
+        super::get::gone_after_delete(cx, &id, case).await?;
+        super::delete::nothing_left(cx, &req.name, case).await?;
+        cap.set_free(&loc, Some(free)).await?;
+    }
+    Ok(())
 }
 
 /// CRE-BACKEND-NOTFOUND (also: Permanent answers and failed authentication inside
@@ -928,6 +961,7 @@ pub async fn cre_mark(cx: &Cx) -> CheckResult {
 
 /// CRE-CONCURRENT
 pub async fn cre_concurrent(cx: &Cx) -> CheckResult {
+    different_requests_first(cx).await?;
     let req = cx.request();
     let mut tasks = Vec::new();
     for _ in 0..4 {
@@ -950,4 +984,73 @@ pub async fn cre_concurrent(cx: &Cx) -> CheckResult {
     exists_once(cx, &req, "after concurrent Creates").await?;
     let want = cx.tb.id_for(&cx.loc0().name, &req.name);
     cx.delete_ok(cx.p.as_ref(), &want, "cleanup").await
+}
+
+/// Two different requests at once, as the location's first Creates: a provider that
+/// shares first-use work (a connection, an image download) makes every caller wait
+/// for it, and makes what they share once.
+async fn different_requests_first(cx: &Cx) -> CheckResult {
+    const CASE: &str = "two different requests at once, the location's first Creates";
+    let loc = cx.loc0().name.clone();
+    let shared = |res: Option<Vec<crate::fixture::Resource>>| {
+        let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
+        for r in res.unwrap_or_default() {
+            if r.instance.is_none() {
+                *kinds.entry(r.kind).or_default() += 1;
+            }
+        }
+        kinds
+    };
+    let inventory = cx.tb.inventory();
+    let before = match inventory {
+        Some(inv) => Some(shared(Some(inv.resources(&loc).await?))),
+        None => None,
+    };
+    let reqs = [cx.request(), cx.request()];
+    let mut tasks = Vec::new();
+    for r in &reqs {
+        let (p, ctx, r) = (cx.p.clone(), cx.ctx(), r.clone());
+        tasks.push(tokio::spawn(async move { p.create(&ctx, &r).await }));
+    }
+    let mut ids = Vec::new();
+    for (req, t) in reqs.iter().zip(tasks) {
+        match cx.joined(t.await, "create task")? {
+            Ok(id) => {
+                let want = cx.tb.id_for(&loc, &req.name);
+                if id != want {
+                    cx.violate(CASE, format!("the ID {want}"), id.to_string());
+                }
+                ids.push(id);
+            }
+            Err(e) => cx.violate(CASE, "every Create to succeed", describe(&e)),
+        }
+    }
+    for req in &reqs {
+        exists_once(cx, req, CASE).await?;
+    }
+    match (inventory, before) {
+        (Some(inv), Some(before)) => {
+            let after = shared(Some(inv.resources(&loc).await?));
+            let doubled: Vec<String> = after
+                .iter()
+                .filter(|(k, n)| **n > before.get(*k).copied().unwrap_or(0) + 1)
+                .map(|(k, n)| format!("{n}×{k}"))
+                .collect();
+            if !doubled.is_empty() {
+                cx.violate(
+                    CASE,
+                    "what the instances share made once",
+                    format!("{} (shared before: {before:?})", doubled.join(", ")),
+                );
+            }
+            cx.note(format!("{CASE}: both made; shared resources {after:?}"));
+        }
+        _ => cx.not_checked(
+            "what Creates at once share is made once (inventory)",
+            "the fixture lacks the inventory hook",
+        ),
+    }
+    cx.cleanup(&ids).await;
+    cx.settle_deletions().await;
+    Ok(())
 }

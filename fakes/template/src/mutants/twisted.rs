@@ -108,6 +108,12 @@ enum Twist {
     CheckReadyWithReason,
     /// A refused site is reported as a Timeout.
     CheckRefusedIsTimeout,
+    /// The first Create takes a while to set the provider up; a Create of another
+    /// name that arrives meanwhile fails with Transient instead of waiting for it.
+    FirstCreatesDoNotWait,
+    /// The first Create takes a while to set the provider up; a Create that arrived
+    /// meanwhile and is refused for capacity reports Transient.
+    WaitersQuotaTransient,
 }
 
 /// The correct provider with one API-visible behaviour twisted.
@@ -119,6 +125,11 @@ struct Twisted {
     created: Mutex<HashSet<ProviderId>>,
     /// How many listings this provider has answered.
     listings: AtomicUsize,
+    /// The first Create's setup, while it runs: another Create arriving meanwhile is
+    /// a waiter.
+    first: tokio::sync::Mutex<bool>,
+    /// Whether that setup is done.
+    set_up: std::sync::atomic::AtomicBool,
 }
 
 /// A context like `ctx` (span kept) that hears of its caller's deadline and
@@ -203,6 +214,31 @@ impl Twisted {
             }
             _ => ctx.clone(),
         }
+    }
+
+    /// The first Create's setup (for the twists that have one): the first caller holds
+    /// it for 100 ms; returns whether this caller arrived while it was held.
+    async fn first_setup(&self) -> bool {
+        if !matches!(
+            self.twist,
+            Twist::FirstCreatesDoNotWait | Twist::WaitersQuotaTransient
+        ) {
+            return false;
+        }
+        if self.set_up.load(Ordering::SeqCst) {
+            return false;
+        }
+        let Ok(mut done) = self.first.try_lock() else {
+            // Held: another Create is setting up. Wait for it, as a waiter.
+            drop(self.first.lock().await);
+            return true;
+        };
+        if !*done {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            *done = true;
+            self.set_up.store(true, Ordering::SeqCst);
+        }
+        false
     }
 
     /// An instance as Get or a listing reports it.
@@ -327,6 +363,15 @@ impl Provider for Twisted {
             if let Some(r) = self.create_early(&ctx, req).await {
                 return r;
             }
+            let waited = self.first_setup().await;
+            if waited && self.twist == Twist::FirstCreatesDoNotWait {
+                return Err(Error::new(
+                    self.inner.name(),
+                    Op::Create,
+                    ErrorKind::Transient,
+                    "the provider is still being set up",
+                ));
+            }
             let r = if self.twist == Twist::SpanCarriesCloudInit {
                 let span = tracing::info_span!(
                     parent: ctx.span(),
@@ -357,6 +402,13 @@ impl Provider for Twisted {
             r.map_err(|e| {
                 let e = self.on_cancel(&ctx, self.err(e));
                 match (self.twist, e.kind()) {
+                    (Twist::WaitersQuotaTransient, ErrorKind::QuotaExceeded(_)) if waited => self
+                        .recast(
+                            e,
+                            Op::Create,
+                            ErrorKind::Transient,
+                            "the shared setup failed",
+                        ),
                     (Twist::ErrorCarriesCloudInit, _) => {
                         let msg =
                             format!("{} (user data {:?})", e.message(), req.cloud_init.expose());
@@ -571,6 +623,8 @@ macro_rules! twisted {
                 deleted: Mutex::default(),
                 created: Mutex::default(),
                 listings: AtomicUsize::new(0),
+                first: tokio::sync::Mutex::new(false),
+                set_up: Default::default(),
             })
         })*
     };
@@ -630,4 +684,6 @@ twisted! {
     check_overstays_deadline => CheckOverstaysDeadline,
     check_ready_with_reason => CheckReadyWithReason,
     check_refused_is_timeout => CheckRefusedIsTimeout,
+    first_creates_do_not_wait => FirstCreatesDoNotWait,
+    waiters_quota_transient => WaitersQuotaTransient,
 }
