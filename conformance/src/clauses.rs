@@ -262,6 +262,7 @@ clauses! {
         "a refused location Unreachable" => mutants ["check-refused-is-timeout"];
         "a black-holed one Timeout" => mutants ["check-timeout-is-unreachable"];
         "one that takes the connection and never answers a call Timeout" => mutants ["check-timeout-is-unreachable"];
+        "one that takes the connection and refuses every call for good (a permanent error, as an access-control denial) AuthFailed" => mutants ["check-denied-is-unreachable"];
         "credentials revoked with nothing in their place AuthFailed" => mutants ["check-auth-is-unreachable"];
         "a host key other than the trusted one HostKeyRejected" => mutants ["check-host-key-is-auth-failed"];
         "a credential file that is not there CredentialsUnavailable" => mutants ["check-no-credentials-is-auth-failed"];

@@ -761,7 +761,9 @@ func (p *templateProvider) checkSite(ctx context.Context, site string) provider.
 	switch {
 	case errors.As(err, &in):
 		reason = "Timeout"
-	case isKind(err, errAuthFailed):
+	case isKind(err, errAuthFailed), isKind(err, errDenied):
+		// A site that takes the connection and denies the calls: our identity
+		// lacks what the calls need.
 		reason = "AuthFailed"
 	case isKind(err, errHostKeyRejected):
 		reason = "HostKeyRejected"

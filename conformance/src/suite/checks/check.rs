@@ -153,6 +153,9 @@ enum Cause {
     Reach(Reachability),
     /// The location takes the connection and never answers a call on it.
     Silent,
+    /// The location takes the connection and refuses every call for good, as an
+    /// access-control denial does.
+    Denied,
     Access(AccessBreak),
 }
 
@@ -176,11 +179,17 @@ pub async fn chk_reasons(cx: &Cx) -> CheckResult {
             Cause::Silent,
             HealthReason::Timeout,
         ));
+        cases.push((
+            "first location denying every call",
+            Cause::Denied,
+            HealthReason::AuthFailed,
+        ));
     } else {
         for what in [
             "a refused location gives Unreachable",
             "a black-holed location gives Timeout",
             "a location that answers no call gives Timeout",
+            "a location that denies every call gives AuthFailed",
         ] {
             cx.not_checked(what, "the fixture has no faults hook");
         }
@@ -193,11 +202,15 @@ pub async fn chk_reasons(cx: &Cx) -> CheckResult {
         match cause {
             Cause::None => {}
             Cause::Reach(r) => cx.faults()?.set_reachability(&loc, r).await?,
-            Cause::Silent => {
+            Cause::Silent | Cause::Denied => {
                 cx.inject(FaultSpec {
                     location: Some(loc.clone()),
                     trigger: Trigger::Always,
-                    kind: FaultKind::Hang,
+                    kind: if matches!(cause, Cause::Silent) {
+                        FaultKind::Hang
+                    } else {
+                        FaultKind::Permanent
+                    },
                 })?;
             }
             Cause::Access(how) => {
@@ -225,7 +238,7 @@ pub async fn chk_reasons(cx: &Cx) -> CheckResult {
                     .set_reachability(&loc, Reachability::Up)
                     .await?
             }
-            Cause::Silent => cx.faults()?.clear(),
+            Cause::Silent | Cause::Denied => cx.faults()?.clear(),
             Cause::Access(_) => {
                 if let Some(rot) = cx.tb.rotation() {
                     rot.restore_access(&loc).await?;

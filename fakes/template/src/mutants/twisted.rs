@@ -53,6 +53,8 @@ enum Twist {
     CheckTimeoutIsUnreachable,
     CheckInventsReason,
     CheckAuthIsUnreachable,
+    /// A site that denies the check's calls is reported Unreachable.
+    CheckDeniedIsUnreachable,
     CheckHostKeyIsAuthFailed,
     CheckNoCredentialsIsAuthFailed,
     CheckEverythingUnreachable,
@@ -684,6 +686,7 @@ twisted! {
     check_overstays_deadline => CheckOverstaysDeadline,
     check_ready_with_reason => CheckReadyWithReason,
     check_refused_is_timeout => CheckRefusedIsTimeout,
+    check_denied_is_unreachable => CheckDeniedIsUnreachable,
     first_creates_do_not_wait => FirstCreatesDoNotWait,
     waiters_quota_transient => WaitersQuotaTransient,
 }

@@ -76,7 +76,11 @@ impl TemplateProvider {
             Err(f) => {
                 let reason = match &f {
                     Failure::Interrupted(_) => HealthReason::Timeout,
-                    Failure::Backend(BackendError::AuthFailed) => HealthReason::AuthFailed,
+                    // A site that takes the connection and denies the calls: our
+                    // identity lacks what the calls need.
+                    Failure::Backend(BackendError::AuthFailed | BackendError::Denied(_)) => {
+                        HealthReason::AuthFailed
+                    }
                     Failure::Backend(BackendError::HostKeyRejected) => {
                         HealthReason::HostKeyRejected
                     }

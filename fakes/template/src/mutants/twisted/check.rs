@@ -36,6 +36,14 @@ impl Checker for Twisted {
                 Twist::CheckAuthIsUnreachable => {
                     rename(&mut h, HealthReason::AuthFailed, HealthReason::Unreachable)
                 }
+                Twist::CheckDeniedIsUnreachable => {
+                    for x in h
+                        .iter_mut()
+                        .filter(|x| x.message.contains("operation denied"))
+                    {
+                        x.reason = HealthReason::Unreachable;
+                    }
+                }
                 Twist::CheckHostKeyIsAuthFailed => rename(
                     &mut h,
                     HealthReason::HostKeyRejected,
