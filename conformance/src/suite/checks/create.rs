@@ -44,14 +44,14 @@ pub(crate) async fn exists_once(cx: &Cx, req: &CreateRequest, at: &str) -> Check
             format!("listed {n} times"),
         );
     }
-    if let Some(res) = cx
-        .inventory_for(
+    let made = super::honesty::made_inventoried(cx, &location_of(cx, req), &req.name).await?;
+    if made.is_none() {
+        cx.not_checked(
             "no backend resource made twice (inventory)",
-            &location_of(cx, req),
-            &req.name,
-        )
-        .await?
-    {
+            "the fixture has no inventory hook",
+        );
+    }
+    if let Some(res) = made {
         let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
         for r in &res {
             *kinds.entry(r.split(':').next().unwrap_or("")).or_default() += 1;
@@ -355,6 +355,7 @@ pub(crate) async fn nothing_made(cx: &Cx, req: &CreateRequest, at: &str) -> Chec
 pub async fn cre_adopt_guard(cx: &Cx) -> CheckResult {
     let planting = cx.planting()?;
     let loc = cx.loc0().clone();
+    super::honesty::fingerprint_bites(cx, &loc.name).await?;
     let tag = cx.tag();
     let cases = [
         ("unmarked resource", Plant::Unmarked, false),

@@ -291,6 +291,7 @@ pub async fn del_resume(cx: &Cx) -> CheckResult {
 pub async fn del_ownership(cx: &Cx) -> CheckResult {
     let planting = cx.planting()?;
     let loc = cx.loc0().name.clone();
+    super::honesty::fingerprint_bites(cx, &loc).await?;
     let name = cx.name();
     planting.plant(&loc, &name, Plant::Unmarked).await?;
     let before = planting.inspect(&loc, &name).await?;

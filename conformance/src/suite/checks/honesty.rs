@@ -1,0 +1,84 @@
+//! Checks of the fixture where a lie would make a rule vacuous: a rule that judges
+//! "untouched" by comparing fingerprints first shows that the planting hook's
+//! fingerprint changes when the suite changes the resource, and a rule that finds
+//! what a Create made through the inventory first sees the inventory show it. A hook
+//! that fails the test is the harness's Error, naming the hook, never a Pass.
+
+use crate::fixture::{Part, Plant, Power};
+use crate::suite::cx::{CheckError, CheckResult, Cx};
+
+/// Shows that `planting/inspect` reflects what the rule's judgement relies on: a
+/// resource planted at `location` is inspected, then changed out of band (its power,
+/// with the state-control hook; then its primary part removed), and each change must
+/// change its fingerprint. Removes the probe afterwards.
+pub(crate) async fn fingerprint_bites(cx: &Cx, location: &str) -> CheckResult {
+    let planting = cx.planting()?;
+    let name = cx.name();
+    planting.plant(location, &name, Plant::Unmarked).await?;
+    let r = changes_seen(cx, location, &name).await;
+    planting.remove(location, &name).await?;
+    r
+}
+
+async fn changes_seen(cx: &Cx, location: &str, name: &str) -> CheckResult {
+    let planting = cx.planting()?;
+    let mut last = planting.inspect(location, name).await?;
+    if last.is_none() {
+        return Err(CheckError::Harness(format!(
+            "the planting hook's inspect found nothing of {name}, which it had just planted at {location}"
+        )));
+    }
+    let mut seen = Vec::new();
+    if let Some(sc) = cx.tb.state_control() {
+        // Running, then stopped: whatever it was planted as, the two differ in power.
+        sc.set_power(location, name, Power::Running).await?;
+        last = planting.inspect(location, name).await?;
+        sc.set_power(location, name, Power::Stopped).await?;
+        let now = planting.inspect(location, name).await?;
+        seen.push(("its power state went from running to stopped", now != last));
+        last = now;
+    }
+    planting.remove_part(location, name, Part::Primary).await?;
+    let now = planting.inspect(location, name).await?;
+    seen.push(("its primary part removed", now != last));
+    let unseen: Vec<&str> = seen
+        .iter()
+        .filter(|(_, changed)| !changed)
+        .map(|(w, _)| *w)
+        .collect();
+    if !unseen.is_empty() {
+        return Err(CheckError::Harness(format!(
+            "the planting hook's inspect gave the same fingerprint of a planted resource after {}: \
+             a fingerprint must change with the resource's power state, parts and mark, or the \
+             rule's \"untouched\" judgement tests nothing",
+            unseen.join(" and ")
+        )));
+    }
+    cx.note(format!(
+        "the planting hook's fingerprint changed with each of: {}",
+        seen.iter().map(|(w, _)| *w).collect::<Vec<_>>().join(", ")
+    ));
+    Ok(())
+}
+
+/// What the inventory shows of `name` at `location` right after a Create of it
+/// succeeded: `None` without the inventory hook; an inventory that shows nothing of it
+/// is the harness's Error (every "nothing left" and "nothing made twice" judgement
+/// would test nothing).
+pub(crate) async fn made_inventoried(
+    cx: &Cx,
+    location: &str,
+    name: &str,
+) -> CheckResult<Option<Vec<String>>> {
+    let got = cx.inventory_of(location, name).await?;
+    if let Some(res) = &got
+        && res.is_empty()
+    {
+        return Err(CheckError::Harness(format!(
+            "the inventory hook shows nothing of {name} at {location}, which a Create just made: \
+             an inventory must list every backend resource of an instance, or the rules that \
+             judge what is left or made twice test nothing"
+        )));
+    }
+    Ok(got)
+}
