@@ -92,7 +92,7 @@ func (s *server) operation(ctx context.Context, method string, id uint64, params
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(*q.DeadlineMs)*time.Millisecond)
 		defer cancel()
 	}
-	ctx = withScope(ctx, &scope{send: s.notify, request: id})
+	ctx = withScope(ctx, &scope{send: s.telemetry(id), request: id})
 	switch method {
 	case "provider/create":
 		newID, err := p.Create(ctx, q.Request)

@@ -108,6 +108,11 @@ type server struct {
 	providers  map[uint64]served
 	inflight   map[uint64]context.CancelFunc
 	nextHandle uint64
+
+	// tmu guards open: the requests whose telemetry is still sent. It is held while
+	// a notification or a reply is queued, so no telemetry follows its reply.
+	tmu  sync.Mutex
+	open map[uint64]bool
 }
 
 // Serve answers the protocol on r and w until r ends or ctx ends: it reads requests,
@@ -124,6 +129,7 @@ func Serve(ctx context.Context, fixture Fixture, r io.Reader, w io.Writer) error
 		testbeds:  map[uint64]Testbed{},
 		providers: map[uint64]served{},
 		inflight:  map[uint64]context.CancelFunc{},
+		open:      map[uint64]bool{},
 	}
 	writeErr := make(chan error, 1)
 	go func() {
@@ -254,6 +260,19 @@ func (s *server) send(line []byte) {
 	}
 }
 
+// telemetry sends a notification of request id, or drops it once the request was
+// answered: a span ended or a line logged by a goroutine that outlived its request
+// would otherwise follow the reply, which the suite takes as a protocol failure.
+func (s *server) telemetry(id uint64) func(method string, params interface{}) {
+	return func(method string, params interface{}) {
+		s.tmu.Lock()
+		defer s.tmu.Unlock()
+		if s.open[id] {
+			s.notify(method, params)
+		}
+	}
+}
+
 func (s *server) notify(method string, params interface{}) {
 	b, err := json.Marshal(map[string]interface{}{"jsonrpc": "2.0", "method": method, "params": params})
 	if err == nil {
@@ -366,7 +385,13 @@ func (s *server) dispatch(ctx context.Context, line []byte, wg *sync.WaitGroup) 
 			s.mu.Unlock()
 			cancel()
 		}()
+		s.tmu.Lock()
+		s.open[id] = true
+		s.tmu.Unlock()
 		result, e := s.safeHandle(rctx, method, id, params)
+		s.tmu.Lock()
+		defer s.tmu.Unlock()
+		delete(s.open, id)
 		if e != nil {
 			s.replyErr(rawID, e)
 		} else {

@@ -16,6 +16,9 @@ import (
 	"time"
 )
 
+// stragglerDone says the straggler's goroutine has sent (or dropped) its telemetry.
+var stragglerDone = make(chan struct{}, 1)
+
 // fakeProvider answers Get by the ID it is asked for, so each test picks a behaviour.
 type fakeProvider struct{}
 
@@ -45,6 +48,16 @@ func (fakeProvider) Get(ctx context.Context, id string) (Instance, error) {
 		return Instance{}, NewQuotaError("fake", OpGet, Quota{What: "site-a", Available: 1, Needed: 2}, cause)
 	case "boom":
 		return Instance{}, errors.New("wires crossed")
+	case "straggler":
+		// A goroutine that outlives the request and logs after its reply.
+		ctx, sp := StartSpan(ctx, "fake.get", LevelInfo)
+		go func() {
+			time.Sleep(50 * time.Millisecond)
+			Log(ctx, LevelWarn, "late")
+			sp.End()
+			stragglerDone <- struct{}{}
+		}()
+		return Instance{ID: id, Name: "web-1", State: Stopped}, nil
 	case "traced":
 		ctx, sp := StartSpan(ctx, "fake.get", LevelInfo, F("id", id))
 		cctx, child := StartSpan(ctx, "fake.lookup", LevelDebug)
@@ -358,6 +371,27 @@ func TestContractErrorCarriesQuotaAndChain(t *testing.T) {
 	src := ce["source"].([]interface{})
 	if len(src) != 2 || src[0] != "device quota: disk pool full" || src[1] != "disk pool full" {
 		t.Fatalf("source chain %v, want outermost first", src)
+	}
+}
+
+func TestTelemetryAfterTheReplyIsDropped(t *testing.T) {
+	c := start(t, &fakeFixture{})
+	c.open()
+	c.send(`{"jsonrpc":"2.0","id":21,"method":"provider/get","params":{"provider":2,"id":"straggler"}}`)
+	if m := c.next(); m["method"] != "$/span/start" {
+		t.Fatalf("first line %v, want the span's start", m)
+	}
+	if r := c.next(); r["id"] != 21.0 {
+		t.Fatalf("second line %v, want the reply", r)
+	}
+	select {
+	case <-stragglerDone:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the straggler never finished")
+	}
+	c.send(`{"jsonrpc":"2.0","id":22,"method":"testbed/malformed_ids","params":{"testbed":1}}`)
+	if m := c.next(); m["id"] != 22.0 {
+		t.Fatalf("after the reply the provider sent %v, want nothing before the next reply", m)
 	}
 }
 
