@@ -89,8 +89,12 @@ struct Pending {
 #[derive(Default)]
 struct State {
     pending: HashMap<u64, Pending>,
-    spans: HashMap<u64, Span>,
+    /// Open remote spans: the re-created span and the request it belongs to.
+    spans: HashMap<u64, (Span, u64)>,
     failure: Option<String>,
+    /// Whether the failure is a wedge: a request the provider left unanswered past
+    /// the hook timeout.
+    wedged: bool,
 }
 
 /// What the reader and writer tasks share with callers.
@@ -134,6 +138,24 @@ impl Conn {
     /// The failure that broke the connection, if it broke.
     pub(crate) fn failure(&self) -> Option<String> {
         self.lock().failure.clone()
+    }
+
+    /// Whether the connection broke because the provider stopped answering.
+    pub(crate) fn wedged(&self) -> bool {
+        self.lock().wedged
+    }
+
+    /// Breaks the connection because a request went unanswered past the hook
+    /// timeout: the provider is treated as wedged, and closing the connection ends a
+    /// process the suite started.
+    pub(crate) fn fail_wedged(&self, why: String) {
+        {
+            let mut st = self.lock();
+            if st.failure.is_none() {
+                st.wedged = true;
+            }
+        }
+        self.fail(why);
     }
 
     /// Breaks the connection: every pending call and every later one gets `why`.
@@ -357,8 +379,13 @@ impl Conn {
                 SPAN_START => self.span_start(parse(SPAN_START, params)?),
                 SPAN_END => {
                     let p: SpanEndParams = parse(SPAN_END, params)?;
-                    self.lock().spans.remove(&p.span);
-                    Ok(())
+                    match self.lock().spans.remove(&p.span) {
+                        Some(_) => Ok(()),
+                        None => Err(format!(
+                            "the provider sent $/span/end for span {}, which is not open (never started, already ended, or its request already answered)",
+                            p.span
+                        )),
+                    }
                 }
                 EVENT => self.event(parse(EVENT, params)?),
                 _ => Err(format!(
@@ -397,7 +424,15 @@ impl Conn {
                 ));
             }
         };
-        let pending = self.lock().pending.remove(&id);
+        let pending = {
+            let mut st = self.lock();
+            let p = st.pending.remove(&id);
+            if p.is_some() {
+                // A request's telemetry comes before its reply; its spans close here.
+                st.spans.retain(|_, (_, r)| *r != id);
+            }
+            p
+        };
         match pending {
             Some(p) => {
                 if let Some(r) = p.reply {
@@ -416,9 +451,12 @@ impl Conn {
 
     fn span_start(&self, p: SpanStartParams) -> Result<(), String> {
         let mut st = self.lock();
+        let Some(request) = st.pending.get(&p.request) else {
+            return Err(not_in_flight(SPAN_START, p.request));
+        };
         let parent = match p.parent.and_then(|s| st.spans.get(&s)) {
-            Some(s) => s.id(),
-            None => st.pending.get(&p.request).and_then(|q| q.caller.id()),
+            Some((s, _)) => s.id(),
+            None => request.caller.id(),
         };
         let fields = fields_text(&p.fields);
         let name = p.name;
@@ -434,16 +472,19 @@ impl Conn {
             WireLevel::DEBUG => at!(Level::DEBUG),
             WireLevel::TRACE => at!(Level::TRACE),
         };
-        st.spans.insert(p.span, span);
+        st.spans.insert(p.span, (span, p.request));
         Ok(())
     }
 
     fn event(&self, p: EventParams) -> Result<(), String> {
         let parent = {
             let st = self.lock();
+            let Some(request) = st.pending.get(&p.request) else {
+                return Err(not_in_flight(EVENT, p.request));
+            };
             match p.span.and_then(|s| st.spans.get(&s)) {
-                Some(s) => s.id(),
-                None => st.pending.get(&p.request).and_then(|q| q.caller.id()),
+                Some((s, _)) => s.id(),
+                None => request.caller.id(),
             }
         };
         let msg = p.message;
@@ -513,6 +554,13 @@ impl Drop for Abandon<'_> {
             }
         }
     }
+}
+
+/// A telemetry notification naming a request the suite is not waiting on.
+fn not_in_flight(method: &str, request: u64) -> String {
+    format!(
+        "the provider sent {method} for request {request}, which is not in flight (never sent, or already answered: telemetry comes before its request's reply)"
+    )
 }
 
 fn to_value<P: Serialize>(p: &P) -> Value {
@@ -608,31 +656,45 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         }
         .await;
         if let Err(e) = r {
-            conn.fail(format!("could not write to the provider: {e}"));
+            let why = match exit_status(&conn).await {
+                Some(s) => format!("the provider process exited ({s})"),
+                None => format!("could not write to the provider: {e}"),
+            };
+            conn.fail(why);
             break;
         }
     }
     let _ = w.shutdown().await;
 }
 
+/// Where a failure on the provider's output happened, and what its output is for.
+fn at_line(why: String, n: u64) -> String {
+    format!(
+        "{why}, at line {n} of its output; stdout is reserved for protocol messages (write anything else to stderr)"
+    )
+}
+
 async fn read_loop<R: AsyncRead + Unpin>(conn: Arc<Conn>, r: R) {
     let mut lines = FramedRead::new(r, LinesCodec::new_with_max_length(MAX_LINE));
+    let mut n: u64 = 0;
     loop {
         let next = tokio::select! {
             l = lines.next() => l,
             _ = conn.closed() => return,
         };
+        n += 1;
         let why = match next {
             Some(Ok(line)) if line.trim().is_empty() => continue,
             Some(Ok(line)) => match conn.on_line(&line) {
                 Ok(()) => continue,
-                Err(why) => why,
+                Err(why) => at_line(why, n),
             },
-            Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
-                format!("the provider sent a line longer than {MAX_LINE} bytes")
-            }
+            Some(Err(LinesCodecError::MaxLineLengthExceeded)) => at_line(
+                format!("the provider sent a line longer than {MAX_LINE} bytes"),
+                n,
+            ),
             Some(Err(LinesCodecError::Io(e))) if e.kind() == std::io::ErrorKind::InvalidData => {
-                "the provider sent a line that is not UTF-8".into()
+                at_line("the provider sent a line that is not UTF-8".into(), n)
             }
             Some(Err(LinesCodecError::Io(e))) => format!("reading from the provider failed: {e}"),
             None => closed_text(&conn).await,
@@ -651,24 +713,33 @@ async fn closed_text(conn: &Conn) -> String {
     } else {
         format!(" while {during} awaited a reply")
     };
+    match exit_status(conn).await {
+        Some(s) => format!("the provider process exited ({s}){during}"),
+        None => format!("the provider closed its output (stdout){during}"),
+    }
+}
+
+/// How the provider process ended, when it is a process and it ended within 200 ms.
+async fn exit_status(conn: &Conn) -> Option<String> {
     let has_status = conn
         .exit_status
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .is_some();
-    if has_status {
-        for _ in 0..20 {
-            let status = conn
-                .exit_status
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .as_mut()
-                .and_then(|f| f());
-            if let Some(s) = status {
-                return format!("the provider process exited ({s}){during}");
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+    if !has_status {
+        return None;
     }
-    format!("the provider closed its output (stdout){during}")
+    for _ in 0..20 {
+        let status = conn
+            .exit_status
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+            .and_then(|f| f());
+        if status.is_some() {
+            return status;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    None
 }

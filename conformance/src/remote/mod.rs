@@ -15,7 +15,9 @@ pub mod proto;
 pub mod schema;
 mod serve;
 
-pub use bridge::{Connector, Endpoint, ExitStatus, Link, RemoteFixture, RemoteOptions};
+pub use bridge::{
+    Connector, Endpoint, ExitStatus, Link, RemoteFixture, RemoteOptions, StartFailure,
+};
 pub use conn::{REMOTE_SPAN, REMOTE_TARGET, STDERR_TARGET};
 pub use serve::{TelemetryLayer, install_telemetry, serve, serve_socket, serve_stdio};
 

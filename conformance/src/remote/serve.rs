@@ -5,7 +5,9 @@
 //! Every request runs as a task of its own, so requests are handled concurrently and
 //! answered in any order. A provider operation runs under a request span; the
 //! [`TelemetryLayer`] forwards the spans and events below it as notifications, sent
-//! before the operation's reply.
+//! before the operation's reply; what a request emits after its reply was queued (a
+//! span a background task still holds, a line logged after a cancellation) is
+//! dropped, since the suite takes such telemetry as a protocol failure.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -53,7 +55,21 @@ fn sink(conn: u64) -> Option<mpsc::UnboundedSender<String>> {
         .cloned()
 }
 
-fn notify(conn: u64, method: &str, params: &impl Serialize) {
+/// The requests whose telemetry is still sent, by connection and request id: from
+/// the operation's start until its reply is queued. The lock is held while a
+/// notification or a reply is queued, so no telemetry follows its request's reply.
+fn open_requests() -> &'static Mutex<std::collections::HashSet<(u64, u64)>> {
+    static OPEN: OnceLock<Mutex<std::collections::HashSet<(u64, u64)>>> = OnceLock::new();
+    OPEN.get_or_init(Mutex::default)
+}
+
+/// Sends a telemetry notification of `request`, or drops it once the request was
+/// answered (a span a background task still holds, an event after a cancellation).
+fn notify(conn: u64, request: u64, method: &str, params: &impl Serialize) {
+    let open = open_requests().lock().unwrap_or_else(|e| e.into_inner());
+    if !open.contains(&(conn, request)) {
+        return;
+    }
     if let Some(tx) = sink(conn) {
         let line = json!({"jsonrpc": "2.0", "method": method, "params": params});
         let _ = tx.send(line.to_string());
@@ -158,6 +174,7 @@ where
         });
         notify(
             conn,
+            request,
             SPAN_START,
             &SpanStartParams {
                 request,
@@ -188,6 +205,7 @@ where
         event.record(&mut f);
         notify(
             conn,
+            request,
             EVENT,
             &EventParams {
                 request,
@@ -203,7 +221,7 @@ where
         let Some(span) = ctx.span(&id) else { return };
         let ext = span.extensions();
         if let Some(p) = ext.get::<Forwarded>() {
-            notify(p.conn, SPAN_END, &SpanEndParams { span: p.span });
+            notify(p.conn, p.request, SPAN_END, &SpanEndParams { span: p.span });
         }
     }
 }
@@ -421,7 +439,7 @@ where
 impl Server {
     fn reply_ok(&self, id: Value, result: Value) {
         let line = json!({"jsonrpc": "2.0", "id": id, "result": result});
-        let _ = self.out.send(line.to_string());
+        self.reply(&id, line);
     }
 
     fn reply_err(&self, id: Value, f: Fail) {
@@ -430,6 +448,15 @@ impl Server {
             "id": id,
             "error": {"code": f.code, "message": f.message},
         });
+        self.reply(&id, line);
+    }
+
+    /// Queues a reply; the request's telemetry stops here.
+    fn reply(&self, id: &Value, line: Value) {
+        let mut open = open_requests().lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(id) = id.as_u64() {
+            open.remove(&(self.conn, id));
+        }
         let _ = self.out.send(line.to_string());
     }
 
@@ -477,6 +504,10 @@ impl Server {
     /// The context of an operation: the deadline it carried, a token `$/cancel`
     /// fires, and the request span its telemetry hangs under.
     fn ctx(&self, id: u64, deadline_ms: Option<u64>) -> Ctx {
+        open_requests()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((self.conn, id));
         let span = tracing::info_span!(REQUEST_SPAN, cf_conn = self.conn, cf_request = id);
         let token = CancellationToken::new();
         self.inflight

@@ -324,6 +324,14 @@ enum Misstep {
     CloseOutput,
     /// Answers that the method panicked.
     Panic,
+    /// Prints a line of its own to stdout (a stray `print`), then answers.
+    StrayLine,
+    /// Opens a span for a request that is not in flight, then answers.
+    SpanOfUnknownRequest,
+    /// Ends a span it never started, then answers.
+    EndOfUnstartedSpan,
+    /// Logs for the request after answering it.
+    EventAfterReply,
 }
 
 fn facts() -> InitializeResult {
@@ -395,6 +403,24 @@ fn scripted(at: &'static str, misstep: Misstep) -> Connector {
                             Misstep::Panic => json!({"jsonrpc": "2.0", "id": id,
                                 "error": {"code": PROVIDER_PANICKED, "message": "index out of bounds"}})
                             .to_string(),
+                            Misstep::StrayLine => format!("debug: token=hunter2\n{answer}"),
+                            Misstep::SpanOfUnknownRequest => format!(
+                                "{}\n{answer}",
+                                json!({"jsonrpc": "2.0", "method": "$/span/start", "params": {
+                                    "request": 999_999, "span": 1, "parent": null,
+                                    "name": "x.create", "level": "INFO", "fields": {}}})
+                            ),
+                            Misstep::EndOfUnstartedSpan => format!(
+                                "{}\n{answer}",
+                                json!({"jsonrpc": "2.0", "method": "$/span/end",
+                                    "params": {"span": 4242}})
+                            ),
+                            Misstep::EventAfterReply => format!(
+                                "{answer}\n{}",
+                                json!({"jsonrpc": "2.0", "method": "$/event", "params": {
+                                    "request": id, "span": null, "level": "INFO",
+                                    "message": "late", "fields": {}}})
+                            ),
                             Misstep::CloseOutput => {
                                 let _ = w.shutdown().await;
                                 // Keep reading so the suite's writes do not fail first.
@@ -503,6 +529,46 @@ fn closed_output_is_an_error_naming_it() {
 }
 
 #[test]
+fn a_stray_stdout_line_is_an_error_citing_its_position_and_what_stdout_is_for() {
+    // Requests 1-2 are initialize and fixture/open, 3 testbed/request: the stray line
+    // comes before the reply to provider/create, the fourth request, as line 4.
+    let (outcome, reason, _) = rule_against("provider/create", Misstep::StrayLine);
+    assert_eq!(outcome, Outcome::Error, "{reason}");
+    assert!(
+        reason.contains("the connection to the provider failed")
+            && reason.contains("not JSON")
+            && reason.contains("at line ")
+            && reason.contains(" of its output")
+            && reason.contains("stdout is reserved for protocol messages"),
+        "{reason}"
+    );
+    assert!(!reason.contains("hunter2"), "{reason}");
+}
+
+#[test]
+fn telemetry_of_a_request_not_in_flight_is_an_error_naming_it() {
+    assert_error_naming(
+        "provider/create",
+        Misstep::SpanOfUnknownRequest,
+        "$/span/start for request 999999, which is not in flight",
+    );
+    assert_error_naming(
+        "provider/create",
+        Misstep::EventAfterReply,
+        "$/event for request",
+    );
+}
+
+#[test]
+fn the_end_of_a_span_never_started_is_an_error_naming_it() {
+    assert_error_naming(
+        "provider/create",
+        Misstep::EndOfUnstartedSpan,
+        "$/span/end for span 4242, which is not open",
+    );
+}
+
+#[test]
 fn a_failure_in_a_synchronous_hook_is_an_error_too() {
     assert_error_naming("testbed/request", Misstep::NotJson, "not JSON");
 }
@@ -564,6 +630,129 @@ fn a_process_that_exits_mid_call_is_an_error_naming_it_and_the_next_testbed_star
         assert!(reason.contains("exited"), "round {round}: {reason}");
         assert!(reason.contains("exit status: 7"), "round {round}: {reason}");
     }
+}
+
+/// A provider that answers initialize and fixture/open on its first connection and
+/// then nothing; on every later connection it answers nothing at all.
+fn wedging(connections: Arc<std::sync::atomic::AtomicU32>) -> Connector {
+    Arc::new(move || {
+        let n = connections.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Box::pin(async move {
+            let (suite, provider) = tokio::io::duplex(1 << 16);
+            let (r, mut w) = tokio::io::split(provider);
+            tokio::spawn(async move {
+                let mut lines = BufReader::new(r).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let msg: Value = serde_json::from_str(&line).unwrap();
+                    let result = match msg["method"].as_str() {
+                        Some("initialize") if n == 0 => serde_json::to_value(facts()).unwrap(),
+                        Some("fixture/open") if n == 0 => json!({"testbed": 1, "provider": {
+                            "provider": 2, "name": "scripted",
+                            "profile": WireProfile::from(&Profile::builder().build().unwrap()),
+                            "checker": null}}),
+                        _ => continue,
+                    };
+                    let answer = json!({"jsonrpc": "2.0", "id": msg["id"], "result": result});
+                    let _ = w.write_all(format!("{answer}\n").as_bytes()).await;
+                }
+            });
+            let (r, w) = tokio::io::split(suite);
+            Ok(Link {
+                reader: Box::new(r),
+                writer: Box::new(w),
+                exit_status: None,
+            })
+        })
+    })
+}
+
+#[test]
+fn a_wedged_provider_is_reconnected_once_and_then_given_up_on_at_once() {
+    let connections = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let mut o = opts();
+    o.hook_timeout = Duration::from_millis(300);
+    o.init_timeout = Duration::from_millis(300);
+    let fixture: Arc<dyn Fixture> =
+        Arc::new(RemoteFixture::with_connector(wedging(connections.clone()), o).unwrap());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let run = |fixture: Arc<dyn Fixture>| {
+        let started = Instant::now();
+        let r = rt.block_on(run_rule(
+            fixture,
+            crate::rules::rule("CRE-IDEMPOTENT").unwrap(),
+            &RunOptions::default(),
+            "0123456789",
+        ));
+        (r.outcome, r.reason.unwrap_or_default(), started.elapsed())
+    };
+    let (outcome, reason, _) = run(fixture.clone());
+    assert_eq!(outcome, Outcome::Error, "{reason}");
+    assert!(
+        reason.contains("wedged") && reason.contains("testbed/request"),
+        "{reason}"
+    );
+    // The next testbed reconnects; the provider stays silent, so the suite gives up.
+    let (outcome, reason, _) = run(fixture.clone());
+    assert_eq!(outcome, Outcome::Error, "{reason}");
+    assert!(reason.contains("could not be started again"), "{reason}");
+    assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 2);
+    // Every later rule is an Error at once, with no further connection.
+    let (outcome, reason, took) = run(fixture);
+    assert_eq!(outcome, Outcome::Error, "{reason}");
+    assert!(reason.contains("could not be started again"), "{reason}");
+    assert!(took < Duration::from_millis(250), "took {took:?}");
+    assert_eq!(connections.load(std::sync::atomic::Ordering::SeqCst), 2);
+}
+
+#[test]
+fn a_wedged_provider_process_is_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "result": facts()});
+    std::fs::write(dir.path().join("init"), format!("{init}\n")).unwrap();
+    let open = json!({"jsonrpc": "2.0", "id": 2, "result": {"testbed": 1, "provider": {
+        "provider": 2, "name": "scripted",
+        "profile": WireProfile::from(&Profile::builder().build().unwrap()), "checker": null}}});
+    std::fs::write(dir.path().join("open"), format!("{open}\n")).unwrap();
+    let cmd = format!(
+        "cd '{}' && read l && cat init && read l && cat open && echo $$ > pid && exec sleep 600",
+        dir.path().display()
+    );
+    let mut o = opts();
+    o.hook_timeout = Duration::from_millis(300);
+    let fixture = Arc::new(RemoteFixture::new(super::Endpoint::Command(cmd), o).unwrap());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let r = rt.block_on(run_rule(
+        fixture.clone(),
+        crate::rules::rule("CRE-IDEMPOTENT").unwrap(),
+        &RunOptions::default(),
+        "0123456789",
+    ));
+    assert_eq!(r.outcome, Outcome::Error, "{:?}", r.reason);
+    let pid = std::fs::read_to_string(dir.path().join("pid")).unwrap();
+    // Killed and not yet reaped (a zombie) counts as gone.
+    let alive = || {
+        std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()))
+            .ok()
+            .and_then(|s| s.rsplit(')').next().map(|r| r.trim_start().to_owned()))
+            .is_some_and(|r| !r.starts_with('Z'))
+    };
+    let started = Instant::now();
+    while alive() && started.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !alive(),
+        "the wedged provider process {} still runs",
+        pid.trim()
+    );
 }
 
 #[test]
@@ -722,4 +911,73 @@ fn the_documents_examples_fit_the_schema() {
         .filter(|m| !shown.contains(**m))
         .collect();
     assert!(missing.is_empty(), "no example for {missing:?}");
+}
+
+#[test]
+fn a_provider_that_fails_at_start_up_shows_its_stderr_and_gets_a_report_with_verdict_error() {
+    let out = tempfile::tempdir().unwrap();
+    let cmd = "echo 'Traceback (most recent call last):' >&2; echo 'ValueError: no sites configured' >&2; exit 1";
+    let failure = RemoteFixture::start(super::Endpoint::Command(cmd.into()), opts()).unwrap_err();
+    assert!(failure.reason.contains("exit status: 1"), "{failure}");
+    assert_eq!(
+        failure.stderr_tail,
+        [
+            "Traceback (most recent call last):",
+            "ValueError: no sites configured"
+        ]
+    );
+    assert!(
+        failure
+            .to_string()
+            .contains("ValueError: no sites configured")
+    );
+
+    let dir = out.path().to_str().unwrap();
+    let code = crate::suite::cli::standalone_main_with([
+        "conformance",
+        "run",
+        "--provider-command",
+        cmd,
+        "--rules",
+        "CRE-IDEMPOTENT,GET-MALFORMED",
+        "--out",
+        dir,
+    ]);
+    assert_eq!(code, crate::suite::cli::EXIT_ERROR);
+    let report = std::fs::read_to_string(out.path().join("report.json")).unwrap();
+    let v: Value = serde_json::from_str(&report).unwrap();
+    assert_eq!(v["verdict"], "error", "{report}");
+    for r in v["results"].as_array().unwrap() {
+        assert_eq!(r["outcome"], "Error", "{r}");
+        assert!(
+            r["reason"]
+                .as_str()
+                .unwrap()
+                .contains("the provider did not start"),
+            "{r}"
+        );
+    }
+    let log = std::fs::read_to_string(out.path().join("provider-stderr.log")).unwrap();
+    assert!(log.contains("ValueError: no sites configured"), "{log}");
+    let path = out.path().join("report.json");
+    let verify =
+        crate::suite::cli::standalone_main_with(["conformance", "verify", path.to_str().unwrap()]);
+    assert_eq!(
+        verify, 0,
+        "verify refused the report of a run that never started"
+    );
+}
+
+#[test]
+fn provider_stderr_log_exists_from_the_start_even_when_empty() {
+    let out = tempfile::tempdir().unwrap();
+    let path = out.path().join("sub/provider-stderr.log");
+    let mut o = opts();
+    o.stderr_log = Some(path.clone());
+    let failure = RemoteFixture::start(super::Endpoint::Command("exit 2".into()), o).unwrap_err();
+    assert!(
+        failure.to_string().contains("wrote nothing to stderr"),
+        "{failure}"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "");
 }

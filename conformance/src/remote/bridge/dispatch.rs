@@ -15,7 +15,7 @@ pub(super) struct Shared {
 
 impl Shared {
     pub(super) fn note(&self, method: &str, e: &CallError) -> String {
-        let text = format!("the provider process broke the protocol in {method}: {e}");
+        let text = failure_text(&self.conn, method, e);
         let mut f = self.failure.lock().unwrap_or_else(|e| e.into_inner());
         if f.is_none() {
             *f = Some(text.clone());
@@ -92,6 +92,28 @@ impl Shared {
             location: location.to_owned(),
             name: name.to_owned(),
         }
+    }
+}
+
+/// What a failed call makes of its testbed's rule: the connection's failure first
+/// (every rule open on it cites the same cause), or the call's own. A request left
+/// unanswered past the hook timeout wedges the connection: it is closed, which ends
+/// a process the suite started, and the next testbed connects again.
+pub(super) fn failure_text(conn: &Conn, method: &str, e: &CallError) -> String {
+    match e {
+        CallError::NoReply(why) => {
+            conn.fail_wedged(format!(
+                "the provider is wedged: {why}; its connection was closed"
+            ));
+        }
+        CallError::Rpc { .. } => {
+            return format!("the provider broke the protocol in {method}: {e}");
+        }
+        CallError::Protocol(_) => {}
+    }
+    match conn.failure() {
+        Some(f) => format!("the connection to the provider failed: {f} ({method} was pending)"),
+        None => format!("the provider broke the protocol in {method}: {e}"),
     }
 }
 

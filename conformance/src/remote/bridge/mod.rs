@@ -102,8 +102,17 @@ pub struct RemoteFixture {
     facts: InitializeResult,
     profile: Profile,
     conn: tokio::sync::Mutex<Arc<Conn>>,
+    /// Connections closed because the provider stopped answering.
+    wedges: std::sync::atomic::AtomicU32,
+    /// Why no testbed can be opened any more: the provider could not be reached
+    /// again after its connection broke, or it wedged [`MAX_WEDGES`] times.
+    given_up: Mutex<Option<String>>,
     stderr: Option<Arc<StderrLog>>,
 }
+
+/// How many times a wedged provider is restarted (or its socket reopened) before
+/// every remaining rule is an Error at once.
+pub const MAX_WEDGES: u32 = 2;
 
 impl Drop for RemoteFixture {
     fn drop(&mut self) {
@@ -121,13 +130,45 @@ impl std::fmt::Debug for RemoteFixture {
     }
 }
 
+/// Why a provider could not be started: the reason, and the last lines it wrote to
+/// stderr (blanked of payloads), which usually say why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StartFailure {
+    /// What went wrong (`initialize failed: the provider process exited (…)`).
+    pub reason: String,
+    /// The provider's last stderr lines, oldest first, at most [`STDERR_TAIL`].
+    pub stderr_tail: Vec<String>,
+}
+
+impl std::fmt::Display for StartFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)?;
+        if self.stderr_tail.is_empty() {
+            return f.write_str("; it wrote nothing to stderr");
+        }
+        f.write_str("; the last lines of its stderr:")?;
+        for l in &self.stderr_tail {
+            write!(f, "\n    {l}")?;
+        }
+        Ok(())
+    }
+}
+
 impl RemoteFixture {
     /// Connects to `endpoint` and initializes; blocks until the provider answered.
+    /// The error names the failure and carries the provider's last stderr lines.
     pub fn new(endpoint: Endpoint, opts: RemoteOptions) -> Result<RemoteFixture, String> {
+        RemoteFixture::start(endpoint, opts).map_err(|e| e.to_string())
+    }
+
+    /// [`RemoteFixture::new`], with the failure's parts apart.
+    pub fn start(endpoint: Endpoint, opts: RemoteOptions) -> Result<RemoteFixture, StartFailure> {
         let log = Arc::new(StderrLog {
             path: Mutex::new(opts.stderr_log.clone()),
-            held: Mutex::default(),
+            ..StderrLog::default()
         });
+        // The file exists from the start, empty if the provider writes nothing.
+        log.write(None);
         let held = log.clone();
         let connector: Connector = match endpoint {
             Endpoint::Command(cmd) => Arc::new(move || {
@@ -149,9 +190,16 @@ impl RemoteFixture {
                 })
             }),
         };
-        let mut f = RemoteFixture::with_connector(connector, opts)?;
-        f.stderr = Some(log);
-        Ok(f)
+        match RemoteFixture::with_connector(connector, opts) {
+            Ok(mut f) => {
+                f.stderr = Some(log);
+                Ok(f)
+            }
+            Err(reason) => Err(StartFailure {
+                reason,
+                stderr_tail: log.tail(Duration::from_millis(500)),
+            }),
+        }
     }
 
     /// Sends the provider's stderr to `path` (appended) from now on, with the lines
@@ -202,6 +250,8 @@ impl RemoteFixture {
             facts,
             profile,
             conn: tokio::sync::Mutex::new(conn),
+            wedges: std::sync::atomic::AtomicU32::new(0),
+            given_up: Mutex::new(None),
             stderr: None,
         })
     }
@@ -211,26 +261,60 @@ impl RemoteFixture {
         &self.facts
     }
 
-    /// A live connection: the current one, or a new one when it broke.
+    /// Gives up on the provider for the rest of the run: every later testbed fails
+    /// at once with `why`.
+    fn give_up(&self, why: String) -> String {
+        let mut g = self.given_up.lock().unwrap_or_else(|e| e.into_inner());
+        g.get_or_insert(why).clone()
+    }
+
+    /// A live connection: the current one, or a new one when it broke. A provider
+    /// that cannot be reached again, or that wedged more than [`MAX_WEDGES`] times,
+    /// is given up on.
     async fn live(&self) -> Result<Arc<Conn>, String> {
+        if let Some(why) = self
+            .given_up
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+        {
+            return Err(why);
+        }
         let mut cur = self.conn.lock().await;
-        if cur.failure().is_none() {
+        let Some(failure) = cur.failure() else {
             return Ok(cur.clone());
+        };
+        if cur.wedged() {
+            let n = self
+                .wedges
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                + 1;
+            if n > MAX_WEDGES {
+                return Err(self.give_up(format!(
+                    "not run: the provider wedged {n} times ({failure}); the suite stopped restarting it"
+                )));
+            }
         }
         let (c, timeout) = (self.connector.clone(), self.opts.init_timeout);
         let rt = self.rt.as_ref().ok_or("the bridge is shut down")?;
-        let (conn, facts) = rt
-            .spawn(async move { connect(&c, timeout).await })
-            .await
-            .map_err(|e| format!("the bridge's runtime failed: {e}"))??;
+        let (conn, facts) = match rt.spawn(async move { connect(&c, timeout).await }).await {
+            Ok(Ok(v)) => v,
+            Ok(Err(e)) => {
+                return Err(self.give_up(format!(
+                    "not run: the provider could not be started again after its connection failed ({failure}): {e}"
+                )));
+            }
+            Err(e) => return Err(format!("the bridge's runtime failed: {e}")),
+        };
+        // The failed connection is dropped here, before the new one is in use.
+        *cur = conn.clone();
         if facts != self.facts {
             conn.fail("the restarted provider declared other facts".into());
-            return Err(
-                "the restarted provider process declared other facts in initialize than the first"
+            return Err(self.give_up(
+                "not run: the restarted provider process declared other facts in initialize than the first"
                     .into(),
-            );
+            ));
         }
-        *cur = conn.clone();
         Ok(conn)
     }
 }
@@ -289,7 +373,7 @@ impl Fixture for RemoteFixture {
                         code: HOOK_FAILED,
                         message,
                     } => HookError(message),
-                    e => HookError(format!("fixture/open: {e}")),
+                    e => HookError(failure_text(&conn, "fixture/open", &e)),
                 })?;
             let shared = Arc::new(Shared {
                 conn,

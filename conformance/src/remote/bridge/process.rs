@@ -3,27 +3,52 @@
 
 use super::*;
 
+/// How many of the provider's last stderr lines a start-up failure shows.
+pub const STDERR_TAIL: usize = 20;
+
 /// Where the provider's stderr lines go.
+#[derive(Default)]
 pub(super) struct StderrLog {
     pub(super) path: Mutex<Option<PathBuf>>,
     pub(super) held: Mutex<(Vec<String>, usize)>,
+    /// The last [`STDERR_TAIL`] lines, blanked, and whether the stream ended.
+    pub(super) tail: Mutex<(std::collections::VecDeque<String>, bool)>,
 }
 
 impl StderrLog {
-    /// Appends the held lines and `line` to the file, or holds them without one.
+    /// The last lines the provider wrote to stderr, once its stderr ended or after
+    /// `wait` at most.
+    pub(super) fn tail(&self, wait: Duration) -> Vec<String> {
+        let until = std::time::Instant::now() + wait;
+        loop {
+            let t = self.tail.lock().unwrap_or_else(|e| e.into_inner());
+            if t.1 || std::time::Instant::now() >= until {
+                return t.0.iter().cloned().collect();
+            }
+            drop(t);
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Appends the held lines and `line` to the file, or holds them without one; the
+    /// file is created even when there is nothing to write.
     pub(super) fn write(&self, line: Option<String>) {
         let path = self.path.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(l) = line
-            && held.1 + l.len() <= 1 << 20
-        {
-            held.1 += l.len();
-            held.0.push(l);
+        if let Some(l) = line {
+            {
+                let mut t = self.tail.lock().unwrap_or_else(|e| e.into_inner());
+                if t.0.len() == STDERR_TAIL {
+                    t.0.pop_front();
+                }
+                t.0.push_back(l.clone());
+            }
+            if held.1 + l.len() <= 1 << 20 {
+                held.1 += l.len();
+                held.0.push(l);
+            }
         }
         let Some(path) = path else { return };
-        if held.0.is_empty() {
-            return;
-        }
         if let Some(dir) = path.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
@@ -125,6 +150,7 @@ async fn pump_stderr(err: tokio::process::ChildStderr, log: Arc<StderrLog>) {
         tracing::trace!(target: STDERR_TARGET, parent: None, "{line}");
         log.write(Some(crate::suite::secrets::redact(&line).into_owned()));
     }
+    log.tail.lock().unwrap_or_else(|e| e.into_inner()).1 = true;
 }
 
 /// Opens a connection and initializes it.

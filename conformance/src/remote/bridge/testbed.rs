@@ -150,7 +150,12 @@ impl Testbed for RemoteTestbed {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        own.or_else(|| self.shared.conn.failure())
+        own.or_else(|| {
+            self.shared
+                .conn
+                .failure()
+                .map(|f| format!("the connection to the provider failed: {f}"))
+        })
     }
 }
 

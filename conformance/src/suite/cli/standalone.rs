@@ -13,8 +13,10 @@ use clap::Parser;
 use super::EXIT_USAGE;
 use super::args::Plan;
 use super::tree::{SuiteArgs, SuiteCommand, run_suite};
-use crate::fixture::Fixture;
-use crate::remote::{Endpoint, RemoteFixture, RemoteOptions};
+use crate::BoxFuture;
+use crate::fixture::{Fixture, Hook, HookError, HookResult, Location, Testbed};
+use crate::profile::Profile;
+use crate::remote::{Endpoint, RemoteFixture, RemoteOptions, StartFailure};
 
 /// How the standalone command reaches the provider.
 #[derive(Clone, Debug, clap::Args)]
@@ -94,14 +96,100 @@ where
     let provider = cli.provider.clone();
     let make = move || -> Result<Arc<dyn Fixture>, String> {
         let endpoint = provider.endpoint()?;
-        let fixture = RemoteFixture::new(endpoint, RemoteOptions::default())
-            .map_err(|e| format!("the provider: {e}"))?;
+        let opts = RemoteOptions {
+            // With --out known, the provider's stderr goes to its file from the start.
+            stderr_log: run_args
+                .as_ref()
+                .and_then(|a| a.out.as_ref())
+                .map(|o| o.join(STDERR_LOG)),
+            ..RemoteOptions::default()
+        };
+        let fixture = match RemoteFixture::start(endpoint, opts) {
+            Ok(f) => f,
+            Err(failure) => return Ok(unstarted(failure, run_args.as_ref())),
+        };
         if let Some(a) = &run_args
             && let Ok(plan) = Plan::resolve(a.clone(), &fixture)
         {
-            fixture.set_stderr_log(plan.out.join("provider-stderr.log"));
+            fixture.set_stderr_log(plan.out.join(STDERR_LOG));
         }
         Ok(Arc::new(fixture))
     };
     run_suite(cli.suite, &make)
+}
+
+/// The file beside the reports that holds the provider's stderr.
+const STDERR_LOG: &str = "provider-stderr.log";
+
+/// A provider that failed at start-up: the failure is printed with the last lines of
+/// its stderr, and the run goes on against [`Unstarted`], so that every rule is an
+/// Error naming the failure and the reports say so (verdict error).
+fn unstarted(failure: StartFailure, run_args: Option<&super::args::RunArgs>) -> Arc<dyn Fixture> {
+    eprintln!("error: the provider did not start: {failure}");
+    let f = Unstarted { failure };
+    if let Some(a) = run_args
+        && a.out.is_none()
+        && let Ok(plan) = Plan::resolve(a.clone(), &f)
+    {
+        let path = plan.out.join(STDERR_LOG);
+        let _ = std::fs::create_dir_all(&plan.out);
+        let mut text = f.failure.stderr_tail.join("\n");
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        let _ = std::fs::write(path, text);
+    }
+    Arc::new(f)
+}
+
+/// The stand-in for a provider whose `initialize` never answered: it declares every
+/// hook and a checker, so no rule is Skipped for want of one, and every testbed it
+/// is asked for fails with the start-up failure. Its profile is the default one,
+/// which the report's environment says stands in for a profile never declared.
+pub(super) struct Unstarted {
+    failure: StartFailure,
+}
+
+impl Fixture for Unstarted {
+    fn provider_name(&self) -> String {
+        "unstarted-provider".into()
+    }
+
+    fn profile(&self) -> Profile {
+        Profile::builder()
+            .build()
+            .unwrap_or_else(|_| unreachable!("the default profile is legal"))
+    }
+
+    fn hooks(&self) -> Vec<Hook> {
+        Hook::ALL.to_vec()
+    }
+
+    fn locations(&self) -> Vec<Location> {
+        Vec::new()
+    }
+
+    fn has_checker(&self) -> bool {
+        true
+    }
+
+    fn environment(&self) -> std::collections::BTreeMap<String, String> {
+        [
+            ("start-failure".to_owned(), self.failure.to_string()),
+            (
+                "profile".to_owned(),
+                "never declared: initialize was not answered; the default profile stands in"
+                    .to_owned(),
+            ),
+        ]
+        .into()
+    }
+
+    fn open(&self) -> BoxFuture<'_, HookResult<Box<dyn Testbed>>> {
+        let why = format!(
+            "not run: the provider did not start: {}",
+            self.failure.reason
+        );
+        Box::pin(async move { Err(HookError(why)) })
+    }
 }
