@@ -1027,9 +1027,10 @@ class Testbed:
             if r is not None:
                 m = "unmarked" if r.mark is None else "tag=%s uid=%s created=%s" % (
                     r.mark["tag"], r.mark["uid"], rfc3339(r.mark["created_at"]))
+                addrs = "-" if r.addresses is None else ",".join(r.addresses)
                 rec = "%s power=%s booted=%s addrs=%s unreadable=%s" % (
-                    m, r.power, r.booted, r.addresses, r.unreadable)
-            return "%s parts %s" % (rec, parts)
+                    m, r.power, r.booted, addrs, r.unreadable)
+            return "%s parts=[%s]" % (rec, " ".join(parts))
 
     def remove_part(self, location, name, part):
         with self.backend.lock:
@@ -1187,7 +1188,7 @@ class Server:
         self.open_requests = set()
 
     def write(self, msg):
-        line = json.dumps(msg, separators=(",", ":")) + "\n"
+        line = json.dumps(msg) + "\n"
         self.out.write(line.encode())
         self.out.flush()
 
