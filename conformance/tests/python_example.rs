@@ -1,6 +1,41 @@
 //! The Python example provider (`conformance/examples/python/provider.py`, standard
-//! library only) passes the whole suite through the process protocol. Without
-//! `python3` on PATH the test says why it skips, unless `CI` is set: then it fails.
+//! library only) passes the whole suite through the process protocol, and the
+//! examples of `docs/remote-protocol.md` are the lines it sends. Without `python3` on
+//! PATH the tests say why they skip, unless `CI` is set: then they fail.
+
+/// Whether `python3` runs; without it, says why the test skips (or fails under CI).
+fn python3() -> bool {
+    let ok = std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "python3 is missing, and CI is set: the Python example provider must be checked"
+        );
+        eprintln!("skipped: python3 is not on PATH, so the Python example provider was not run");
+    }
+    ok
+}
+
+#[test]
+fn the_protocol_documents_examples_are_what_the_python_example_sends() {
+    if !python3() {
+        return;
+    }
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/python/doc_examples.py");
+    let out = std::process::Command::new("python3")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
 
 #[cfg(feature = "remote")]
 #[test]
@@ -8,15 +43,7 @@ fn the_python_example_provider_passes_the_suite() {
     use std::path::PathBuf;
     use std::time::Instant;
 
-    let python = std::process::Command::new("python3")
-        .arg("--version")
-        .output();
-    if !python.as_ref().is_ok_and(|o| o.status.success()) {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "python3 is missing, and CI is set: the Python example provider must be checked"
-        );
-        eprintln!("skipped: python3 is not on PATH, so the Python example provider was not run");
+    if !python3() {
         return;
     }
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/python/provider.py");
