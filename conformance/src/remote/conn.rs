@@ -667,11 +667,24 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     let _ = w.shutdown().await;
 }
 
-/// Where a failure on the provider's output happened, and what its output is for.
-fn at_line(why: String, n: u64) -> String {
-    format!(
-        "{why}, at line {n} of its output; stdout is reserved for protocol messages (write anything else to stderr)"
-    )
+/// Where a failure on the provider's output happened and, for a line that is no
+/// protocol message at all, what the output is for.
+fn at_line(why: String, n: u64, message: bool) -> String {
+    if message {
+        format!("{why}, at line {n} of its output")
+    } else {
+        format!(
+            "{why}, at line {n} of its output; stdout is reserved for protocol messages (write anything else to stderr)"
+        )
+    }
+}
+
+/// Whether `line` is a JSON-RPC 2.0 message at all (if not a valid one).
+fn is_message(line: &str) -> bool {
+    serde_json::from_str::<Value>(line)
+        .ok()
+        .and_then(|v| v.get("jsonrpc").and_then(Value::as_str).map(|s| s == "2.0"))
+        .unwrap_or(false)
 }
 
 async fn read_loop<R: AsyncRead + Unpin>(conn: Arc<Conn>, r: R) {
@@ -687,14 +700,19 @@ async fn read_loop<R: AsyncRead + Unpin>(conn: Arc<Conn>, r: R) {
             Some(Ok(line)) if line.trim().is_empty() => continue,
             Some(Ok(line)) => match conn.on_line(&line) {
                 Ok(()) => continue,
-                Err(why) => at_line(why, n),
+                Err(why) => at_line(why, n, is_message(&line)),
             },
             Some(Err(LinesCodecError::MaxLineLengthExceeded)) => at_line(
                 format!("the provider sent a line longer than {MAX_LINE} bytes"),
                 n,
+                false,
             ),
             Some(Err(LinesCodecError::Io(e))) if e.kind() == std::io::ErrorKind::InvalidData => {
-                at_line("the provider sent a line that is not UTF-8".into(), n)
+                at_line(
+                    "the provider sent a line that is not UTF-8".into(),
+                    n,
+                    false,
+                )
             }
             Some(Err(LinesCodecError::Io(e))) => format!("reading from the provider failed: {e}"),
             None => closed_text(&conn).await,

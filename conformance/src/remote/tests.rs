@@ -560,6 +560,14 @@ fn telemetry_of_a_request_not_in_flight_is_an_error_naming_it() {
 }
 
 #[test]
+fn a_bad_protocol_message_is_not_taken_for_a_stray_line() {
+    let (outcome, reason, _) = rule_against("provider/create", Misstep::EndOfUnstartedSpan);
+    assert_eq!(outcome, Outcome::Error, "{reason}");
+    assert!(reason.contains("at line "), "{reason}");
+    assert!(!reason.contains("stdout is reserved"), "{reason}");
+}
+
+#[test]
 fn the_end_of_a_span_never_started_is_an_error_naming_it() {
     assert_error_naming(
         "provider/create",
