@@ -77,6 +77,22 @@ fn main() -> ExitCode {
     let slow = |m: &&Mutant| SLOW_FIRST.contains(&m.name);
     let mut trials: Vec<Trial> = MUTANTS.iter().filter(slow).map(mutant).collect();
     trials.push(Trial::test("correct::default", || judge("", &[], None)));
+    // Telemetry a request's leftover task sends after its reply is dropped by serve,
+    // so it breaks nothing (issue 28: late telemetry is a protocol failure).
+    trials.push(Trial::test("correct::late-telemetry", || {
+        let rules = [
+            "CRE-IDEMPOTENT",
+            "GET-STATE",
+            "DEL-IDEMPOTENT",
+            "LST-AGREES",
+            "GEN-LOGGING",
+        ];
+        judge(
+            "--mutant remote-late-telemetry",
+            &[],
+            Some(rules.iter().map(|r| r.to_string()).collect()),
+        )
+    }));
     trials.extend(MUTANTS.iter().filter(|m| !slow(m)).map(mutant));
     for (mutant, rule) in [
         ("remote-ignores-deadline", "GEN-CANCEL"),

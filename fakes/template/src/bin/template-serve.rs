@@ -12,6 +12,11 @@
 //! (writes it to stderr) and `remote-leaks-everywhere` (every Create puts its payload
 //! in log lines at every level, a span field and stderr; the second Create of a rule
 //! panics with it, the third fails with it in its message and its source).
+//!
+//! `--mutant remote-late-telemetry` serves a correct variant instead: every
+//! operation leaves a task behind that opens a span and logs under the operation's
+//! span after the operation answered, as background work may; `serve` must drop that
+//! telemetry, so every rule still passes.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -27,6 +32,9 @@ use conformance::{
 };
 use template_provider::TemplateFixture;
 use template_provider::mutants::MUTANTS;
+
+/// Correct variants that only behave differently over the protocol.
+const BRIDGE_VARIANTS: &[&str] = &["remote-late-telemetry"];
 
 /// The bridge mutants, each with the rule it must fail through the bridge.
 const BRIDGE_MUTANTS: &[(&str, &str)] = &[
@@ -73,7 +81,12 @@ fn main() -> ExitCode {
         Some(name) => {
             if let Some(m) = MUTANTS.iter().find(|m| m.name == name) {
                 Arc::new((m.build)())
-            } else if let Some((n, _)) = BRIDGE_MUTANTS.iter().find(|(n, _)| *n == name) {
+            } else if let Some(n) = BRIDGE_MUTANTS
+                .iter()
+                .map(|(n, _)| n)
+                .chain(BRIDGE_VARIANTS)
+                .find(|n| **n == name)
+            {
                 Arc::new(Twisted {
                     inner: TemplateFixture::default(),
                     twist: n,
@@ -148,6 +161,21 @@ struct TwistedProvider {
 }
 
 impl TwistedProvider {
+    /// `remote-late-telemetry`: a task that outlives the operation opens a span and
+    /// logs under the operation's span once the operation has answered.
+    fn linger(&self, ctx: &Ctx) {
+        if self.twist != "remote-late-telemetry" {
+            return;
+        }
+        let span = ctx.span().clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            let late = tracing::info_span!(parent: &span, "template.late");
+            tracing::info!(parent: &late, "background work done");
+            tracing::warn!(parent: &span, "late line");
+        });
+    }
+
     /// The context the inner provider gets.
     fn ctx(&self, ctx: &Ctx) -> Ctx {
         match self.twist {
@@ -180,7 +208,9 @@ impl Provider for TwistedProvider {
                 "remote-leaks-everywhere" => leak_everywhere(self.inner.name(), ctx, req)?,
                 _ => {}
             }
-            self.inner.create(&self.ctx(ctx), req).await
+            let r = self.inner.create(&self.ctx(ctx), req).await;
+            self.linger(ctx);
+            r
         })
     }
     fn get<'a>(
@@ -188,21 +218,33 @@ impl Provider for TwistedProvider {
         ctx: &'a Ctx,
         id: &'a ProviderId,
     ) -> BoxFuture<'a, conformance::Result<Instance>> {
-        Box::pin(async move { self.inner.get(&self.ctx(ctx), id).await })
+        Box::pin(async move {
+            let r = self.inner.get(&self.ctx(ctx), id).await;
+            self.linger(ctx);
+            r
+        })
     }
     fn delete<'a>(
         &'a self,
         ctx: &'a Ctx,
         id: &'a ProviderId,
     ) -> BoxFuture<'a, conformance::Result<()>> {
-        Box::pin(async move { self.inner.delete(&self.ctx(ctx), id).await })
+        Box::pin(async move {
+            let r = self.inner.delete(&self.ctx(ctx), id).await;
+            self.linger(ctx);
+            r
+        })
     }
     fn list_by_tag<'a>(
         &'a self,
         ctx: &'a Ctx,
         tag: &'a str,
     ) -> BoxFuture<'a, conformance::Result<Listing>> {
-        Box::pin(async move { self.inner.list_by_tag(&self.ctx(ctx), tag).await })
+        Box::pin(async move {
+            let r = self.inner.list_by_tag(&self.ctx(ctx), tag).await;
+            self.linger(ctx);
+            r
+        })
     }
     fn checker(&self) -> Option<&dyn Checker> {
         self.inner.checker()
