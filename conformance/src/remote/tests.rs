@@ -947,7 +947,7 @@ fn a_provider_that_fails_at_start_up_shows_its_stderr_and_gets_a_report_with_ver
         "--provider-command",
         cmd,
         "--rules",
-        "CRE-IDEMPOTENT,GET-MALFORMED",
+        "CRE-IDEMPOTENT,GET-MALFORMED,LST-ORDER,CHK-CONCURRENT",
         "--out",
         dir,
     ]);
@@ -955,6 +955,7 @@ fn a_provider_that_fails_at_start_up_shows_its_stderr_and_gets_a_report_with_ver
     let report = std::fs::read_to_string(out.path().join("report.json")).unwrap();
     let v: Value = serde_json::from_str(&report).unwrap();
     assert_eq!(v["verdict"], "error", "{report}");
+    assert_eq!(v["results"].as_array().unwrap().len(), 4, "{report}");
     for r in v["results"].as_array().unwrap() {
         assert_eq!(r["outcome"], "Error", "{r}");
         assert!(

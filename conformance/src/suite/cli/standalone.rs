@@ -143,7 +143,7 @@ fn unstarted(failure: StartFailure, run_args: Option<&super::args::RunArgs>) -> 
 }
 
 /// The stand-in for a provider whose `initialize` never answered: it declares every
-/// hook and a checker, so no rule is Skipped for want of one, and every testbed it
+/// hook, a checker and two locations, so no rule is Skipped for want of one, and every testbed it
 /// is asked for fails with the start-up failure. Its profile is the default one,
 /// which the report's environment says stands in for a profile never declared.
 pub(super) struct Unstarted {
@@ -165,8 +165,15 @@ impl Fixture for Unstarted {
         Hook::ALL.to_vec()
     }
 
+    /// Two stand-ins, so no rule is Skipped for want of locations either: every rule
+    /// reaches `open` and is an Error naming the start-up failure.
     fn locations(&self) -> Vec<Location> {
-        Vec::new()
+        (1..=2)
+            .map(|n| Location {
+                name: format!("unknown-location-{n}"),
+                placement: format!("unknown-placement-{n}"),
+            })
+            .collect()
     }
 
     fn has_checker(&self) -> bool {
