@@ -883,6 +883,11 @@ class Provider:
                 if e.kind == "Unreadable":
                     log(ctx, "WARN", "skipping an unreadable mark", site=site, instance=name)
                     continue
+                if e.kind == "Denied":
+                    # Refused for good: this one cannot be read, the others still can.
+                    log(ctx, "WARN", "skipping an instance whose mark read is refused",
+                        site=site, instance=name)
+                    continue
                 raise
             if mark is None or mark["tag"] != tag:
                 continue
@@ -926,7 +931,9 @@ class Provider:
                     "message": site + " is ready", "details": details}
         except (BackendError, Interrupted) as e:
             reason = "Timeout" if isinstance(e, Interrupted) else {
-                "AuthFailed": "AuthFailed", "HostKeyRejected": "HostKeyRejected",
+                # A site that denies the calls: our identity lacks what they need.
+                "AuthFailed": "AuthFailed", "Denied": "AuthFailed",
+                "HostKeyRejected": "HostKeyRejected",
                 "CredentialsMissing": "CredentialsUnavailable",
                 "NoContainer": "ContainerMissing"}.get(e.kind, "Unreachable")
             return {"location": site, "ready": False, "reason": reason,
