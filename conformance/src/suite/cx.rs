@@ -134,7 +134,7 @@ pub struct Cx {
     pub(crate) names: Mutex<Vec<String>>,
     pub(crate) tags: Mutex<Vec<String>>,
     pub(crate) not_checked: Mutex<Vec<NotChecked>>,
-    pub(crate) injected: Mutex<Vec<(FaultSpec, FaultId)>>,
+    pub(crate) injected: Mutex<Vec<Injected>>,
 }
 
 /// What the runner hands a new [`Cx`].
@@ -282,8 +282,14 @@ impl Cx {
     /// Injects a fault through the faults hook and records it for the report, which
     /// says whether it fired.
     pub fn inject(&self, spec: FaultSpec) -> CheckResult<FaultId> {
-        let id = self.faults()?.inject(spec.clone())?;
-        self.injected.lock().unwrap().push((spec, id));
+        let faults = self.faults()?;
+        let trace_mark = self.tb.observation().map(|o| o.calls().len());
+        let id = faults.inject(spec.clone())?;
+        self.injected.lock().unwrap().push(Injected {
+            spec,
+            id,
+            trace_mark,
+        });
         Ok(id)
     }
 
@@ -669,4 +675,13 @@ mod name_tests {
         assert!(!own("c1234-get-state"));
         assert!(!own("c1234-get-state-1x"));
     }
+}
+
+/// A fault a rule injected: what, its handle, and where the observation trace stood
+/// when it was injected (`None` without an observation hook).
+#[derive(Clone, Debug)]
+pub(crate) struct Injected {
+    pub spec: FaultSpec,
+    pub id: FaultId,
+    pub trace_mark: Option<usize>,
 }

@@ -544,15 +544,19 @@ async fn run_once(
             opts.rule_timeout
         ))),
     };
-    sweep(&cx).await;
+    sweep(&cx, matches!(verdict, Err(CheckError::Harness(_)))).await;
     let injected = std::mem::take(&mut *cx.injected.lock().unwrap());
     let faults: Vec<InjectedFault> = match cx.tb.faults() {
         Some(hook) => injected
             .iter()
-            .map(|(spec, id)| InjectedFault::of(spec, hook.fired(*id)))
+            .map(|i| InjectedFault::of(&i.spec, hook.fired(i.id)))
             .collect(),
         None => Vec::new(),
     };
+    let fault_lie = cx
+        .tb
+        .faults()
+        .and_then(|hook| checks::honesty::fault_lie(&cx, &injected, hook));
     if let Err(e) = cx.tb.teardown().await {
         cx.note(format!("teardown failed: {e}"));
     }
@@ -587,8 +591,9 @@ async fn run_once(
         ),
         Err(CheckError::Skip(msg)) => (Outcome::Skipped, Some(msg), violations),
     };
-    // A broken harness below the checks outranks whatever the check concluded.
-    let (outcome, reason) = match harness_failure {
+    // A broken harness below the checks, or a fixture whose faults did not do what
+    // they were reported to, outranks whatever the check concluded.
+    let (outcome, reason) = match harness_failure.or(fault_lie) {
         Some(why) => (Outcome::Error, Some(why)),
         None => (outcome, reason),
     };
@@ -722,8 +727,18 @@ fn environment_quota(
 }
 
 /// After a check: anything carrying the rule's tags or names is a leak; it is removed
-/// and the rule fails.
-async fn sweep(cx: &Cx) {
+/// and the rule fails, unless the check was cut short by the harness's Error (it never
+/// reached its own cleanup), when the sweep only notes what it removed.
+async fn sweep(cx: &Cx, cut_short: bool) {
+    let leak = |at: &str, what: &str, found: String| {
+        if cut_short {
+            cx.note(format!(
+                "{at}: {found} (left by a check cut short, not counted)"
+            ));
+        } else {
+            cx.violate(at, what, found);
+        }
+    };
     cx.settle_deletions().await;
     let tags = cx.tags.lock().unwrap().clone();
     let mut leaked = BTreeMap::new();
@@ -741,7 +756,7 @@ async fn sweep(cx: &Cx) {
         }
     }
     for (name, id) in &leaked {
-        cx.violate(
+        leak(
             SWEEP_LOCATION,
             "no instance of the rule left behind",
             format!("{name} ({id}) was still listed; the sweep deleted it"),
@@ -763,7 +778,7 @@ async fn sweep(cx: &Cx) {
                         r.instance.as_deref().is_some_and(|n| cx.owns_name(n))
                             && !leaked.contains_key(r.instance.as_deref().unwrap_or(""))
                     }) {
-                        cx.violate(
+                        leak(
                             SWEEP_LOCATION,
                             "no backend resource of the rule left behind",
                             format!(

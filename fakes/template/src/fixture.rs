@@ -63,6 +63,51 @@ pub(crate) struct FixtureTwists {
     pub restart_keeps_credentials: bool,
     /// How long an accepted undefine takes, whatever the profile says.
     pub undefine_delay: Option<Duration>,
+    /// A hook that lies, so that a rule relying on it would test nothing.
+    pub lie: Option<Lie>,
+}
+
+/// A way a fixture's hook can lie (each is the harness's Error, naming the hook).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lie {
+    /// `planting/inspect` gives the same fingerprint whatever happens to what exists.
+    FingerprintNeverChanges,
+    /// `inventory/resources` shows nothing.
+    InventoryEmpty,
+    /// Every injected fault is reported fired and does nothing.
+    FaultsFireIdle,
+}
+
+/// The lying fixtures: each name with the hook its lie is in, the rules whose checks
+/// rely on that hook (each must be the harness's Error naming it), and the fixture.
+pub const FIXTURE_LIES: &[(&str, &str, &[&str], Lie)] = &[
+    (
+        "fingerprint-never-changes",
+        "planting",
+        &["DEL-OWNERSHIP", "CRE-ADOPT-GUARD"],
+        Lie::FingerprintNeverChanges,
+    ),
+    (
+        "inventory-always-empty",
+        "inventory",
+        &["CRE-IDEMPOTENT", "CRE-CONCURRENT"],
+        Lie::InventoryEmpty,
+    ),
+    (
+        "faults-fire-and-do-nothing",
+        "faults",
+        &["CRE-RESUME", "DEL-RESUME"],
+        Lie::FaultsFireIdle,
+    ),
+];
+
+impl TemplateFixture {
+    /// The template's correct provider under a fixture that tells `lie`.
+    pub fn lying(lie: Lie) -> TemplateFixture {
+        let mut f = TemplateFixture::default();
+        f.twists.lie = Some(lie);
+        f
+    }
 }
 
 impl Default for TemplateFixture {
@@ -255,6 +300,8 @@ impl Fixture for TemplateFixture {
                 provider,
                 build: self.build,
                 rotations: std::sync::atomic::AtomicU64::new(0),
+                lie: self.twists.lie,
+                idle_faults: std::sync::Mutex::default(),
                 _dir: dir,
             }) as Box<dyn Testbed>)
         })
@@ -272,6 +319,9 @@ pub struct TemplateTestbed {
     provider: Arc<dyn Provider>,
     build: Build,
     rotations: std::sync::atomic::AtomicU64,
+    lie: Option<Lie>,
+    /// The faults a lying faults hook accepted and did nothing with.
+    idle_faults: std::sync::Mutex<Vec<FaultId>>,
     _dir: tempfile::TempDir,
 }
 
@@ -425,7 +475,12 @@ impl Testbed for TemplateTestbed {
 
 impl Inventory for TemplateTestbed {
     fn resources<'a>(&'a self, location: &'a str) -> BoxFuture<'a, HookResult<Vec<Resource>>> {
-        Box::pin(async move { hook(self.backend.resources(location)) })
+        Box::pin(async move {
+            if self.lie == Some(Lie::InventoryEmpty) {
+                return Ok(Vec::new());
+            }
+            hook(self.backend.resources(location))
+        })
     }
 }
 
@@ -444,7 +499,13 @@ impl Planting for TemplateTestbed {
         location: &'a str,
         name: &'a str,
     ) -> BoxFuture<'a, HookResult<Option<String>>> {
-        Box::pin(async move { hook(self.backend.inspect(location, name)) })
+        Box::pin(async move {
+            let seen = hook(self.backend.inspect(location, name))?;
+            if self.lie == Some(Lie::FingerprintNeverChanges) {
+                return Ok(seen.map(|_| "present".to_owned()));
+            }
+            Ok(seen)
+        })
     }
 
     fn remove_part<'a>(
@@ -515,11 +576,17 @@ impl Capacity for TemplateTestbed {
 
 impl Faults for TemplateTestbed {
     fn inject(&self, spec: FaultSpec) -> HookResult<FaultId> {
+        if self.lie == Some(Lie::FaultsFireIdle) {
+            let mut idle = self.idle_faults.lock().unwrap();
+            let id = FaultId(u64::MAX - idle.len() as u64);
+            idle.push(id);
+            return Ok(id);
+        }
         hook(self.backend.inject(spec))
     }
 
     fn fired(&self, id: FaultId) -> bool {
-        self.backend.fired(id)
+        self.idle_faults.lock().unwrap().contains(&id) || self.backend.fired(id)
     }
 
     fn clear(&self) {

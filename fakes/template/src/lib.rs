@@ -64,7 +64,7 @@ mod provider;
 
 pub use backend::{BackendConfig, SimBackend};
 pub use config::{CredentialSource, LogTier, SiteConfig, TemplateConfig, token_env_var};
-pub use fixture::{TemplateFixture, TemplateTestbed};
+pub use fixture::{FIXTURE_LIES, Lie, TemplateFixture, TemplateTestbed};
 pub use id::{instance_id, parse_id};
 pub use matrix::{covering_profiles, covering_rows};
 pub use provider::{CONTAINER_MISSING, Failure, TemplateProvider, classify, state_of};

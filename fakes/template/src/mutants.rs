@@ -341,7 +341,7 @@ mutants! {
     "create-auth-failure-is-transient" &["CRE-BACKEND-NOTFOUND"] => || defect(create_auth_failure_transient);
     "create-permanent-is-transient" &["CRE-BACKEND-NOTFOUND"] => || defect(create_permanent_as_transient);
     "logs-cloud-init-at-debug" &["CRE-SECRET", "GEN-LOGGING"] => || defect(log_cloud_init);
-    "error-carries-cloud-init" &["CRE-SECRET", "CRE-ADOPT-GUARD", "CRE-BACKEND-NOTFOUND", "CRE-INVALID", "CRE-PLACEMENT", "CRE-QUOTA", "CRE-RESUME", "GEN-CANCEL", "GEN-ERROR-NAME", "GEN-MODEL"] => || TemplateFixture::default().with_build(error_carries_cloud_init);
+    "error-carries-cloud-init" &["CRE-SECRET", "CRE-ADOPT-GUARD", "CRE-BACKEND-NOTFOUND", "CRE-INVALID", "CRE-PLACEMENT", "CRE-QUOTA", "CRE-RESUME", "GEN-CANCEL", "GEN-ERROR-NAME", "GEN-LOGGING", "GEN-MODEL"] => || TemplateFixture::default().with_build(error_carries_cloud_init);
     "warns-cloud-init-on-quota" &["CRE-QUOTA", "CRE-SECRET"] => || TemplateFixture::default().with_build(warns_cloud_init_on_quota);
     "foreign-refusal-source-carries-cloud-init" &["CRE-ADOPT-GUARD", "CRE-SECRET"] => || defect(foreign_refusal_carries_cloud_init);
     "errors-without-message" &["GEN-ERROR-NAME"] => || TemplateFixture::default().with_build(errors_without_message);
@@ -355,7 +355,7 @@ mutants! {
     "get-dropped-connection-is-not-found" &["GET-BUSY", "GEN-MODEL"] => || defect(get_closed_as_not_found);
     "paused-is-provisioning" &["GET-STATE"] => || defect(paused_is_provisioning);
     "link-local-is-usable" &["GET-STATE"] => || defect(any_address_is_usable);
-    "malformed-get-is-not-found" &["GET-MALFORMED"] => || TemplateFixture::default().with_build(malformed_get_not_found);
+    "malformed-get-is-not-found" &["GET-MALFORMED", "GEN-LOGGING"] => || TemplateFixture::default().with_build(malformed_get_not_found);
     "unconfigured-get-is-not-found" &["GET-UNCONFIGURED"] => || TemplateFixture::default().with_build(unconfigured_get_not_found);
     "created-at-in-memory" &["GET-STATELESS"] => || defect(created_at_in_memory);
     "malformed-delete-is-ok" &["DEL-MALFORMED"] => || TemplateFixture::default().with_build(malformed_delete_ok);

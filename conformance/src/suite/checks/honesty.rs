@@ -1,11 +1,12 @@
 //! Checks of the fixture where a lie would make a rule vacuous: a rule that judges
 //! "untouched" by comparing fingerprints first shows that the planting hook's
-//! fingerprint changes when the suite changes the resource, and a rule that finds
-//! what a Create made through the inventory first sees the inventory show it. A hook
-//! that fails the test is the harness's Error, naming the hook, never a Pass.
+//! fingerprint changes when the suite changes the resource; a rule that finds what a
+//! Create made through the inventory first sees the inventory show it; and every
+//! fault reported fired must show in the observation trace. A hook that fails the
+//! test is the harness's Error, naming the hook, never a Pass.
 
-use crate::fixture::{Part, Plant, Power};
-use crate::suite::cx::{CheckError, CheckResult, Cx};
+use crate::fixture::{BackendCall, FaultKind, Faults, Part, Plant, Power, Trigger};
+use crate::suite::cx::{CheckError, CheckResult, Cx, Injected};
 
 /// Shows that `planting/inspect` reflects what the rule's judgement relies on: a
 /// resource planted at `location` is inspected, then changed out of band (its power,
@@ -81,4 +82,74 @@ pub(crate) async fn made_inventoried(
         )));
     }
     Ok(got)
+}
+
+/// The first fault of `injected` that the faults hook reports fired although the
+/// observation trace disagrees, as the harness's Error: no call between its injection
+/// and the next fault's that its trigger could have fired on; or, for a fault that
+/// closes the connection (`Drop`, `LostReply`), later calls at its location in that
+/// window that all stayed on the connection it closed. Judged below the provider, which may legitimately recover
+/// and return Ok. `None` without an observation hook, or when every fault agrees.
+pub(crate) fn fault_lie(cx: &Cx, injected: &[Injected], faults: &dyn Faults) -> Option<String> {
+    let obs = cx.tb.observation()?;
+    let calls = obs.calls();
+    for (n, inj) in injected.iter().enumerate() {
+        let Some(mark) = inj.trace_mark else {
+            continue;
+        };
+        if !faults.fired(inj.id) {
+            continue;
+        }
+        // The fault's window: from its injection to the next one's.
+        let end = injected[n + 1..]
+            .iter()
+            .find_map(|i| i.trace_mark)
+            .unwrap_or(calls.len())
+            .clamp(mark.min(calls.len()), calls.len());
+        let at = |c: &&BackendCall| inj.spec.location.as_ref().is_none_or(|l| *l == c.location);
+        let after: Vec<&BackendCall> = calls
+            .get(mark..end)
+            .unwrap_or_default()
+            .iter()
+            .filter(at)
+            .collect();
+        let hit = match &inj.spec.trigger {
+            Trigger::Nth(k) => usize::try_from(*k)
+                .ok()
+                .filter(|k| *k >= 1 && after.len() >= *k)
+                .map(|k| k - 1),
+            Trigger::Named(name) => after.iter().position(|c| c.name.eq_ignore_ascii_case(name)),
+            Trigger::Always => (!after.is_empty()).then_some(0),
+        };
+        let what = format!(
+            "a {:?} fault ({:?}{})",
+            inj.spec.kind,
+            inj.spec.trigger,
+            inj.spec
+                .location
+                .as_ref()
+                .map(|l| format!(" at {l}"))
+                .unwrap_or_default()
+        );
+        let Some(i) = hit else {
+            return Some(format!(
+                "the faults hook reported {what} as fired, but the observation hook shows no call \
+                 after its injection (and before the next fault's) that it could have fired on: a fault reported fired must have \
+                 acted on a call the trace shows"
+            ));
+        };
+        if matches!(inj.spec.kind, FaultKind::Drop | FaultKind::LostReply) {
+            let closed = after[i].connection;
+            let later = &after[i + 1..];
+            if !later.is_empty() && later.iter().all(|c| c.connection == closed) {
+                return Some(format!(
+                    "the faults hook reported {what} as fired, but the observation hook shows the \
+                     connection it closed carrying {} later call(s) and no other connection after \
+                     it: a dropped connection must be closed, so the provider's next call dials again",
+                    later.len()
+                ));
+            }
+        }
+    }
+    None
 }

@@ -5,7 +5,7 @@ pub mod create;
 pub mod delete;
 pub mod general;
 pub mod get;
-mod honesty;
+pub(crate) mod honesty;
 pub mod list;
 mod steps;
 

@@ -11,7 +11,9 @@
 //! cloud-init payload in a telemetry notification), `remote-secret-on-stderr`
 //! (writes it to stderr) and `remote-leaks-everywhere` (every Create puts its payload
 //! in log lines at every level, a span field and stderr; the second Create of a rule
-//! panics with it, the third fails with it in its message and its source).
+//! panics with it, the third fails with it in its message and its source). It also
+//! serves the lying fixtures of `FIXTURE_LIES` by name (`fingerprint-never-changes`,
+//! `inventory-always-empty`, `faults-fire-and-do-nothing`).
 //!
 //! `--mutant remote-late-telemetry` serves a correct variant instead: every
 //! operation leaves a task behind that opens a span and logs under the operation's
@@ -30,8 +32,8 @@ use conformance::fixture::{
 use conformance::{
     BoxFuture, Checker, CreateRequest, Ctx, Instance, Listing, Profile, Provider, ProviderId,
 };
-use template_provider::TemplateFixture;
 use template_provider::mutants::MUTANTS;
+use template_provider::{FIXTURE_LIES, TemplateFixture};
 
 /// Correct variants that only behave differently over the protocol.
 const BRIDGE_VARIANTS: &[&str] = &["remote-late-telemetry"];
@@ -81,6 +83,8 @@ fn main() -> ExitCode {
         Some(name) => {
             if let Some(m) = MUTANTS.iter().find(|m| m.name == name) {
                 Arc::new((m.build)())
+            } else if let Some((_, _, _, lie)) = FIXTURE_LIES.iter().find(|l| l.0 == name) {
+                Arc::new(TemplateFixture::lying(*lie))
             } else if let Some(n) = BRIDGE_MUTANTS
                 .iter()
                 .map(|(n, _)| n)
