@@ -134,6 +134,10 @@ pub struct Cx {
     pub(crate) names: Mutex<Vec<String>>,
     pub(crate) tags: Mutex<Vec<String>>,
     pub(crate) not_checked: Mutex<Vec<NotChecked>>,
+    /// The index of the location the rule works at ([`Cx::loc0`]), and whether the
+    /// check runs at more than one in turn (violations then name the location).
+    at: std::sync::atomic::AtomicUsize,
+    in_turn: std::sync::atomic::AtomicBool,
     pub(crate) injected: Mutex<Vec<Injected>>,
 }
 
@@ -186,6 +190,8 @@ impl Cx {
             names: Mutex::default(),
             tags: Mutex::default(),
             not_checked: Mutex::default(),
+            at: Default::default(),
+            in_turn: Default::default(),
             injected: Mutex::default(),
         }
     }
@@ -332,9 +338,19 @@ impl Cx {
         named_by(&self.prefix, name)
     }
 
-    /// The first configured location.
+    /// The location the rule works at: the first configured one, or for a rule run
+    /// at every location ([`crate::suite::checks::AT_EVERY_LOCATION`]) each in turn.
     pub fn loc0(&self) -> &Location {
-        &self.locations[0]
+        let at = self.at.load(std::sync::atomic::Ordering::SeqCst);
+        &self.locations[at.min(self.locations.len().saturating_sub(1))]
+    }
+
+    /// Makes the location of index `at` the one the rule works at; `in_turn` when the
+    /// check runs at several locations one after another.
+    pub(crate) fn work_at(&self, at: usize, in_turn: bool) {
+        self.at.store(at, std::sync::atomic::Ordering::SeqCst);
+        self.in_turn
+            .store(in_turn, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// The locations a rule that holds at every location runs at: all of them on a
@@ -396,9 +412,15 @@ impl Cx {
         expected: impl Into<String>,
         actual: impl Into<String>,
     ) -> Violation {
+        let location = location.into();
+        let location = if self.in_turn.load(std::sync::atomic::Ordering::SeqCst) {
+            format!("{location} (at {})", self.loc0().name)
+        } else {
+            location
+        };
         Violation {
             rule: self.rule.id.to_owned(),
-            location: location.into(),
+            location,
             expected: expected.into(),
             actual: actual.into(),
         }

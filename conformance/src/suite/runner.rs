@@ -535,7 +535,7 @@ async fn run_once(
             "the fixture configures no location".into(),
         );
     }
-    let body = AssertUnwindSafe(check(&cx)).catch_unwind();
+    let body = AssertUnwindSafe(checks::at_its_locations(&cx, check)).catch_unwind();
     let verdict = match tokio::time::timeout(opts.rule_timeout, body).await {
         Ok(Ok(v)) => v,
         Ok(Err(panic)) => Err(panicked(&cx, panic.as_ref())),

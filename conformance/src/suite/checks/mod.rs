@@ -15,6 +15,59 @@ use crate::BoxFuture;
 /// A check: runs against one rule's context.
 pub type CheckFn = for<'a> fn(&'a Cx) -> BoxFuture<'a, CheckResult>;
 
+/// The rules whose checks work at one location though the contract holds at each:
+/// on a fake their check runs at every location in turn, on a real backend at one
+/// picked by the rule's seed (each run there costs boots), recorded in the evidence.
+pub const AT_EVERY_LOCATION: &[&str] = &[
+    "CRE-IDEMPOTENT",
+    "CRE-RESUME",
+    "CRE-ADOPT-GUARD",
+    "CRE-QUOTA",
+    "CRE-BACKEND-NOTFOUND",
+    "CRE-SECRET",
+    "DEL-IDEMPOTENT",
+    "DEL-RESUME",
+    "DEL-PARTIAL",
+    "DEL-OWNERSHIP",
+    "GET-STATE",
+    "GET-BUSY",
+    "LST-MARKED-ONLY",
+    "LST-EMPTY-UID",
+    "LST-UNREADABLE",
+];
+
+/// Runs `check` at the locations its rule is checked at ([`AT_EVERY_LOCATION`]),
+/// stopping at the first that ends it.
+pub(crate) async fn at_its_locations(cx: &Cx, check: CheckFn) -> CheckResult {
+    let n = cx.locations.len();
+    let plan: Vec<usize> = if !AT_EVERY_LOCATION.contains(&cx.rule.id) || n < 2 {
+        vec![0]
+    } else if cx.real_backend {
+        let at = (cx.seed % n as u64) as usize;
+        cx.note(format!(
+            "a real backend: checked at one location of {n}, {} (picked by the rule's seed)",
+            cx.locations[at].name
+        ));
+        vec![at]
+    } else {
+        (0..n).collect()
+    };
+    let in_turn = plan.len() > 1;
+    for (n, at) in plan.into_iter().enumerate() {
+        if n > 0 {
+            // What the last pass deleted may linger (delete-return=early): the next
+            // pass starts once it is gone, as a fresh rule would.
+            cx.settle_deletions().await;
+        }
+        cx.work_at(at, in_turn);
+        if in_turn {
+            cx.note(format!("at {}:", cx.loc0().name));
+        }
+        check(cx).await?;
+    }
+    Ok(())
+}
+
 macro_rules! registry {
     ($($id:literal => $f:path),* $(,)?) => {
         /// The check registered for a rule ID.
