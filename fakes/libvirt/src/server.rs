@@ -31,6 +31,7 @@ use tokio::net::UnixListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::connection::FakeConnection;
 use crate::error::{CallError, VirError};
@@ -244,6 +245,7 @@ where
             _ = keepalive.tick(), if opts.keepalive_interval.is_some() => {
                 if conn.keepalive_requested() && last_rx.elapsed() >= tick && !conn.daemon_lost() {
                     if unanswered >= opts.keepalive_count {
+                        tracing::info!("connection closed due to keepalive timeout");
                         break Ok(());
                     }
                     unanswered += 1;
@@ -303,13 +305,10 @@ async fn handle_packet(
             let Ok(permit) = budget.clone().acquire_owned().await else {
                 return;
             };
-            tokio::spawn(handle_call(
-                conn.clone(),
-                pkt,
-                tx.clone(),
-                streams.clone(),
-                permit,
-            ));
+            tokio::spawn(
+                handle_call(conn.clone(), pkt, tx.clone(), streams.clone(), permit)
+                    .in_current_span(),
+            );
         }
         (REMOTE_PROGRAM, MessageType::Stream) => {
             let sender = streams
@@ -348,6 +347,7 @@ async fn handle_call(
     let args = match CallArgs::decode(h.remote_procedure(), &pkt.payload) {
         Ok(a) => a,
         Err(WireError::UnknownProcedure(n)) => {
+            tracing::debug!(procedure = n, serial = h.serial, "unknown procedure");
             send_error(&tx, &h, &rpc_error(format!("unknown procedure: {n}")));
             return;
         }
@@ -362,13 +362,20 @@ async fn handle_call(
         tx: &tx,
         streams: &streams,
     };
+    let procedure = h.remote_procedure();
     match dispatch(args, &call).await.and_then(|ret| reply(&h, &ret)) {
         Ok(reply) => {
+            tracing::debug!(%procedure, serial = h.serial, "call answered");
             let _ = tx.send(reply);
         }
-        Err(CallError::Libvirt(e)) => send_error(&tx, &h, &e),
+        Err(CallError::Libvirt(e)) => {
+            tracing::debug!(%procedure, serial = h.serial, code = %e.code, "call failed");
+            send_error(&tx, &h, &e);
+        }
         // The connection is gone: nothing is answered.
-        Err(CallError::Closed) => {}
+        Err(CallError::Closed) => {
+            tracing::debug!(%procedure, serial = h.serial, "call dropped: connection closed");
+        }
     }
     drop(permit);
 }
