@@ -73,12 +73,14 @@
 mod boot;
 mod connection;
 mod domains;
+mod download;
 mod error;
 mod fake;
 mod fault;
 #[doc(hidden)]
 pub mod fuzzing;
 mod handler;
+mod inspect;
 pub mod latency;
 mod server;
 mod state;

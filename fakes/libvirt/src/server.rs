@@ -351,7 +351,8 @@ async fn handle_call(
             send_error(&tx, &h, &rpc_error(format!("unknown procedure: {n}")));
             return;
         }
-        Err(_) => {
+        Err(e) => {
+            tracing::debug!(procedure = %h.remote_procedure(), serial = h.serial, error = %e, len = pkt.payload.len(), "undecodable call");
             send_error(&tx, &h, &rpc_error("Unable to decode message payload"));
             return;
         }
@@ -361,12 +362,21 @@ async fn handle_call(
         header: h,
         tx: &tx,
         streams: &streams,
+        after_reply: std::sync::Mutex::new(None),
     };
     let procedure = h.remote_procedure();
     match dispatch(args, &call).await.and_then(|ret| reply(&h, &ret)) {
         Ok(reply) => {
             tracing::debug!(%procedure, serial = h.serial, "call answered");
             let _ = tx.send(reply);
+            let after = call
+                .after_reply
+                .lock()
+                .expect("after-reply slot poisoned")
+                .take();
+            if let Some(after) = after {
+                after();
+            }
         }
         Err(CallError::Libvirt(e)) => {
             tracing::debug!(%procedure, serial = h.serial, code = %e.code, "call failed");

@@ -121,3 +121,74 @@ int_enum! {
         Polkit = 2 => "REMOTE_AUTH_POLKIT",
     }
 }
+
+/// A C string as rpcgen sends `char x<MAX>` (the security model and label
+/// calls): a count, then each byte widened to four bytes, the terminating
+/// NUL included in the count (libvirtd sends `strlen + 1`). Decoding stops
+/// at the first NUL.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[cfg_attr(test, derive(proptest_derive::Arbitrary))]
+pub struct CharArray<const MAX: usize>(
+    #[cfg_attr(test, proptest(regex = "[a-z0-9_]{0,12}"))] pub String,
+);
+
+impl<const MAX: usize> Encode for CharArray<MAX> {
+    fn encode(&self, buf: &mut BytesMut) {
+        let bytes = self.0.as_bytes();
+        let n = bytes.len().min(MAX.saturating_sub(1));
+        bytes::BufMut::put_u32(buf, (n + 1) as u32);
+        for &b in &bytes[..n] {
+            (b as i8).encode(buf);
+        }
+        0i8.encode(buf);
+    }
+}
+
+impl<const MAX: usize> Decode for CharArray<MAX> {
+    fn decode(r: &mut Reader<'_>) -> Result<Self, WireError> {
+        let chars: Vec<i8> = crate::xdr::decode_array(r, MAX)?;
+        Ok(CharArray(c_chars(&chars)))
+    }
+}
+
+/// A C string as rpcgen sends `char x[N]` (`NODE_GET_INFO`'s CPU model):
+/// exactly `N` bytes, each widened to four bytes, NUL-padded.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[cfg_attr(test, derive(proptest_derive::Arbitrary))]
+pub struct FixedChars<const N: usize>(
+    #[cfg_attr(test, proptest(regex = "[a-z0-9_]{0,12}"))] pub String,
+);
+
+impl<const N: usize> Encode for FixedChars<N> {
+    fn encode(&self, buf: &mut BytesMut) {
+        let bytes = self.0.as_bytes();
+        for i in 0..N {
+            // The last byte stays NUL, as libvirt's virStrcpy leaves it.
+            let b = if i + 1 < N {
+                bytes.get(i).copied().unwrap_or(0)
+            } else {
+                0
+            };
+            (b as i8).encode(buf);
+        }
+    }
+}
+
+impl<const N: usize> Decode for FixedChars<N> {
+    fn decode(r: &mut Reader<'_>) -> Result<Self, WireError> {
+        let chars = (0..N)
+            .map(|_| i8::decode(r))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(FixedChars(c_chars(&chars)))
+    }
+}
+
+/// The bytes before the first NUL, as text.
+fn c_chars(chars: &[i8]) -> String {
+    let bytes: Vec<u8> = chars
+        .iter()
+        .map(|&c| c as u8)
+        .take_while(|&b| b != 0)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
