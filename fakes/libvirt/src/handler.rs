@@ -32,7 +32,7 @@ use libvirt_wire::{
     CharArray, ConnectGetTypeRet, DomainFlagsArgs, DomainGetMessagesRet, DomainGetOsTypeRet,
     DomainGetSecurityLabelRet, DomainHasManagedSaveImageRet, DomainSnapshotNumRet, GetAutostartRet,
     IsPersistentRet, NodeGetInfoRet, NodeGetSecurityModelRet, StoragePoolLookupByVolumeArgs,
-    StorageVolDownloadArgs, StorageVolLookupByPathArgs,
+    StorageVolDownloadArgs, StorageVolLookupByKeyArgs, StorageVolLookupByPathArgs,
 };
 
 use crate::connection::FakeConnection;
@@ -600,6 +600,14 @@ impl Handler for WireCall<'_> {
         a: StorageVolLookupByPathArgs,
     ) -> Result<StorageVolLookupByNameRet, CallError> {
         let vol = self.conn.storage_vol_lookup_by_path(&a.path).await?;
+        Ok(StorageVolLookupByNameRet { vol })
+    }
+
+    async fn storage_vol_lookup_by_key(
+        &self,
+        a: StorageVolLookupByKeyArgs,
+    ) -> Result<StorageVolLookupByNameRet, CallError> {
+        let vol = self.conn.storage_vol_lookup_by_key(&a.key).await?;
         Ok(StorageVolLookupByNameRet { vol })
     }
 

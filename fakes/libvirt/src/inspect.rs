@@ -40,26 +40,40 @@ fn node_info() -> NodeGetInfoRet {
     }
 }
 
+fn no_vol_key(key: &str) -> VirError {
+    VirError::new(
+        ErrorCode::NoStorageVol,
+        ErrorDomain::Storage,
+        format!("no storage vol with matching key {key}"),
+    )
+}
+
 impl State {
-    /// The path a volume has on the host, looked up in every running pool;
-    /// libvirt's miss names the path as a key, unquoted.
+    /// The volume of a running pool whose path (a dir pool's key) is
+    /// `path`.
+    fn vol_at(&self, path: &str) -> Option<StorageVol> {
+        self.pools.values().filter(|p| p.active).find_map(|p| {
+            p.volumes
+                .keys()
+                .find(|name| p.vol_path(name) == path)
+                .map(|name| p.vol_handle(name))
+        })
+    }
+
+    /// A volume by key: libvirt's miss names the key unquoted.
+    fn vol_by_key(&self, key: &str) -> Result<StorageVol, VirError> {
+        self.vol_at(key).ok_or_else(|| no_vol_key(key))
+    }
+
+    /// A volume by path; libvirt's miss quotes the path.
     fn vol_by_path(&self, path: &str) -> Result<StorageVol, VirError> {
-        self.pools
-            .values()
-            .filter(|p| p.active)
-            .find_map(|p| {
-                p.volumes
-                    .keys()
-                    .find(|name| p.vol_path(name) == path)
-                    .map(|name| p.vol_handle(name))
-            })
-            .ok_or_else(|| {
-                VirError::new(
-                    ErrorCode::NoStorageVol,
-                    ErrorDomain::Storage,
-                    format!("no storage vol with matching key {path}"),
-                )
-            })
+        self.vol_at(path).ok_or_else(|| {
+            VirError::new(
+                ErrorCode::NoStorageVol,
+                ErrorDomain::Storage,
+                format!("no storage vol with matching path '{path}'"),
+            )
+        })
     }
 
     /// The bytes `vol-download` reads: the file is as long as a raw
@@ -282,6 +296,12 @@ impl FakeConnection {
             st.vol_by_path(path)
         })
         .await
+    }
+
+    /// `StorageVolLookupByKey`: a volume of a running pool by its key.
+    pub async fn storage_vol_lookup_by_key(&self, key: &str) -> Result<StorageVol, CallError> {
+        self.call(Procedure::StorageVolLookupByKey, |st, _| st.vol_by_key(key))
+            .await
     }
 
     /// `StorageVolDownload`: the bytes the stream carries (`length` 0 reads

@@ -770,6 +770,12 @@ async fn storage_queries(
         c.storage_vol_lookup_by_path(path).await,
     )?;
     ensure!(found == *vol, "by path: {found:?}, created: {vol:?}");
+    let found = log.ok(
+        Procedure::StorageVolLookupByKey,
+        "lookup volume by key",
+        c.storage_vol_lookup_by_key(&vol.key).await,
+    )?;
+    ensure!(found == *vol, "by key: {found:?}, created: {vol:?}");
     let owner = log.ok(
         Procedure::StoragePoolLookupByVolume,
         "pool of the volume",

@@ -858,6 +858,14 @@ xdr_struct! {
 }
 
 xdr_struct! {
+    /// Arguments of `STORAGE_VOL_LOOKUP_BY_KEY`.
+    pub struct StorageVolLookupByKeyArgs {
+        /// The volume's key (a directory pool's: its path).
+        pub key: String,
+    }
+}
+
+xdr_struct! {
     /// Arguments of `STORAGE_VOL_DOWNLOAD`, laid out as the upload's.
     pub struct StorageVolDownloadArgs {
         /// The volume.

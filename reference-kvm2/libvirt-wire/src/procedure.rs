@@ -206,8 +206,12 @@ macro_rules! for_each_procedure {
         StorageVolLookupByName = 95 => "STORAGE_VOL_LOOKUP_BY_NAME", "StorageVolLookupByName",
             fn storage_vol_lookup_by_name(StorageVolLookupByNameArgs) -> StorageVolLookupByNameRet,
             client { fn storage_vol_lookup_by_name(pool: &StoragePool, name: &str) -> StorageVol = vol };
+        /// Finds a volume of a running pool by its key (a dir pool's: its path).
+        StorageVolLookupByKey = 96 => "STORAGE_VOL_LOOKUP_BY_KEY", "StorageVolLookupByKey",
+            fn storage_vol_lookup_by_key(StorageVolLookupByKeyArgs) -> StorageVolLookupByNameRet,
+            client { fn storage_vol_lookup_by_key(key: &str) -> StorageVol = vol };
         /// Finds a volume of a running pool by its path on the host.
-        StorageVolLookupByPath = 96 => "STORAGE_VOL_LOOKUP_BY_PATH", "StorageVolLookupByPath",
+        StorageVolLookupByPath = 97 => "STORAGE_VOL_LOOKUP_BY_PATH", "StorageVolLookupByPath",
             fn storage_vol_lookup_by_path(StorageVolLookupByPathArgs) -> StorageVolLookupByNameRet,
             client { fn storage_vol_lookup_by_path(path: &str) -> StorageVol = vol };
         /// Volume type and sizes.

@@ -237,6 +237,32 @@ pub(super) async fn virsh_storage(
             |v| format!("{} in {} same-key={}", v.name, v.pool, v.key == vol.key),
         );
         rec.call(
+            "lookup by key",
+            Procedure::StorageVolLookupByKey,
+            c.storage_vol_lookup_by_key(&vol.key).await,
+            |v| format!("{} in {} same-key={}", v.name, v.pool, v.key == vol.key),
+        );
+        rec.call(
+            "lookup a missing key",
+            Procedure::StorageVolLookupByKey,
+            c.storage_vol_lookup_by_key(&format!("{path}.missing"))
+                .await,
+            |v| v.name.clone(),
+        );
+        rec.call(
+            "lookup a relative path",
+            Procedure::StorageVolLookupByPath,
+            c.storage_vol_lookup_by_path(&vol.name).await,
+            |v| v.name.clone(),
+        );
+        rec.call(
+            "lookup a path outside every pool",
+            Procedure::StorageVolLookupByPath,
+            c.storage_vol_lookup_by_path("/nonexistent/fidelity.img")
+                .await,
+            |v| v.name.clone(),
+        );
+        rec.call(
             "lookup a missing path",
             Procedure::StorageVolLookupByPath,
             c.storage_vol_lookup_by_path(&format!("{path}.missing"))
