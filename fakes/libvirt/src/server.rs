@@ -249,6 +249,7 @@ where
                         break Ok(());
                     }
                     unanswered += 1;
+                    tracing::debug!(unanswered, "keepalive ping sent");
                     send(&tx, &Header::keepalive(KEEPALIVE_PING), &());
                 }
             }
@@ -295,6 +296,9 @@ async fn handle_packet(
     match (h.program, h.kind) {
         (KEEPALIVE_PROGRAM, MessageType::Message) if h.procedure == KEEPALIVE_PING => {
             send(tx, &Header::keepalive(KEEPALIVE_PONG), &());
+        }
+        (KEEPALIVE_PROGRAM, MessageType::Message) if h.procedure == KEEPALIVE_PONG => {
+            tracing::debug!("keepalive pong received");
         }
         (REMOTE_PROGRAM, MessageType::Call) if h.version == REMOTE_VERSION => {
             if h.status != Status::Ok {

@@ -606,3 +606,64 @@ fn virsh_against_the_daemon_and_libvirtd() {
     println!("total {:.1} s", t0.elapsed().as_secs_f64());
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// virsh asks for keepalive (feature 10) and answers the daemon's pings: an
+/// interactive virsh idle for longer than interval × count is not dropped,
+/// and its next command is answered.
+#[test]
+fn an_idle_virsh_answers_the_daemons_pings() {
+    if Command::new("virsh").arg("--version").output().is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "virsh is missing under CI"
+        );
+        println!("SKIPPED an_idle_virsh_answers_the_daemons_pings: virsh is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("ka.sock");
+    let log = dir.path().join("daemon.log");
+    let mut daemon = Command::new(BIN)
+        .arg("--socket")
+        .arg(&socket)
+        .args([
+            "--keepalive-interval",
+            "1",
+            "--keepalive-count",
+            "2",
+            "--log",
+            "debug",
+        ])
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while !socket.exists() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the daemon never listened"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let script = "sleep 4; echo hostname";
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "({script}) | virsh -c 'qemu+unix:///system?socket={}'",
+            socket.display()
+        ))
+        .output()
+        .unwrap();
+    let _ = Command::new("kill")
+        .args(["-TERM", &daemon.id().to_string()])
+        .status();
+    let _ = daemon.wait();
+    let log = std::fs::read_to_string(&log).unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("fake-host"), "{stdout}\n{log}");
+    let pings = log.matches("keepalive ping sent").count();
+    let pongs = log.matches("keepalive pong received").count();
+    println!("idle virsh: {pings} pings, {pongs} pongs in 4 s");
+    assert!(pings >= 1 && pongs >= 1, "{log}");
+    assert!(!log.contains("keepalive timeout"), "{log}");
+}

@@ -380,6 +380,29 @@ async fn server_pings_a_silent_keepalive_client_then_drops_it() {
     task.await.unwrap().unwrap();
 }
 
+/// libvirtd pings only clients that asked for keepalive (feature 10):
+/// go-libvirt never does and never answers a PING, and is never dropped.
+#[tokio::test(start_paused = true)]
+async fn a_client_that_never_asked_for_keepalive_is_never_pinged() {
+    let fake = FakeLibvirt::new();
+    let (client, server) = tokio::io::duplex(1 << 16);
+    let opts = libvirt_fake::ServerOptions {
+        keepalive_interval: Some(Duration::from_secs(1)),
+        keepalive_count: 2,
+        ..Default::default()
+    };
+    tokio::spawn({
+        let fake = fake.clone();
+        async move { fake.serve_with(server, opts).await }
+    });
+    let mut c = Raw::new(client);
+    c.handshake().await;
+    let silent = tokio::time::timeout(Duration::from_secs(30), c.read()).await;
+    assert!(silent.is_err(), "a packet came unasked: {silent:?}");
+    let p = c.call(Procedure::ConnectGetHostname, &()).await;
+    assert_eq!(p.header.status, Status::Ok, "still served after 30 s");
+}
+
 #[tokio::test]
 async fn stream_error_mid_upload_reaches_the_client() {
     let fake = pool_fake();
