@@ -12,7 +12,9 @@
 //! same model is served over libvirt's remote protocol (packets from the
 //! `libvirt-wire` crate) on any byte stream by [`FakeLibvirt::serve`],
 //! [`FakeLibvirt::duplex`] and [`FakeLibvirt::serve_unix`], so the provider's
-//! own RPC client is tested end to end without libvirtd.
+//! own RPC client is tested end to end without libvirtd. The `fake-libvirtd`
+//! binary serves it as a daemon that virsh and other libvirt clients use,
+//! starting from a [`StateFile`] (see the crate's README).
 //!
 //! Neighbours: `conformance` runs its suite against `kvm2` on top of this
 //! crate; `libvirt-wire` owns the packet and XDR format. Nothing here depends
