@@ -178,6 +178,7 @@ impl StateFile {
                     .map_err(|e| format!("pool {} volume {}: {e}", p.name, v.name))?;
             }
         }
+        let mut names = std::collections::BTreeSet::new();
         for (i, d) in self.domains.iter().enumerate() {
             let xml = match (&d.xml, &d.xml_file) {
                 (Some(x), _) => x.clone(),
@@ -192,6 +193,11 @@ impl StateFile {
                 .domain_define_xml(&xml)
                 .await
                 .map_err(|e| format!("domain {i}: {e}"))?;
+            // libvirt takes a second definition of a name as an update; in
+            // a state file it is a mistake.
+            if !names.insert(dom.name.clone()) {
+                return Err(format!("domain {i}: '{}' is defined twice", dom.name));
+            }
             if d.running {
                 conn.domain_create(&dom)
                     .await

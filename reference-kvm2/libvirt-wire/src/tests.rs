@@ -632,4 +632,11 @@ fn c_char_arrays_widen_each_byte_and_count_the_nul() {
     assert_eq!(fixed.len(), 32 * 4);
     assert_eq!(&fixed[..8], &[0, 0, 0, b'x', 0, 0, 0, b'8']);
     assert_eq!(decode_exact::<FixedChars<32>>(&fixed).unwrap().0, "x86_64");
+    // Without its NUL a C string is malformed; bytes past ASCII survive.
+    let mut open = vec![0, 0, 0, 1];
+    open.extend([0, 0, 0, b'a']);
+    assert!(decode_exact::<CharArray<257>>(&open).is_err());
+    let latin = CharArray::<8>("\u{e9}t\u{e9}".into());
+    let again = decode_exact::<CharArray<8>>(&encode_to_vec(&latin)).unwrap();
+    assert_eq!(again, latin);
 }

@@ -124,8 +124,9 @@ int_enum! {
 
 /// A C string as rpcgen sends `char x<MAX>` (the security model and label
 /// calls): a count, then each byte widened to four bytes, the terminating
-/// NUL included in the count (libvirtd sends `strlen + 1`). Decoding stops
-/// at the first NUL.
+/// NUL included in the count (libvirtd sends `strlen + 1`). Decoding takes
+/// the bytes before the first NUL and refuses an array without one; bytes
+/// map to the chars U+0000..U+00FF and back, so nothing is lost.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[cfg_attr(test, derive(proptest_derive::Arbitrary))]
 pub struct CharArray<const MAX: usize>(
@@ -134,10 +135,9 @@ pub struct CharArray<const MAX: usize>(
 
 impl<const MAX: usize> Encode for CharArray<MAX> {
     fn encode(&self, buf: &mut BytesMut) {
-        let bytes = self.0.as_bytes();
-        let n = bytes.len().min(MAX.saturating_sub(1));
-        bytes::BufMut::put_u32(buf, (n + 1) as u32);
-        for &b in &bytes[..n] {
+        let bytes = c_bytes(&self.0, MAX.saturating_sub(1));
+        bytes::BufMut::put_u32(buf, (bytes.len() + 1) as u32);
+        for b in bytes {
             (b as i8).encode(buf);
         }
         0i8.encode(buf);
@@ -147,12 +147,13 @@ impl<const MAX: usize> Encode for CharArray<MAX> {
 impl<const MAX: usize> Decode for CharArray<MAX> {
     fn decode(r: &mut Reader<'_>) -> Result<Self, WireError> {
         let chars: Vec<i8> = crate::xdr::decode_array(r, MAX)?;
-        Ok(CharArray(c_chars(&chars)))
+        Ok(CharArray(c_string(&chars)?))
     }
 }
 
 /// A C string as rpcgen sends `char x[N]` (`NODE_GET_INFO`'s CPU model):
-/// exactly `N` bytes, each widened to four bytes, NUL-padded.
+/// exactly `N` bytes, each widened to four bytes, NUL-padded, the last one
+/// always NUL (libvirt's `virStrcpy`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[cfg_attr(test, derive(proptest_derive::Arbitrary))]
 pub struct FixedChars<const N: usize>(
@@ -161,15 +162,9 @@ pub struct FixedChars<const N: usize>(
 
 impl<const N: usize> Encode for FixedChars<N> {
     fn encode(&self, buf: &mut BytesMut) {
-        let bytes = self.0.as_bytes();
+        let bytes = c_bytes(&self.0, N.saturating_sub(1));
         for i in 0..N {
-            // The last byte stays NUL, as libvirt's virStrcpy leaves it.
-            let b = if i + 1 < N {
-                bytes.get(i).copied().unwrap_or(0)
-            } else {
-                0
-            };
-            (b as i8).encode(buf);
+            (bytes.get(i).copied().unwrap_or(0) as i8).encode(buf);
         }
     }
 }
@@ -179,16 +174,25 @@ impl<const N: usize> Decode for FixedChars<N> {
         let chars = (0..N)
             .map(|_| i8::decode(r))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(FixedChars(c_chars(&chars)))
+        Ok(FixedChars(c_string(&chars)?))
     }
 }
 
-/// The bytes before the first NUL, as text.
-fn c_chars(chars: &[i8]) -> String {
-    let bytes: Vec<u8> = chars
-        .iter()
-        .map(|&c| c as u8)
+/// The bytes of a C string: each char as its byte (chars past U+00FF as
+/// `?`), at most `max`, stopping at a NUL.
+fn c_bytes(s: &str, max: usize) -> Vec<u8> {
+    s.chars()
+        .map(|c| u8::try_from(u32::from(c)).unwrap_or(b'?'))
         .take_while(|&b| b != 0)
-        .collect();
-    String::from_utf8_lossy(&bytes).into_owned()
+        .take(max)
+        .collect()
+}
+
+/// The chars before the first NUL; an array without one is malformed.
+fn c_string(chars: &[i8]) -> Result<String, WireError> {
+    let end = chars
+        .iter()
+        .position(|&c| c == 0)
+        .ok_or(WireError::UnterminatedCString)?;
+    Ok(chars[..end].iter().map(|&c| char::from(c as u8)).collect())
 }

@@ -76,6 +76,15 @@ async fn a_domain_xml_libvirt_refuses_fails_the_load() {
     assert!(e.starts_with("domain 0: "), "{e}");
 }
 
+#[tokio::test]
+async fn a_name_defined_twice_fails_the_load() {
+    let xml = "<domain type='kvm'><name>a</name><memory>1024</memory></domain>";
+    let doc = format!(r#"{{"domains": [{{"xml": "{xml}"}}, {{"xml": "{xml}"}}]}}"#);
+    let state = StateFile::parse(&doc, Path::new(".")).unwrap();
+    let e = state.apply(&FakeLibvirt::new()).await.unwrap_err();
+    assert_eq!(e, "domain 1: 'a' is defined twice");
+}
+
 #[test]
 fn the_daemon_refuses_a_non_loopback_address() {
     let out = Command::new(BIN)
