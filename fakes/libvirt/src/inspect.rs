@@ -109,10 +109,12 @@ impl State {
             start.saturating_add(length).min(size)
         };
         let mut out = vec![0u8; usize::try_from(end - start).unwrap_or(0)];
-        let have = (data.len() as u64).clamp(start, end);
-        let n = usize::try_from(have - start).unwrap_or(0);
+        // The uploaded bytes inside start..end; the rest of the file is zeros.
         let from = usize::try_from(start).unwrap_or(usize::MAX);
-        out[..n].copy_from_slice(&data[from..from + n]);
+        if let Some(held) = data.get(from..) {
+            let n = held.len().min(out.len());
+            out[..n].copy_from_slice(&held[..n]);
+        }
         Ok(out)
     }
 }

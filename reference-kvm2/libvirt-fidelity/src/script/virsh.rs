@@ -4,7 +4,7 @@
 //! virsh session registers, `dominfo`'s questions on a defined, a running
 //! and a missing domain, `undefine`'s snapshot count, `shutdown` without
 //! flags, `pool-info`'s and `pool-list`'s flags, and `vol-info`'s lookups by
-//! path and by volume.
+//! path and by volume, and `vol-download`'s stream.
 
 use super::*;
 
@@ -286,5 +286,59 @@ pub(super) async fn virsh_storage(
         c.storage_pool_lookup_by_volume(&orphan).await,
         |p| p.name.clone(),
     );
+    let data = pattern(300_000, 41);
+    rec.call(
+        "upload for the download",
+        Procedure::StorageVolUpload,
+        upload(c, &vol, 0, 0, Bytes::from(data.clone())).await,
+        |n| n.to_string(),
+    );
+    for (label, offset, length) in [
+        ("download the whole volume", 0, 0),
+        ("download a part", 299_990, 20),
+        ("download past the end", 2 << 20, 0),
+    ] {
+        let got = async {
+            c.storage_vol_download(&vol, offset, length, 0)
+                .await?
+                .read_all()
+                .await
+        }
+        .await;
+        rec.call(label, Procedure::StorageVolDownload, got, |bytes| {
+            let start = (offset as usize).min(data.len());
+            let end = (start + bytes.len()).min(data.len());
+            let rest_zero = bytes[end - start..].iter().all(|b| *b == 0);
+            format!(
+                "{} bytes, the upload's where it wrote: {}, zeros after: {rest_zero}",
+                bytes.len(),
+                bytes[..end - start] == data[start..end]
+            )
+        });
+    }
+    rec.call(
+        "download with an unknown flag",
+        Procedure::StorageVolDownload,
+        async {
+            c.storage_vol_download(&vol, 0, 0, 4)
+                .await?
+                .read_all()
+                .await
+        }
+        .await,
+        |b| b.len().to_string(),
+    );
     let _ = c.storage_vol_delete(&vol, 0).await;
+    rec.call(
+        "download a deleted volume",
+        Procedure::StorageVolDownload,
+        async {
+            c.storage_vol_download(&vol, 0, 0, 0)
+                .await?
+                .read_all()
+                .await
+        }
+        .await,
+        |b| b.len().to_string(),
+    );
 }
