@@ -42,6 +42,8 @@ struct ConnState {
     authenticated: bool,
     uri: Option<String>,
     keepalive: bool,
+    /// The client registered a close callback (libvirtd only notes it).
+    close_callback: bool,
 }
 
 /// A connection to a [`FakeLibvirt`]. Cloning gives another handle to the
@@ -143,7 +145,7 @@ impl FakeConnection {
     }
 
     /// Runs one call: trace, faults, gating, then `op` on the model.
-    async fn call<T>(
+    pub(crate) async fn call<T>(
         &self,
         procedure: Procedure,
         op: impl FnOnce(&mut State, Instant) -> Result<T, VirError>,
@@ -153,7 +155,7 @@ impl FakeConnection {
     }
 
     /// A call about named objects, which object-bound fault rules match.
-    async fn call_on<T>(
+    pub(crate) async fn call_on<T>(
         &self,
         procedure: Procedure,
         objects: &[&str],
@@ -333,6 +335,25 @@ impl FakeConnection {
         let r = self.call(Procedure::ConnectClose, |_, _| Ok(())).await;
         self.close();
         r
+    }
+
+    /// `ConnectRegisterCloseCallback`: libvirtd notes the registration
+    /// (the QEMU driver has no hook of its own) and answers.
+    pub async fn register_close_callback(&self) -> Result<(), CallError> {
+        self.call_conn(Procedure::ConnectRegisterCloseCallback, |c, _, _| {
+            c.close_callback = true;
+            Ok(())
+        })
+        .await
+    }
+
+    /// `ConnectUnregisterCloseCallback`.
+    pub async fn unregister_close_callback(&self) -> Result<(), CallError> {
+        self.call_conn(Procedure::ConnectUnregisterCloseCallback, |c, _, _| {
+            c.close_callback = false;
+            Ok(())
+        })
+        .await
     }
 
     /// `ConnectGetVersion` (the hypervisor version).

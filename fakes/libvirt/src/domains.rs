@@ -137,7 +137,7 @@ impl State {
         self.domains.values().find(|d| d.name == name)
     }
 
-    fn dom(&self, h: &libvirt_wire::Domain) -> Result<&Domain, VirError> {
+    pub(crate) fn dom(&self, h: &libvirt_wire::Domain) -> Result<&Domain, VirError> {
         self.domains
             .get(&Uuid::from_bytes(h.uuid.0))
             .ok_or_else(|| VirError::no_domain_uuid(&h.uuid, &h.name))

@@ -28,6 +28,12 @@ use libvirt_wire::{
     StorageVolGetPathArgs, StorageVolGetPathRet, StorageVolLookupByNameArgs,
     StorageVolLookupByNameRet, StorageVolUploadArgs,
 };
+use libvirt_wire::{
+    CharArray, ConnectGetTypeRet, DomainFlagsArgs, DomainGetMessagesRet, DomainGetOsTypeRet,
+    DomainGetSecurityLabelRet, DomainHasManagedSaveImageRet, DomainSnapshotNumRet, GetAutostartRet,
+    IsPersistentRet, NodeGetInfoRet, NodeGetSecurityModelRet, StoragePoolLookupByVolumeArgs,
+    StorageVolDownloadArgs, StorageVolLookupByKeyArgs, StorageVolLookupByPathArgs,
+};
 
 use crate::connection::FakeConnection;
 use crate::error::CallError;
@@ -41,6 +47,13 @@ pub(crate) struct WireCall<'a> {
     pub(crate) header: Header,
     pub(crate) tx: &'a Tx,
     pub(crate) streams: &'a Streams,
+    /// What the server runs once the REPLY is queued: a download's data,
+    /// which must follow it.
+    pub(crate) after_reply: std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+fn flag(b: bool) -> i32 {
+    i32::from(b)
 }
 
 /// The length of a list as the wire counts it.
@@ -455,6 +468,156 @@ impl Handler for WireCall<'_> {
             .storage_vol_upload(&a.vol, a.offset, a.length, a.flags)
             .await?;
         crate::upload::open_stream(upload, self.header, self.tx, self.streams);
+        Ok(())
+    }
+
+    // What virsh's commands ask besides.
+
+    async fn connect_get_type(&self, (): ()) -> Result<ConnectGetTypeRet, CallError> {
+        let kind = self.conn.get_type().await?;
+        Ok(ConnectGetTypeRet { kind })
+    }
+
+    async fn node_get_info(&self, (): ()) -> Result<NodeGetInfoRet, CallError> {
+        self.conn.node_get_info().await
+    }
+
+    async fn node_get_security_model(&self, (): ()) -> Result<NodeGetSecurityModelRet, CallError> {
+        let (model, doi) = self.conn.node_get_security_model().await?;
+        Ok(NodeGetSecurityModelRet {
+            model: CharArray(model),
+            doi: CharArray(doi),
+        })
+    }
+
+    async fn connect_register_close_callback(&self, (): ()) -> Result<(), CallError> {
+        self.conn.register_close_callback().await
+    }
+
+    async fn connect_unregister_close_callback(&self, (): ()) -> Result<(), CallError> {
+        self.conn.unregister_close_callback().await
+    }
+
+    async fn domain_get_os_type(&self, a: DomainArgs) -> Result<DomainGetOsTypeRet, CallError> {
+        let kind = self.conn.domain_get_os_type(&a.dom).await?;
+        Ok(DomainGetOsTypeRet { kind })
+    }
+
+    async fn domain_is_active(&self, a: DomainArgs) -> Result<IsActiveRet, CallError> {
+        let active = flag(self.conn.domain_is_active(&a.dom).await?);
+        Ok(IsActiveRet { active })
+    }
+
+    async fn domain_is_persistent(&self, a: DomainArgs) -> Result<IsPersistentRet, CallError> {
+        let persistent = flag(self.conn.domain_is_persistent(&a.dom).await?);
+        Ok(IsPersistentRet { persistent })
+    }
+
+    async fn domain_get_autostart(&self, a: DomainArgs) -> Result<GetAutostartRet, CallError> {
+        let autostart = flag(self.conn.domain_get_autostart(&a.dom, false).await?);
+        Ok(GetAutostartRet { autostart })
+    }
+
+    async fn domain_get_autostart_once(&self, a: DomainArgs) -> Result<GetAutostartRet, CallError> {
+        let autostart = flag(self.conn.domain_get_autostart(&a.dom, true).await?);
+        Ok(GetAutostartRet { autostart })
+    }
+
+    async fn domain_has_managed_save_image(
+        &self,
+        a: DomainFlagsArgs,
+    ) -> Result<DomainHasManagedSaveImageRet, CallError> {
+        let result = flag(
+            self.conn
+                .domain_has_managed_save_image(&a.dom, a.flags)
+                .await?,
+        );
+        Ok(DomainHasManagedSaveImageRet { result })
+    }
+
+    async fn domain_snapshot_num(
+        &self,
+        a: DomainFlagsArgs,
+    ) -> Result<DomainSnapshotNumRet, CallError> {
+        let num = self.conn.domain_snapshot_num(&a.dom, a.flags).await?;
+        Ok(DomainSnapshotNumRet { num })
+    }
+
+    async fn domain_get_security_label(
+        &self,
+        a: DomainArgs,
+    ) -> Result<DomainGetSecurityLabelRet, CallError> {
+        let (label, enforcing) = self.conn.domain_get_security_label(&a.dom).await?;
+        Ok(DomainGetSecurityLabelRet {
+            label: CharArray(label),
+            enforcing: flag(enforcing),
+        })
+    }
+
+    async fn domain_get_messages(
+        &self,
+        a: DomainFlagsArgs,
+    ) -> Result<DomainGetMessagesRet, CallError> {
+        let msgs = self.conn.domain_get_messages(&a.dom, a.flags).await?;
+        Ok(DomainGetMessagesRet { msgs })
+    }
+
+    async fn domain_shutdown(&self, a: DomainArgs) -> Result<(), CallError> {
+        self.conn.domain_shutdown(&a.dom).await
+    }
+
+    async fn storage_pool_is_active(&self, a: StoragePoolArgs) -> Result<IsActiveRet, CallError> {
+        let active = flag(self.conn.storage_pool_is_active(&a.pool).await?);
+        Ok(IsActiveRet { active })
+    }
+
+    async fn storage_pool_is_persistent(
+        &self,
+        a: StoragePoolArgs,
+    ) -> Result<IsPersistentRet, CallError> {
+        let persistent = flag(self.conn.storage_pool_is_persistent(&a.pool).await?);
+        Ok(IsPersistentRet { persistent })
+    }
+
+    async fn storage_pool_get_autostart(
+        &self,
+        a: StoragePoolArgs,
+    ) -> Result<GetAutostartRet, CallError> {
+        let autostart = flag(self.conn.storage_pool_get_autostart(&a.pool).await?);
+        Ok(GetAutostartRet { autostart })
+    }
+
+    async fn storage_pool_lookup_by_volume(
+        &self,
+        a: StoragePoolLookupByVolumeArgs,
+    ) -> Result<StoragePoolLookupByNameRet, CallError> {
+        let pool = self.conn.storage_pool_lookup_by_volume(&a.vol).await?;
+        Ok(StoragePoolLookupByNameRet { pool })
+    }
+
+    async fn storage_vol_lookup_by_path(
+        &self,
+        a: StorageVolLookupByPathArgs,
+    ) -> Result<StorageVolLookupByNameRet, CallError> {
+        let vol = self.conn.storage_vol_lookup_by_path(&a.path).await?;
+        Ok(StorageVolLookupByNameRet { vol })
+    }
+
+    async fn storage_vol_lookup_by_key(
+        &self,
+        a: StorageVolLookupByKeyArgs,
+    ) -> Result<StorageVolLookupByNameRet, CallError> {
+        let vol = self.conn.storage_vol_lookup_by_key(&a.key).await?;
+        Ok(StorageVolLookupByNameRet { vol })
+    }
+
+    async fn storage_vol_download(&self, a: StorageVolDownloadArgs) -> Result<(), CallError> {
+        let data = self
+            .conn
+            .storage_vol_download(&a.vol, a.offset, a.length, a.flags)
+            .await?;
+        let send = crate::download::open_stream(data, self.header, self.tx, self.streams);
+        *self.after_reply.lock().expect("after-reply slot poisoned") = Some(send);
         Ok(())
     }
 }

@@ -12,7 +12,9 @@
 //! same model is served over libvirt's remote protocol (packets from the
 //! `libvirt-wire` crate) on any byte stream by [`FakeLibvirt::serve`],
 //! [`FakeLibvirt::duplex`] and [`FakeLibvirt::serve_unix`], so the provider's
-//! own RPC client is tested end to end without libvirtd.
+//! own RPC client is tested end to end without libvirtd. The `fake-libvirtd`
+//! binary serves it as a daemon that virsh and other libvirt clients use,
+//! starting from a [`StateFile`] (see the crate's README).
 //!
 //! Neighbours: `conformance` runs its suite against `kvm2` on top of this
 //! crate; `libvirt-wire` owns the packet and XDR format. Nothing here depends
@@ -73,15 +75,18 @@
 mod boot;
 mod connection;
 mod domains;
+mod download;
 mod error;
 mod fake;
 mod fault;
 #[doc(hidden)]
 pub mod fuzzing;
 mod handler;
+mod inspect;
 pub mod latency;
 mod server;
 mod state;
+mod state_file;
 mod storage;
 mod trace;
 mod types;
@@ -95,6 +100,7 @@ pub use fake::{DialMode, FakeLibvirt};
 pub use fault::{Fault, FaultHandle, FaultRule, Faults, Trigger};
 pub use server::{ServerOptions, UnixServer};
 pub use state::{HostConfig, HostInterface};
+pub use state_file::{DomainSpec, PoolSpec, StateFile, VolumeSpec};
 pub use storage::VolumeSnapshot;
 pub use trace::{ConnectionInfo, Trace, TraceEntry};
 pub use types::{AddressSource, DomainInfo, MetadataEntry, PoolInfo, VolInfo};

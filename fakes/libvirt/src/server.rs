@@ -31,6 +31,7 @@ use tokio::net::UnixListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::connection::FakeConnection;
 use crate::error::{CallError, VirError};
@@ -244,9 +245,11 @@ where
             _ = keepalive.tick(), if opts.keepalive_interval.is_some() => {
                 if conn.keepalive_requested() && last_rx.elapsed() >= tick && !conn.daemon_lost() {
                     if unanswered >= opts.keepalive_count {
+                        tracing::info!("connection closed due to keepalive timeout");
                         break Ok(());
                     }
                     unanswered += 1;
+                    tracing::debug!(unanswered, "keepalive ping sent");
                     send(&tx, &Header::keepalive(KEEPALIVE_PING), &());
                 }
             }
@@ -294,6 +297,9 @@ async fn handle_packet(
         (KEEPALIVE_PROGRAM, MessageType::Message) if h.procedure == KEEPALIVE_PING => {
             send(tx, &Header::keepalive(KEEPALIVE_PONG), &());
         }
+        (KEEPALIVE_PROGRAM, MessageType::Message) if h.procedure == KEEPALIVE_PONG => {
+            tracing::debug!("keepalive pong received");
+        }
         (REMOTE_PROGRAM, MessageType::Call) if h.version == REMOTE_VERSION => {
             if h.status != Status::Ok {
                 send_error(tx, &h, &rpc_error("Unexpected message status"));
@@ -303,13 +309,10 @@ async fn handle_packet(
             let Ok(permit) = budget.clone().acquire_owned().await else {
                 return;
             };
-            tokio::spawn(handle_call(
-                conn.clone(),
-                pkt,
-                tx.clone(),
-                streams.clone(),
-                permit,
-            ));
+            tokio::spawn(
+                handle_call(conn.clone(), pkt, tx.clone(), streams.clone(), permit)
+                    .in_current_span(),
+            );
         }
         (REMOTE_PROGRAM, MessageType::Stream) => {
             let sender = streams
@@ -348,10 +351,12 @@ async fn handle_call(
     let args = match CallArgs::decode(h.remote_procedure(), &pkt.payload) {
         Ok(a) => a,
         Err(WireError::UnknownProcedure(n)) => {
+            tracing::debug!(procedure = n, serial = h.serial, "unknown procedure");
             send_error(&tx, &h, &rpc_error(format!("unknown procedure: {n}")));
             return;
         }
-        Err(_) => {
+        Err(e) => {
+            tracing::debug!(procedure = %h.remote_procedure(), serial = h.serial, error = %e, len = pkt.payload.len(), "undecodable call");
             send_error(&tx, &h, &rpc_error("Unable to decode message payload"));
             return;
         }
@@ -361,14 +366,30 @@ async fn handle_call(
         header: h,
         tx: &tx,
         streams: &streams,
+        after_reply: std::sync::Mutex::new(None),
     };
+    let procedure = h.remote_procedure();
     match dispatch(args, &call).await.and_then(|ret| reply(&h, &ret)) {
         Ok(reply) => {
+            tracing::debug!(%procedure, serial = h.serial, "call answered");
             let _ = tx.send(reply);
+            let after = call
+                .after_reply
+                .lock()
+                .expect("after-reply slot poisoned")
+                .take();
+            if let Some(after) = after {
+                after();
+            }
         }
-        Err(CallError::Libvirt(e)) => send_error(&tx, &h, &e),
+        Err(CallError::Libvirt(e)) => {
+            tracing::debug!(%procedure, serial = h.serial, code = %e.code, "call failed");
+            send_error(&tx, &h, &e);
+        }
         // The connection is gone: nothing is answered.
-        Err(CallError::Closed) => {}
+        Err(CallError::Closed) => {
+            tracing::debug!(%procedure, serial = h.serial, "call dropped: connection closed");
+        }
     }
     drop(permit);
 }

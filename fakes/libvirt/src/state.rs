@@ -61,6 +61,10 @@ pub struct HostConfig {
     /// Network round trip added to every call: half before the call runs,
     /// half before its answer arrives. Calls in flight overlap.
     pub latency: Duration,
+    /// Whether the host runs QEMU as root (`user = "root"` in qemu.conf, as
+    /// the project's real host does): libvirt then taints running domains,
+    /// and `DomainGetMessages` says so.
+    pub qemu_as_root: bool,
 }
 
 impl Default for HostConfig {
@@ -79,6 +83,7 @@ impl Default for HostConfig {
             agent_boot_delay: Duration::ZERO,
             auto_addresses: true,
             latency: Duration::ZERO,
+            qemu_as_root: true,
         }
     }
 }

@@ -212,7 +212,7 @@ impl State {
         Ok(())
     }
 
-    fn pool(&self, h: &StoragePool) -> Result<&Pool, VirError> {
+    pub(crate) fn pool(&self, h: &StoragePool) -> Result<&Pool, VirError> {
         self.pools
             .values()
             .find(|p| *p.uuid.as_bytes() == h.uuid.0)
@@ -226,7 +226,7 @@ impl State {
             .ok_or_else(|| VirError::no_pool_uuid(&h.uuid, &h.name))
     }
 
-    fn active_pool(&self, h: &StoragePool) -> Result<&Pool, VirError> {
+    pub(crate) fn active_pool(&self, h: &StoragePool) -> Result<&Pool, VirError> {
         let p = self.pool(h)?;
         if !p.active {
             return Err(VirError::pool_not_active(&p.name));
@@ -632,7 +632,7 @@ impl State {
 
     /// Resolves a volume handle as the storage driver does: the pool by
     /// name, which must be active, then the volume by name.
-    fn vol_pool(&self, h: &StorageVol) -> Result<&Pool, VirError> {
+    pub(crate) fn vol_pool(&self, h: &StorageVol) -> Result<&Pool, VirError> {
         let p = self
             .pools
             .get(&h.pool)

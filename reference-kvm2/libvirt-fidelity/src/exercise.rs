@@ -297,6 +297,18 @@ async fn calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<(), Strin
     ensure!(sent == data.len() as u64, "sent {sent}");
     let back = b.read_volume(&name, &path, data.len())?;
     ensure!(back == data, "bytes read back differ from the upload");
+    let down = log.ok(
+        Procedure::StorageVolDownload,
+        "download what was uploaded",
+        async {
+            c.storage_vol_download(&vol, 0, data.len() as u64, 0)
+                .await?
+                .read_all()
+                .await
+        }
+        .await,
+    )?;
+    ensure!(down == data, "bytes downloaded differ from the upload");
 
     let second = pattern(50_000, 12);
     let up = c
@@ -345,6 +357,7 @@ async fn calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<(), Strin
         c.storage_vol_get_info(&vol).await,
     )?;
     ensure!(vinfo.capacity == 1 << 20, "capacity {}", vinfo.capacity);
+    storage_queries(c, &pool, &vol, &path, log).await?;
     log.ok(
         Procedure::StorageVolDelete,
         "delete volume",
@@ -521,6 +534,7 @@ async fn calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<(), Strin
         "start again",
         c.domain_create(&dom).await,
     )?;
+    domain_queries(c, &dom, log).await?;
     log.ok(
         Procedure::DomainDestroy,
         "destroy",
@@ -534,6 +548,12 @@ async fn calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<(), Strin
         state == DomainState::Shutoff && reason == 2,
         "after destroy: {state:?}/{reason}"
     );
+    log.fails(
+        Procedure::DomainShutdown,
+        "shutdown while off",
+        c.domain_shutdown(&dom).await,
+        ErrorCode::OperationInvalid,
+    )?;
     log.ok(
         Procedure::DomainUndefineFlags,
         "undefine",
@@ -645,6 +665,135 @@ async fn pool_calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<(), 
         c.storage_pool_lookup_by_name(&transient.name).await,
         ErrorCode::NoStoragePool,
     )?;
+    Ok(())
+}
+
+/// The questions virsh's `version`, `nodeinfo` and `dominfo` ask, on a
+/// running domain, and a session's close callback.
+async fn domain_queries(
+    c: &Client,
+    dom: &libvirt_wire::Domain,
+    log: &mut Log,
+) -> Result<(), String> {
+    let kind = log.ok(
+        Procedure::ConnectGetType,
+        "driver type",
+        c.connect_get_type().await,
+    )?;
+    ensure!(kind == "QEMU", "driver type {kind}");
+    let node = log.ok(Procedure::NodeGetInfo, "node info", c.node_get_info().await)?;
+    ensure!(node.cpus > 0 && node.memory > 0, "node info {node:?}");
+    let model = log.ok(
+        Procedure::NodeGetSecurityModel,
+        "security model",
+        c.node_get_security_model().await,
+    )?;
+    log.ok(
+        Procedure::DomainGetSecurityLabel,
+        "security label",
+        c.domain_get_security_label(dom).await,
+    )?;
+    ensure!(model.doi.0.len() < 257, "doi {model:?}");
+    log.ok(
+        Procedure::ConnectRegisterCloseCallback,
+        "register close callback",
+        c.connect_register_close_callback().await,
+    )?;
+    log.ok(
+        Procedure::ConnectUnregisterCloseCallback,
+        "unregister close callback",
+        c.connect_unregister_close_callback().await,
+    )?;
+    let os = log.ok(
+        Procedure::DomainGetOsType,
+        "os type",
+        c.domain_get_os_type(dom).await,
+    )?;
+    ensure!(os == "hvm", "os type {os}");
+    let active = log.ok(
+        Procedure::DomainIsActive,
+        "active",
+        c.domain_is_active(dom).await,
+    )?;
+    ensure!(active, "a started domain is not active");
+    let persistent = log.ok(
+        Procedure::DomainIsPersistent,
+        "persistent",
+        c.domain_is_persistent(dom).await,
+    )?;
+    ensure!(persistent, "a defined domain is not persistent");
+    log.ok(
+        Procedure::DomainGetAutostart,
+        "autostart",
+        c.domain_get_autostart(dom).await,
+    )?;
+    log.ok(
+        Procedure::DomainGetAutostartOnce,
+        "autostart once",
+        c.domain_get_autostart_once(dom).await,
+    )?;
+    let saved = log.ok(
+        Procedure::DomainHasManagedSaveImage,
+        "managed save image",
+        c.domain_has_managed_save_image(dom).await,
+    )?;
+    ensure!(!saved, "a managed save image nobody made");
+    let snaps = log.ok(
+        Procedure::DomainSnapshotNum,
+        "snapshots",
+        c.domain_snapshot_num(dom).await,
+    )?;
+    ensure!(snaps == 0, "{snaps} snapshots nobody made");
+    log.ok(
+        Procedure::DomainGetMessages,
+        "messages",
+        c.domain_get_messages(dom, 0).await,
+    )?;
+    Ok(())
+}
+
+/// The questions virsh's `pool-info`, `pool-list` and `vol-info` ask.
+async fn storage_queries(
+    c: &Client,
+    pool: &libvirt_wire::StoragePool,
+    vol: &libvirt_wire::StorageVol,
+    path: &str,
+    log: &mut Log,
+) -> Result<(), String> {
+    let active = log.ok(
+        Procedure::StoragePoolIsActive,
+        "pool active",
+        c.storage_pool_is_active(pool).await,
+    )?;
+    ensure!(active, "the test pool is not active");
+    log.ok(
+        Procedure::StoragePoolIsPersistent,
+        "pool persistent",
+        c.storage_pool_is_persistent(pool).await,
+    )?;
+    log.ok(
+        Procedure::StoragePoolGetAutostart,
+        "pool autostart",
+        c.storage_pool_get_autostart(pool).await,
+    )?;
+    let found = log.ok(
+        Procedure::StorageVolLookupByPath,
+        "lookup volume by path",
+        c.storage_vol_lookup_by_path(path).await,
+    )?;
+    ensure!(found == *vol, "by path: {found:?}, created: {vol:?}");
+    let found = log.ok(
+        Procedure::StorageVolLookupByKey,
+        "lookup volume by key",
+        c.storage_vol_lookup_by_key(&vol.key).await,
+    )?;
+    ensure!(found == *vol, "by key: {found:?}, created: {vol:?}");
+    let owner = log.ok(
+        Procedure::StoragePoolLookupByVolume,
+        "pool of the volume",
+        c.storage_pool_lookup_by_volume(vol).await,
+    )?;
+    ensure!(owner == *pool, "pool of the volume: {owner:?}");
     Ok(())
 }
 

@@ -52,6 +52,13 @@ async fn the_fake_agrees_with_itself() {
     assert!(find("start with a missing nvram template").contains("Failed to open file"));
     assert!(find("create overlay of the deleted base").contains("VIR_ERR_SYSTEM_ERROR"));
     assert!(find("start once the disk exists").contains("active"));
+    // What virsh's commands ask.
+    assert!(find("driver type").contains("QEMU"));
+    assert!(find("security model").contains("model=\"none\""));
+    assert!(find("taints running").contains("elevated privileges"));
+    assert!(find("lookup by key").contains("same-key=true"));
+    assert!(find("lookup a missing path").contains("VIR_ERR_NO_STORAGE_VOL"));
+    assert!(find("shutdown a missing domain").contains("VIR_ERR_NO_DOMAIN"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -77,9 +77,11 @@ pub(crate) enum Request {
     StreamAbort { serial: u32 },
 }
 
-/// What happens to an upload stream, as seen by its `Upload`.
+/// What happens to a stream, as seen by its `Upload` or `Download`.
 #[derive(Debug)]
 pub(crate) enum StreamEvent {
+    /// Data from the server (a download); empty marks the end of the data.
+    Data(Bytes),
     /// The server confirmed the finish (or the abort).
     Confirmed,
     /// The server reported an error; the stream is over.
@@ -634,6 +636,16 @@ where
     fn on_stream(&mut self, packet: Packet) {
         let h = packet.header;
         let Some(entry) = self.streams.get(&h.serial) else {
+            // Data may overtake the REPLY that opens a download (libvirtd
+            // writes them from different threads); the C client registers
+            // the stream before its call, so it keeps such data, and so
+            // does this one: it waits in the stream's queue.
+            if h.status == Status::Continue
+                && let Some(stream) = self.pending.get(&h.serial).and_then(|p| p.stream.as_ref())
+            {
+                let _ = stream.events.send(StreamEvent::Data(packet.payload));
+                return;
+            }
             trace!(
                 serial = h.serial,
                 "discarding stream packet of no open stream"
@@ -649,8 +661,15 @@ where
                     format!("stream error that does not decode: {e}"),
                 )
             })),
+            Status::Continue => {
+                // Data of a download: handed on, the stream stays open.
+                if let Some(events) = &entry.events {
+                    let _ = events.send(StreamEvent::Data(packet.payload));
+                }
+                return;
+            }
             other => {
-                debug!(serial = h.serial, status = %other, "ignoring stream data on an upload");
+                debug!(serial = h.serial, status = %other, "ignoring a stream packet of unknown status");
                 return;
             }
         };

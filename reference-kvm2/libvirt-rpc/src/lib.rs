@@ -41,6 +41,7 @@
 mod client;
 mod codec;
 mod connection;
+mod download;
 mod error;
 mod methods;
 mod upload;
@@ -48,5 +49,6 @@ mod upload;
 pub use client::{Client, Config};
 pub use codec::{CodecError, PacketCodec};
 pub use connection::{Connection, Keepalive, State};
+pub use download::Download;
 pub use error::{Error, Result};
 pub use upload::{CHUNK_SIZE, IN_FLIGHT, Upload};

@@ -412,6 +412,9 @@ fn event_error(event: StreamEvent) -> Error {
         StreamEvent::Confirmed => Error::new(Kind::BadReply)
             .with_source("the server ended the stream early")
             .with_procedure(PROCEDURE),
+        StreamEvent::Data(_) => Error::new(Kind::BadReply)
+            .with_source("the server sent data on an upload stream")
+            .with_procedure(PROCEDURE),
     }
 }
 

@@ -234,3 +234,12 @@ pub const CONNECT_LIST_STORAGE_POOLS_AUTOSTART: u32 = 16;
 pub const CONNECT_LIST_STORAGE_POOLS_NO_AUTOSTART: u32 = 32;
 /// Upload flag: sparse stream (holes); not used here.
 pub const STORAGE_VOL_UPLOAD_SPARSE_STREAM: u32 = 1;
+/// `VIR_STORAGE_VOL_DOWNLOAD_SPARSE_STREAM`: send holes as holes.
+pub const STORAGE_VOL_DOWNLOAD_SPARSE_STREAM: u32 = 1;
+
+/// `VIR_DOMAIN_MESSAGE_DEPRECATION`: `DomainGetMessages` lists deprecations.
+pub const DOMAIN_MESSAGE_DEPRECATION: u32 = 1;
+/// `VIR_DOMAIN_MESSAGE_TAINTING`: `DomainGetMessages` lists taints.
+pub const DOMAIN_MESSAGE_TAINTING: u32 = 2;
+/// `VIR_DOMAIN_MESSAGE_IOERRORS` (libvirt 11): `DomainGetMessages` lists I/O errors.
+pub const DOMAIN_MESSAGE_IOERRORS: u32 = 4;

@@ -51,4 +51,7 @@ pub enum WireError {
     /// A call names a procedure this crate has no argument type for.
     #[error("unknown procedure {0}")]
     UnknownProcedure(i32),
+    /// A C string (`char x<N>` or `char x[N]`) has no terminating NUL.
+    #[error("C string without its terminating NUL")]
+    UnterminatedCString,
 }

@@ -77,7 +77,9 @@ pub use packet::{
 };
 pub use procedure::{CallArgs, CallRet, Procedure, RemoteCall, calls};
 pub use remote_error::{ErrorCode, ErrorDomain, ErrorLevel, RemoteError};
-pub use types::{AuthType, Domain, Interface, Network, StoragePool, StorageVol, Uuid};
+pub use types::{
+    AuthType, CharArray, Domain, FixedChars, Interface, Network, StoragePool, StorageVol, Uuid,
+};
 pub use xdr::{
     Decode, Encode, Reader, decode_array, decode_exact, encode_fixed_opaque, encode_to_vec,
     encode_var_opaque,

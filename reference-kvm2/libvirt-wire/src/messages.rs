@@ -3,9 +3,12 @@
 
 use crate::limits::{
     AUTH_TYPE_LIST_MAX, DOMAIN_INTERFACE_MAX, DOMAIN_IP_ADDR_MAX, DOMAIN_LIST_MAX,
+    DOMAIN_MESSAGES_MAX, SECURITY_DOI_MAX, SECURITY_LABEL_MAX, SECURITY_MODEL_MAX,
     STORAGE_POOL_LIST_MAX, STORAGE_VOL_LIST_MAX,
 };
-use crate::types::{AuthType, Domain, Interface, StoragePool, StorageVol, Uuid};
+use crate::types::{
+    AuthType, CharArray, Domain, FixedChars, Interface, StoragePool, StorageVol, Uuid,
+};
 
 // Connection.
 
@@ -721,6 +724,157 @@ xdr_struct! {
         /// How many bytes will be sent; 0 for no limit.
         pub length: u64,
         /// `STORAGE_VOL_UPLOAD_*` bits; use 0.
+        pub flags: u32,
+    }
+}
+
+// What virsh's host, domain-information and storage commands ask.
+
+xdr_struct! {
+    /// Result of `CONNECT_GET_TYPE`.
+    pub struct ConnectGetTypeRet {
+        /// The driver's name (`QEMU`).
+        pub kind: String,
+    }
+}
+
+xdr_struct! {
+    /// Result of `NODE_GET_INFO`.
+    pub struct NodeGetInfoRet {
+        /// The CPU model (the architecture for QEMU hosts), 32 chars.
+        pub model: FixedChars<32>,
+        /// Memory in KiB.
+        pub memory: u64,
+        /// Active CPUs.
+        pub cpus: i32,
+        /// CPU frequency in MHz.
+        pub mhz: i32,
+        /// NUMA nodes.
+        pub nodes: i32,
+        /// Sockets per node.
+        pub sockets: i32,
+        /// Cores per socket.
+        pub cores: i32,
+        /// Threads per core.
+        pub threads: i32,
+    }
+}
+
+xdr_struct! {
+    /// Result of `NODE_GET_SECURITY_MODEL`.
+    pub struct NodeGetSecurityModelRet {
+        /// The security driver's name (`none`, `apparmor`, `selinux`); empty
+        /// when there is none.
+        pub model: CharArray<SECURITY_MODEL_MAX>,
+        /// Its domain of interpretation.
+        pub doi: CharArray<SECURITY_DOI_MAX>,
+    }
+}
+
+xdr_struct! {
+    /// Result of `DOMAIN_GET_SECURITY_LABEL`.
+    pub struct DomainGetSecurityLabelRet {
+        /// The domain's process label (empty without one).
+        pub label: CharArray<SECURITY_LABEL_MAX>,
+        /// 1 when enforcing.
+        pub enforcing: i32,
+    }
+}
+
+xdr_struct! {
+    /// Result of `DOMAIN_GET_OS_TYPE`.
+    pub struct DomainGetOsTypeRet {
+        /// The guest OS type (`hvm`).
+        pub kind: String,
+    }
+}
+
+xdr_struct! {
+    /// Result of `DOMAIN_IS_PERSISTENT` and `STORAGE_POOL_IS_PERSISTENT`.
+    pub struct IsPersistentRet {
+        /// 1 when the object has a persistent definition.
+        pub persistent: i32,
+    }
+}
+
+xdr_struct! {
+    /// Result of the autostart queries of domains and pools.
+    pub struct GetAutostartRet {
+        /// 1 when the object starts with the daemon.
+        pub autostart: i32,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of the domain calls that take a domain and flags
+    /// (`DOMAIN_HAS_MANAGED_SAVE_IMAGE`, `DOMAIN_SNAPSHOT_NUM`,
+    /// `DOMAIN_GET_MESSAGES`).
+    pub struct DomainFlagsArgs {
+        /// The domain.
+        pub dom: Domain,
+        /// Flags of the call.
+        pub flags: u32,
+    }
+}
+
+xdr_struct! {
+    /// Result of `DOMAIN_HAS_MANAGED_SAVE_IMAGE`.
+    pub struct DomainHasManagedSaveImageRet {
+        /// 1 when a managed save image exists.
+        pub result: i32,
+    }
+}
+
+xdr_struct! {
+    /// Result of `DOMAIN_SNAPSHOT_NUM`.
+    pub struct DomainSnapshotNumRet {
+        /// The number of snapshots.
+        pub num: i32,
+    }
+}
+
+xdr_struct! {
+    /// Result of `DOMAIN_GET_MESSAGES`.
+    pub struct DomainGetMessagesRet {
+        /// Deprecation and tainting messages.
+        pub msgs: Vec<String> [max = DOMAIN_MESSAGES_MAX],
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `STORAGE_POOL_LOOKUP_BY_VOLUME`.
+    pub struct StoragePoolLookupByVolumeArgs {
+        /// The volume.
+        pub vol: StorageVol,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `STORAGE_VOL_LOOKUP_BY_PATH`.
+    pub struct StorageVolLookupByPathArgs {
+        /// The volume's path on the host.
+        pub path: String,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `STORAGE_VOL_LOOKUP_BY_KEY`.
+    pub struct StorageVolLookupByKeyArgs {
+        /// The volume's key (a directory pool's: its path).
+        pub key: String,
+    }
+}
+
+xdr_struct! {
+    /// Arguments of `STORAGE_VOL_DOWNLOAD`, laid out as the upload's.
+    pub struct StorageVolDownloadArgs {
+        /// The volume.
+        pub vol: StorageVol,
+        /// Where reading starts, in bytes.
+        pub offset: u64,
+        /// How many bytes to read; 0 reads to the end.
+        pub length: u64,
+        /// `STORAGE_VOL_DOWNLOAD_*` bits.
         pub flags: u32,
     }
 }

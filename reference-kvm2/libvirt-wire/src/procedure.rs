@@ -62,10 +62,18 @@ macro_rules! for_each_procedure {
         ConnectClose = 2 => "CONNECT_CLOSE", "ConnectClose",
             fn connect_close(()) -> (),
             client { fn connect_close() -> () };
+        /// The driver's name (`QEMU`); virsh's `version` prints it.
+        ConnectGetType = 3 => "CONNECT_GET_TYPE", "ConnectGetType",
+            fn connect_get_type(()) -> ConnectGetTypeRet,
+            client { fn connect_get_type() -> String = kind };
         /// The hypervisor's version (for QEMU, QEMU's), encoded as the library's is.
         ConnectGetVersion = 4 => "CONNECT_GET_VERSION", "ConnectGetVersion",
             fn connect_get_version(()) -> ConnectGetVersionRet,
             client { fn connect_get_version() -> u64 = hv_ver };
+        /// The host's CPUs and memory (`virsh nodeinfo`).
+        NodeGetInfo = 6 => "NODE_GET_INFO", "NodeGetInfo",
+            fn node_get_info(()) -> NodeGetInfoRet,
+            client { fn node_get_info() -> NodeGetInfoRet };
         /// The host capabilities XML.
         ConnectGetCapabilities = 7 => "CONNECT_GET_CAPABILITIES", "ConnectGetCapabilities",
             fn connect_get_capabilities(()) -> ConnectGetCapabilitiesRet,
@@ -86,10 +94,18 @@ macro_rules! for_each_procedure {
         DomainGetXmlDesc = 14 => "DOMAIN_GET_XML_DESC", "DomainGetXMLDesc",
             fn domain_get_xml_desc(DomainGetXmlDescArgs) -> DomainGetXmlDescRet,
             client { fn domain_get_xml_desc(dom: &Domain, flags: u32) -> String = xml };
+        /// Whether a domain starts with the daemon.
+        DomainGetAutostart = 15 => "DOMAIN_GET_AUTOSTART", "DomainGetAutostart",
+            fn domain_get_autostart(DomainArgs) -> GetAutostartRet,
+            client { fn domain_get_autostart(dom: &Domain) -> bool = autostart };
         /// Basic domain information (state, memory, vCPUs, CPU time).
         DomainGetInfo = 16 => "DOMAIN_GET_INFO", "DomainGetInfo",
             fn domain_get_info(DomainGetInfoArgs) -> DomainGetInfoRet,
             client { fn domain_get_info(dom: &Domain) -> DomainGetInfoRet };
+        /// A domain's guest OS type (`hvm`).
+        DomainGetOsType = 19 => "DOMAIN_GET_OS_TYPE", "DomainGetOSType",
+            fn domain_get_os_type(DomainArgs) -> DomainGetOsTypeRet,
+            client { fn domain_get_os_type(dom: &Domain) -> String = kind };
         /// Finds a domain by name.
         DomainLookupByName = 23 => "DOMAIN_LOOKUP_BY_NAME", "DomainLookupByName",
             fn domain_lookup_by_name(DomainLookupByNameArgs) -> DomainLookupByNameRet,
@@ -102,6 +118,10 @@ macro_rules! for_each_procedure {
         DomainResume = 28 => "DOMAIN_RESUME", "DomainResume",
             fn domain_resume(DomainArgs) -> (),
             client { fn domain_resume(dom: &Domain) -> () };
+        /// Asks a domain to shut down (`virsh shutdown` without flags).
+        DomainShutdown = 33 => "DOMAIN_SHUTDOWN", "DomainShutdown",
+            fn domain_shutdown(DomainArgs) -> (),
+            client { fn domain_shutdown(dom: &Domain) -> () };
         /// Pauses a running domain.
         DomainSuspend = 34 => "DOMAIN_SUSPEND", "DomainSuspend",
             fn domain_suspend(DomainArgs) -> (),
@@ -158,6 +178,10 @@ macro_rules! for_each_procedure {
         StoragePoolLookupByName = 84 => "STORAGE_POOL_LOOKUP_BY_NAME", "StoragePoolLookupByName",
             fn storage_pool_lookup_by_name(StoragePoolLookupByNameArgs) -> StoragePoolLookupByNameRet,
             client { fn storage_pool_lookup_by_name(name: &str) -> StoragePool = pool };
+        /// The pool a volume belongs to.
+        StoragePoolLookupByVolume = 86 => "STORAGE_POOL_LOOKUP_BY_VOLUME", "StoragePoolLookupByVolume",
+            fn storage_pool_lookup_by_volume(StoragePoolLookupByVolumeArgs) -> StoragePoolLookupByNameRet,
+            client { fn storage_pool_lookup_by_volume(vol: &StorageVol) -> StoragePool = pool };
         /// Storage pool state and sizes.
         StoragePoolGetInfo = 87 => "STORAGE_POOL_GET_INFO", "StoragePoolGetInfo",
             fn storage_pool_get_info(StoragePoolGetInfoArgs) -> StoragePoolGetInfoRet,
@@ -166,6 +190,10 @@ macro_rules! for_each_procedure {
         StoragePoolGetXmlDesc = 88 => "STORAGE_POOL_GET_XML_DESC", "StoragePoolGetXMLDesc",
             fn storage_pool_get_xml_desc(StoragePoolFlagsArgs) -> StoragePoolGetXmlDescRet,
             client { fn storage_pool_get_xml_desc(pool: &StoragePool) { flags: 0 } -> String = xml };
+        /// Whether a pool starts with the daemon.
+        StoragePoolGetAutostart = 89 => "STORAGE_POOL_GET_AUTOSTART", "StoragePoolGetAutostart",
+            fn storage_pool_get_autostart(StoragePoolArgs) -> GetAutostartRet,
+            client { fn storage_pool_get_autostart(pool: &StoragePool) -> bool = autostart };
         /// Creates a storage volume from XML.
         StorageVolCreateXml = 93 => "STORAGE_VOL_CREATE_XML", "StorageVolCreateXML",
             fn storage_vol_create_xml(StorageVolCreateXmlArgs) -> StorageVolCreateXmlRet,
@@ -178,6 +206,14 @@ macro_rules! for_each_procedure {
         StorageVolLookupByName = 95 => "STORAGE_VOL_LOOKUP_BY_NAME", "StorageVolLookupByName",
             fn storage_vol_lookup_by_name(StorageVolLookupByNameArgs) -> StorageVolLookupByNameRet,
             client { fn storage_vol_lookup_by_name(pool: &StoragePool, name: &str) -> StorageVol = vol };
+        /// Finds a volume of a running pool by its key (a dir pool's: its path).
+        StorageVolLookupByKey = 96 => "STORAGE_VOL_LOOKUP_BY_KEY", "StorageVolLookupByKey",
+            fn storage_vol_lookup_by_key(StorageVolLookupByKeyArgs) -> StorageVolLookupByNameRet,
+            client { fn storage_vol_lookup_by_key(key: &str) -> StorageVol = vol };
+        /// Finds a volume of a running pool by its path on the host.
+        StorageVolLookupByPath = 97 => "STORAGE_VOL_LOOKUP_BY_PATH", "StorageVolLookupByPath",
+            fn storage_vol_lookup_by_path(StorageVolLookupByPathArgs) -> StorageVolLookupByNameRet,
+            client { fn storage_vol_lookup_by_path(path: &str) -> StorageVol = vol };
         /// Volume type and sizes.
         StorageVolGetInfo = 98 => "STORAGE_VOL_GET_INFO", "StorageVolGetInfo",
             fn storage_vol_get_info(StorageVolGetInfoArgs) -> StorageVolGetInfoRet,
@@ -190,6 +226,14 @@ macro_rules! for_each_procedure {
         ConnectGetUri = 110 => "CONNECT_GET_URI", "ConnectGetURI",
             fn connect_get_uri(()) -> ConnectGetUriRet,
             client { fn connect_get_uri() -> String = uri };
+        /// A domain's security label (empty under the `none` model).
+        DomainGetSecurityLabel = 121 => "DOMAIN_GET_SECURITY_LABEL", "DomainGetSecurityLabel",
+            fn domain_get_security_label(DomainArgs) -> DomainGetSecurityLabelRet,
+            client { fn domain_get_security_label(dom: &Domain) -> DomainGetSecurityLabelRet };
+        /// The host's security model and DOI.
+        NodeGetSecurityModel = 122 => "NODE_GET_SECURITY_MODEL", "NodeGetSecurityModel",
+            fn node_get_security_model(()) -> NodeGetSecurityModelRet,
+            client { fn node_get_security_model() -> NodeGetSecurityModelRet };
         /// Finds a host network interface by name (the host needs libvirt's
         /// interface driver; without it the call fails with `VIR_ERR_NO_SUPPORT`).
         InterfaceLookupByName = 128 => "INTERFACE_LOOKUP_BY_NAME", "InterfaceLookupByName",
@@ -199,6 +243,22 @@ macro_rules! for_each_procedure {
         InterfaceGetXmlDesc = 130 => "INTERFACE_GET_XML_DESC", "InterfaceGetXMLDesc",
             fn interface_get_xml_desc(InterfaceGetXmlDescArgs) -> InterfaceGetXmlDescRet,
             client { fn interface_get_xml_desc(iface: &Interface) { flags: 0 } -> String = xml };
+        /// Whether a domain is running (or paused).
+        DomainIsActive = 150 => "DOMAIN_IS_ACTIVE", "DomainIsActive",
+            fn domain_is_active(DomainArgs) -> IsActiveRet,
+            client { fn domain_is_active(dom: &Domain) -> bool = active };
+        /// Whether a domain has a persistent definition.
+        DomainIsPersistent = 151 => "DOMAIN_IS_PERSISTENT", "DomainIsPersistent",
+            fn domain_is_persistent(DomainArgs) -> IsPersistentRet,
+            client { fn domain_is_persistent(dom: &Domain) -> bool = persistent };
+        /// Whether a storage pool runs.
+        StoragePoolIsActive = 154 => "STORAGE_POOL_IS_ACTIVE", "StoragePoolIsActive",
+            fn storage_pool_is_active(StoragePoolArgs) -> IsActiveRet,
+            client { fn storage_pool_is_active(pool: &StoragePool) -> bool = active };
+        /// Whether a storage pool has a persistent definition.
+        StoragePoolIsPersistent = 155 => "STORAGE_POOL_IS_PERSISTENT", "StoragePoolIsPersistent",
+            fn storage_pool_is_persistent(StoragePoolArgs) -> IsPersistentRet,
+            client { fn storage_pool_is_persistent(pool: &StoragePool) -> bool = persistent };
         /// Whether a host network interface is up (for the udev backend: its
         /// operational state is `up`, so a bridge without ports is not).
         InterfaceIsActive = 156 => "INTERFACE_IS_ACTIVE", "InterfaceIsActive",
@@ -208,6 +268,14 @@ macro_rules! for_each_procedure {
         ConnectGetLibVersion = 157 => "CONNECT_GET_LIB_VERSION", "ConnectGetLibVersion",
             fn connect_get_lib_version(()) -> ConnectGetLibVersionRet,
             client { fn connect_get_lib_version() -> u64 = lib_ver };
+        /// Whether a domain has a managed save image.
+        DomainHasManagedSaveImage = 183 => "DOMAIN_HAS_MANAGED_SAVE_IMAGE", "DomainHasManagedSaveImage",
+            fn domain_has_managed_save_image(DomainFlagsArgs) -> DomainHasManagedSaveImageRet,
+            client { fn domain_has_managed_save_image(dom: &Domain) { flags: 0 } -> bool = result };
+        /// How many snapshots a domain has (`virsh undefine` asks).
+        DomainSnapshotNum = 187 => "DOMAIN_SNAPSHOT_NUM", "DomainSnapshotNum",
+            fn domain_snapshot_num(DomainFlagsArgs) -> DomainSnapshotNumRet,
+            client { fn domain_snapshot_num(dom: &Domain) { flags: 0 } -> i32 = num };
         /// Starts a defined domain with flags; returns the handle with its new id.
         DomainCreateWithFlags = 196 => "DOMAIN_CREATE_WITH_FLAGS", "DomainCreateWithFlags",
             fn domain_create_with_flags(DomainCreateWithFlagsArgs) -> DomainCreateWithFlagsRet,
@@ -215,6 +283,9 @@ macro_rules! for_each_procedure {
         /// Uploads data into a volume; the REPLY opens a client-to-server stream.
         StorageVolUpload = 208 => "STORAGE_VOL_UPLOAD", "StorageVolUpload",
             fn storage_vol_upload(StorageVolUploadArgs) -> ();
+        /// Reads data from a volume; the REPLY opens a server-to-client stream.
+        StorageVolDownload = 209 => "STORAGE_VOL_DOWNLOAD", "StorageVolDownload",
+            fn storage_vol_download(StorageVolDownloadArgs) -> ();
         /// Domain state and reason.
         DomainGetState = 212 => "DOMAIN_GET_STATE", "DomainGetState",
             fn domain_get_state(DomainGetStateArgs) -> DomainGetStateRet,
@@ -265,6 +336,23 @@ macro_rules! for_each_procedure {
         DomainInterfaceAddresses = 353 => "DOMAIN_INTERFACE_ADDRESSES", "DomainInterfaceAddresses",
             fn domain_interface_addresses(DomainInterfaceAddressesArgs) -> DomainInterfaceAddressesRet,
             client { fn domain_interface_addresses(dom: &Domain, source: u32, flags: u32) -> Vec<DomainInterface> = ifaces };
+        /// Asks to be told when the connection closes (virsh sends it when
+        /// feature 15 is answered 1).
+        ConnectRegisterCloseCallback = 360 => "CONNECT_REGISTER_CLOSE_CALLBACK", "ConnectRegisterCloseCallback",
+            fn connect_register_close_callback(()) -> (),
+            client { fn connect_register_close_callback() -> () };
+        /// Withdraws the close callback (virsh sends it before `CONNECT_CLOSE`).
+        ConnectUnregisterCloseCallback = 361 => "CONNECT_UNREGISTER_CLOSE_CALLBACK", "ConnectUnregisterCloseCallback",
+            fn connect_unregister_close_callback(()) -> (),
+            client { fn connect_unregister_close_callback() -> () };
+        /// A domain's deprecation and tainting messages.
+        DomainGetMessages = 426 => "DOMAIN_GET_MESSAGES", "DomainGetMessages",
+            fn domain_get_messages(DomainFlagsArgs) -> DomainGetMessagesRet,
+            client { fn domain_get_messages(dom: &Domain, flags: u32) -> Vec<String> = msgs };
+        /// Whether a domain starts once with the daemon (libvirt 11.2).
+        DomainGetAutostartOnce = 449 => "DOMAIN_GET_AUTOSTART_ONCE", "DomainGetAutostartOnce",
+            fn domain_get_autostart_once(DomainArgs) -> GetAutostartRet,
+            client { fn domain_get_autostart_once(dom: &Domain) -> bool = autostart };
         }
     };
 }
@@ -483,5 +571,10 @@ impl Procedure {
     /// Whether the procedure opens a client-to-server data stream after its REPLY.
     pub fn is_upload_stream(self) -> bool {
         self == Procedure::StorageVolUpload
+    }
+
+    /// Whether the procedure opens a server-to-client data stream after its REPLY.
+    pub fn is_download_stream(self) -> bool {
+        self == Procedure::StorageVolDownload
     }
 }

@@ -285,6 +285,28 @@ fn procedure_numbers() {
         (Procedure::StoragePoolListAllVolumes, 282),
         (Procedure::DomainDefineXmlFlags, 350),
         (Procedure::DomainInterfaceAddresses, 353),
+        (Procedure::ConnectGetType, 3),
+        (Procedure::NodeGetInfo, 6),
+        (Procedure::DomainGetAutostart, 15),
+        (Procedure::DomainGetOsType, 19),
+        (Procedure::DomainShutdown, 33),
+        (Procedure::StoragePoolLookupByVolume, 86),
+        (Procedure::StoragePoolGetAutostart, 89),
+        (Procedure::StorageVolLookupByKey, 96),
+        (Procedure::StorageVolLookupByPath, 97),
+        (Procedure::DomainGetSecurityLabel, 121),
+        (Procedure::NodeGetSecurityModel, 122),
+        (Procedure::DomainIsActive, 150),
+        (Procedure::DomainIsPersistent, 151),
+        (Procedure::StoragePoolIsActive, 154),
+        (Procedure::StoragePoolIsPersistent, 155),
+        (Procedure::DomainHasManagedSaveImage, 183),
+        (Procedure::DomainSnapshotNum, 187),
+        (Procedure::StorageVolDownload, 209),
+        (Procedure::ConnectRegisterCloseCallback, 360),
+        (Procedure::ConnectUnregisterCloseCallback, 361),
+        (Procedure::DomainGetMessages, 426),
+        (Procedure::DomainGetAutostartOnce, 449),
     ];
     for (p, n) in table {
         assert_eq!(p.to_raw(), n, "{p}");
@@ -339,7 +361,7 @@ fn procedures_are_found_by_any_spelling_and_number() {
     }
     assert_eq!(Procedure::from_name("DomainTeleport"), None);
     assert_eq!(Procedure::from_number(11), Some(Procedure::DomainDefineXml));
-    assert_eq!(Procedure::from_number(3), None);
+    assert_eq!(Procedure::from_number(5), None);
     assert_eq!(Procedure::DomainDefineXml.to_raw(), 11);
     assert_eq!(Procedure::DomainDefineXml.api_name(), "DomainDefineXML");
     // Display keeps the protocol's name.
@@ -587,4 +609,34 @@ proptest! {
             let _ = CallRet::decode(*p, &bytes);
         }
     }
+}
+
+/// The C strings of the security calls: each byte widened to four bytes,
+/// the NUL counted (`char x<MAX>`) or padding a fixed array (`char x[N]`),
+/// as libvirtd 11.3 sends them to virsh.
+#[test]
+fn c_char_arrays_widen_each_byte_and_count_the_nul() {
+    use crate::{CharArray, FixedChars, decode_exact, encode_to_vec};
+    let model = encode_to_vec(&CharArray::<257>("none".into()));
+    let mut want = vec![0, 0, 0, 5];
+    for b in b"none\0" {
+        want.extend([0, 0, 0, *b]);
+    }
+    assert_eq!(model, want);
+    assert_eq!(decode_exact::<CharArray<257>>(&model).unwrap().0, "none");
+    assert!(
+        decode_exact::<CharArray<4>>(&model).is_err(),
+        "over its maximum"
+    );
+    let fixed = encode_to_vec(&FixedChars::<32>("x86_64".into()));
+    assert_eq!(fixed.len(), 32 * 4);
+    assert_eq!(&fixed[..8], &[0, 0, 0, b'x', 0, 0, 0, b'8']);
+    assert_eq!(decode_exact::<FixedChars<32>>(&fixed).unwrap().0, "x86_64");
+    // Without its NUL a C string is malformed; bytes past ASCII survive.
+    let mut open = vec![0, 0, 0, 1];
+    open.extend([0, 0, 0, b'a']);
+    assert!(decode_exact::<CharArray<257>>(&open).is_err());
+    let latin = CharArray::<8>("\u{e9}t\u{e9}".into());
+    let again = decode_exact::<CharArray<8>>(&encode_to_vec(&latin)).unwrap();
+    assert_eq!(again, latin);
 }

@@ -121,3 +121,78 @@ int_enum! {
         Polkit = 2 => "REMOTE_AUTH_POLKIT",
     }
 }
+
+/// A C string as rpcgen sends `char x<MAX>` (the security model and label
+/// calls): a count, then each byte widened to four bytes, the terminating
+/// NUL included in the count (libvirtd sends `strlen + 1`). Decoding takes
+/// the bytes before the first NUL and refuses an array without one; bytes
+/// map to the chars U+0000..U+00FF and back, so nothing is lost.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[cfg_attr(test, derive(proptest_derive::Arbitrary))]
+pub struct CharArray<const MAX: usize>(
+    #[cfg_attr(test, proptest(regex = "[a-z0-9_]{0,12}"))] pub String,
+);
+
+impl<const MAX: usize> Encode for CharArray<MAX> {
+    fn encode(&self, buf: &mut BytesMut) {
+        let bytes = c_bytes(&self.0, MAX.saturating_sub(1));
+        bytes::BufMut::put_u32(buf, (bytes.len() + 1) as u32);
+        for b in bytes {
+            (b as i8).encode(buf);
+        }
+        0i8.encode(buf);
+    }
+}
+
+impl<const MAX: usize> Decode for CharArray<MAX> {
+    fn decode(r: &mut Reader<'_>) -> Result<Self, WireError> {
+        let chars: Vec<i8> = crate::xdr::decode_array(r, MAX)?;
+        Ok(CharArray(c_string(&chars)?))
+    }
+}
+
+/// A C string as rpcgen sends `char x[N]` (`NODE_GET_INFO`'s CPU model):
+/// exactly `N` bytes, each widened to four bytes, NUL-padded, the last one
+/// always NUL (libvirt's `virStrcpy`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[cfg_attr(test, derive(proptest_derive::Arbitrary))]
+pub struct FixedChars<const N: usize>(
+    #[cfg_attr(test, proptest(regex = "[a-z0-9_]{0,12}"))] pub String,
+);
+
+impl<const N: usize> Encode for FixedChars<N> {
+    fn encode(&self, buf: &mut BytesMut) {
+        let bytes = c_bytes(&self.0, N.saturating_sub(1));
+        for i in 0..N {
+            (bytes.get(i).copied().unwrap_or(0) as i8).encode(buf);
+        }
+    }
+}
+
+impl<const N: usize> Decode for FixedChars<N> {
+    fn decode(r: &mut Reader<'_>) -> Result<Self, WireError> {
+        let chars = (0..N)
+            .map(|_| i8::decode(r))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(FixedChars(c_string(&chars)?))
+    }
+}
+
+/// The bytes of a C string: each char as its byte (chars past U+00FF as
+/// `?`), at most `max`, stopping at a NUL.
+fn c_bytes(s: &str, max: usize) -> Vec<u8> {
+    s.chars()
+        .map(|c| u8::try_from(u32::from(c)).unwrap_or(b'?'))
+        .take_while(|&b| b != 0)
+        .take(max)
+        .collect()
+}
+
+/// The chars before the first NUL; an array without one is malformed.
+fn c_string(chars: &[i8]) -> Result<String, WireError> {
+    let end = chars
+        .iter()
+        .position(|&c| c == 0)
+        .ok_or(WireError::UnterminatedCString)?;
+    Ok(chars[..end].iter().map(|&c| char::from(c as u8)).collect())
+}

@@ -2,6 +2,7 @@
 //! codes, fault injection, the trace, and the remote-protocol server.
 
 mod common;
+mod daemon;
 mod domains;
 mod faults;
 mod interfaces;

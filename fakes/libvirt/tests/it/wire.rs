@@ -10,7 +10,8 @@ use libvirt_wire::{
     ConnectOpenArgs, DomainDefineXmlArgs, DomainLookupByNameArgs, Encode, ErrorCode, Header,
     KEEPALIVE_PING, KEEPALIVE_PONG, MessageType, Packet, Procedure, Status,
     StoragePoolLookupByNameArgs, StoragePoolLookupByNameRet, StorageVolCreateXmlArgs,
-    StorageVolCreateXmlRet, StorageVolUploadArgs, encode_packet, encode_raw,
+    StorageVolCreateXmlRet, StorageVolDownloadArgs, StorageVolUploadArgs, encode_packet,
+    encode_raw,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
@@ -379,6 +380,29 @@ async fn server_pings_a_silent_keepalive_client_then_drops_it() {
     task.await.unwrap().unwrap();
 }
 
+/// libvirtd pings only clients that asked for keepalive (feature 10):
+/// go-libvirt never does and never answers a PING, and is never dropped.
+#[tokio::test(start_paused = true)]
+async fn a_client_that_never_asked_for_keepalive_is_never_pinged() {
+    let fake = FakeLibvirt::new();
+    let (client, server) = tokio::io::duplex(1 << 16);
+    let opts = libvirt_fake::ServerOptions {
+        keepalive_interval: Some(Duration::from_secs(1)),
+        keepalive_count: 2,
+        ..Default::default()
+    };
+    tokio::spawn({
+        let fake = fake.clone();
+        async move { fake.serve_with(server, opts).await }
+    });
+    let mut c = Raw::new(client);
+    c.handshake().await;
+    let silent = tokio::time::timeout(Duration::from_secs(30), c.read()).await;
+    assert!(silent.is_err(), "a packet came unasked: {silent:?}");
+    let p = c.call(Procedure::ConnectGetHostname, &()).await;
+    assert_eq!(p.header.status, Status::Ok, "still served after 30 s");
+}
+
 #[tokio::test]
 async fn stream_error_mid_upload_reaches_the_client() {
     let fake = pool_fake();
@@ -621,4 +645,95 @@ async fn a_client_hanging_up_behind_a_full_budget_ends_its_session() {
         .unwrap()
         .unwrap();
     assert!(fake.trace().connections()[0].closed);
+}
+
+/// `vol-download` as virsh reads it from libvirtd 11.3: the REPLY, the
+/// volume's bytes in CONTINUE packets of at most 262 120 bytes, an empty
+/// CONTINUE that ends them, and the client's finish confirmed.
+#[tokio::test]
+async fn download_stream_over_the_wire() {
+    let fake = pool_fake();
+    let conn = crate::common::open(&fake).await;
+    let pool = conn.storage_pool_lookup_by_name("default").await.unwrap();
+    let xml = "<volume><name>d.img</name><capacity unit='bytes'>300000</capacity>\
+               <target><format type='raw'/></target></volume>";
+    let vol = conn.storage_vol_create_xml(&pool, xml, 0).await.unwrap();
+    let data: Vec<u8> = (0..1000u32).map(|i| (i % 251) as u8).collect();
+    let mut up = conn.storage_vol_upload(&vol, 0, 0, 0).await.unwrap();
+    up.send(&data).unwrap();
+    up.finish().unwrap();
+
+    let mut c = Raw::new(fake.duplex());
+    c.handshake().await;
+    let serial = c
+        .send(
+            Procedure::StorageVolDownload,
+            &StorageVolDownloadArgs {
+                vol,
+                offset: 0,
+                length: 0,
+                flags: 0,
+            },
+        )
+        .await;
+    let p = c.read().await.unwrap();
+    assert_eq!(
+        (p.header.kind, p.header.status),
+        (MessageType::Reply, Status::Ok)
+    );
+    let mut got = Vec::new();
+    loop {
+        let p = c.read().await.unwrap();
+        assert_eq!(p.header.serial, serial);
+        assert_eq!(
+            (p.header.kind, p.header.status),
+            (MessageType::Stream, Status::Continue)
+        );
+        assert!(p.payload.len() <= 262_120);
+        if p.payload.is_empty() {
+            break;
+        }
+        got.extend_from_slice(&p.payload);
+    }
+    // The raw file is as long as its capacity: the upload, then zeros.
+    assert_eq!(got.len(), 300_000);
+    assert_eq!(&got[..1000], &data[..]);
+    assert!(got[1000..].iter().all(|b| *b == 0));
+    let stream = Header::call(Procedure::StorageVolDownload, serial);
+    let mut out = BytesMut::new();
+    encode_raw(&mut out, &stream.stream(Status::Ok), b"").unwrap();
+    c.io.write_all(&out).await.unwrap();
+    let p = c.read().await.unwrap();
+    assert_eq!(
+        (p.header.kind, p.header.status, p.header.serial),
+        (MessageType::Stream, Status::Ok, serial)
+    );
+    // The connection still answers calls.
+    let p = c.call(Procedure::ConnectGetHostname, &()).await;
+    assert_eq!(p.header.status, Status::Ok);
+}
+
+/// A part of the file from an offset, and a part past its end.
+#[tokio::test]
+async fn download_reads_from_an_offset_and_stops_at_the_end() {
+    let fake = pool_fake();
+    let conn = crate::common::open(&fake).await;
+    let pool = conn.storage_pool_lookup_by_name("default").await.unwrap();
+    let xml = "<volume><name>o.img</name><capacity unit='bytes'>10</capacity></volume>";
+    let vol = conn.storage_vol_create_xml(&pool, xml, 0).await.unwrap();
+    let mut up = conn.storage_vol_upload(&vol, 0, 0, 0).await.unwrap();
+    up.send(b"0123456789").unwrap();
+    up.finish().unwrap();
+    let part = conn.storage_vol_download(&vol, 3, 4, 0).await.unwrap();
+    assert_eq!(part, b"3456");
+    let tail = conn.storage_vol_download(&vol, 8, 100, 0).await.unwrap();
+    assert_eq!(tail, b"89");
+    assert!(
+        conn.storage_vol_download(&vol, 20, 0, 0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let e = conn.storage_vol_download(&vol, 0, 0, 2).await.unwrap_err();
+    assert_eq!(e.code(), Some(ErrorCode::InvalidArg));
 }

@@ -36,6 +36,7 @@ mod pools;
 mod show;
 mod storage;
 mod uefi;
+mod virsh;
 mod xml;
 
 pub use cleanup::cleanup;
@@ -49,6 +50,7 @@ use show::*;
 pub use show::{BLOCK, show_dom, show_info, show_pool_info, show_pool_xml, show_vol_info};
 use storage::*;
 use uefi::*;
+use virsh::*;
 use xml::*;
 pub use xml::{
     bios_xml, dir_pool_xml, disk_domain_xml, nvram_template_xml, overlay_xml, pool_target_path,
@@ -68,6 +70,8 @@ pub struct RunNames {
     pub transient: (String, Uuid),
     /// A domain that never exists.
     pub missing: (String, Uuid),
+    /// The BIOS domain virsh's `dominfo` questions are asked about.
+    pub virsh: (String, Uuid),
 }
 
 fn wire_uuid() -> Uuid {
@@ -90,6 +94,7 @@ impl RunNames {
             cold: n("cold"),
             transient: n("transient"),
             missing: n("missing"),
+            virsh: n("virsh"),
         }
     }
 
@@ -99,6 +104,7 @@ impl RunNames {
             ("cold", &self.cold),
             ("transient", &self.transient),
             ("missing", &self.missing),
+            ("virsh", &self.virsh),
         ] {
             rec.norm
                 .replace(uuid.to_string(), format!("<uuid:{label}>"));
@@ -128,6 +134,7 @@ pub async fn run(b: &Backend, names: &RunNames) -> Recorder {
     names.teach(&mut rec);
     rec.norm.replace(names.prefix.clone(), "<run>");
     connect(b, &mut rec).await;
+    virsh_host(b, &mut rec).await;
     host_interfaces(b, names, &mut rec).await;
     let pool = storage_pool(b, names, &mut rec).await;
     // Before the uploads: libvirtd 11.3 can stop answering after the upload
@@ -138,6 +145,7 @@ pub async fn run(b: &Backend, names: &RunNames) -> Recorder {
         Some(pool) => {
             volumes(b, names, &pool, &mut rec).await;
             missing_files(b, names, &pool, &mut rec).await;
+            virsh_storage(b, names, &pool, &mut rec).await;
         }
         None => rec.push("volumes", "-", Outcome::Skipped("no pool".into())),
     }
@@ -146,6 +154,7 @@ pub async fn run(b: &Backend, names: &RunNames) -> Recorder {
     uefi_lifecycle(b, names, &mut rec).await;
     never_started(b, names, &mut rec).await;
     transient(b, names, &mut rec).await;
+    virsh_domain(b, names, &mut rec).await;
     second_open(b, names, &mut rec).await;
     rec
 }

@@ -4,6 +4,7 @@
 
 mod calls;
 mod cancel;
+mod download;
 mod keepalive;
 mod protocol;
 mod server;
