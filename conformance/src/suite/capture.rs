@@ -33,6 +33,8 @@ pub struct SpanRecord {
     pub name: String,
     /// Its fields as `name=value` text.
     pub fields: String,
+    /// When it was created.
+    pub at: std::time::Instant,
 }
 
 /// One recorded event.
@@ -46,6 +48,11 @@ pub struct EventRecord {
     pub text: String,
     /// Sequence numbers of the spans it was emitted in, innermost first.
     pub scope: Vec<u64>,
+    /// Its place in the order of every span and event the capture recorded (spans'
+    /// sequence numbers count in the same order).
+    pub order: u64,
+    /// When it was emitted.
+    pub at: std::time::Instant,
 }
 
 #[derive(Default)]
@@ -158,6 +165,12 @@ impl Capture {
             .skip(1)
             .filter_map(|c| store.span_index.get(&c).map(|i| store.spans[*i].clone()))
             .collect()
+    }
+
+    /// The span `seq`, if recorded.
+    pub fn span(&self, seq: u64) -> Option<SpanRecord> {
+        let store = self.lock();
+        store.span_index.get(&seq).map(|i| store.spans[*i].clone())
     }
 
     /// Events emitted inside span `seq` or any span below it.
@@ -316,6 +329,7 @@ where
             parent,
             name,
             fields: text.text,
+            at: std::time::Instant::now(),
         });
     }
 
@@ -343,6 +357,8 @@ where
     }
 
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+        let order = NEXT.fetch_add(1, Ordering::Relaxed);
+        let now = std::time::Instant::now();
         let mut text = Text::default();
         event.record(&mut text);
         let scope: Vec<u64> = ctx
@@ -379,6 +395,8 @@ where
             target: event.metadata().target().to_owned(),
             text: text.text,
             scope,
+            order,
+            at: now,
         });
     }
 }

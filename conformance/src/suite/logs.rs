@@ -1,7 +1,8 @@
 //! Per-rule log files: after a run, each rule that ran gets `logs/<RULE>.log` in the
 //! report directory, holding every span and log line recorded under that rule's span
-//! (the provider's own, and the suite's operation spans around them), whatever
-//! `--log-level` printed.
+//! (the provider's own, the suite's operation spans around them, and the suite's own
+//! actions: hooks called, faults injected and fired, restarts) as one time-ordered
+//! story, whatever `--log-level` printed.
 //!
 //! Each line is scanned for cloud-init payloads before it is written: a line holding
 //! one is written redacted, and the rule whose log it is fails with a violation naming
@@ -22,46 +23,61 @@ pub const LOG_DIR: &str = "logs";
 /// What replaces a payload in a written log line.
 pub use super::secrets::REDACTED;
 
-/// The lines of the log of the rule whose span carries `mark`: its spans, then its
-/// events with the spans they were emitted in. `None` when no such span was recorded.
+/// The lines of the log of the rule whose span carries `mark`: every span and event
+/// recorded under that rule's span, the suite's own actions among them
+/// (`conformance::suite`), in the order they happened, each with its time since the
+/// rule began and indented by its depth below the rule's span. `None` when no such
+/// span was recorded.
 pub fn rule_log(cap: &Capture, mark: &str) -> Option<Vec<String>> {
     let root = cap.find_mark(mark)?;
     let spans = cap.descendants(root);
-    let name_of = |seq: u64| {
-        spans
-            .iter()
-            .find(|s| s.seq == seq)
-            .map(|s| s.name.as_str())
-            .unwrap_or("conformance.rule")
+    let find = |seq: u64| spans.iter().find(|s| s.seq == seq);
+    let start = cap.span(root).map(|s| s.at);
+    let depth = |seq: u64| {
+        std::iter::successors(Some(seq), |s| find(*s).and_then(|x| x.parent))
+            .take_while(|s| *s != root)
+            .count()
     };
-    let mut lines = Vec::with_capacity(spans.len() + 1);
+    let since = |at: std::time::Instant| {
+        start
+            .map(|t| at.saturating_duration_since(t).as_secs_f64())
+            .unwrap_or(0.0)
+    };
+    let mut lines: Vec<(u64, String)> = Vec::with_capacity(spans.len() + 1);
     for s in &spans {
-        let depth = std::iter::successors(s.parent, |p| {
-            spans.iter().find(|x| x.seq == *p).and_then(|x| x.parent)
-        })
-        .take_while(|p| *p != root)
-        .count();
-        lines.push(format!(
-            "span {}{} {}",
-            "  ".repeat(depth),
-            s.name,
-            s.fields
+        lines.push((
+            s.seq,
+            format!(
+                "+{:.3}s {}span {} {}",
+                since(s.at),
+                "  ".repeat(depth(s.seq)),
+                s.name,
+                s.fields
+            ),
         ));
     }
     for e in cap.events_under(root) {
-        let mut line = format!("{:<5} {}: {}", e.level, e.target, e.text);
-        let chain: Vec<&str> = e
+        let below = e.scope.iter().position(|s| *s == root).unwrap_or(0);
+        let mut line = format!(
+            "+{:.3}s {}{:<5} {}: {}",
+            since(e.at),
+            "  ".repeat(below + 1),
+            e.level,
+            e.target,
+            e.text
+        );
+        if let Some(inner) = e
             .scope
-            .iter()
-            .take_while(|s| **s != root)
-            .map(|s| name_of(*s))
-            .collect();
-        if !chain.is_empty() {
-            let _ = write!(line, "  (in {})", chain.join(" < "));
+            .first()
+            .filter(|s| **s != root)
+            .and_then(|s| find(*s))
+        {
+            let _ = write!(line, "  (in {})", inner.name);
         }
-        lines.push(line);
+        lines.push((e.order, line));
     }
-    Some(lines)
+    lines.sort_by_key(|(order, _)| *order);
+    Some(lines.into_iter().map(|(_, l)| l).collect())
 }
 
 /// A payload found in a log line.

@@ -11,6 +11,7 @@ pub mod cx;
 pub mod freshness;
 pub mod guard;
 pub mod harness;
+mod hooklog;
 pub mod logs;
 pub mod outcome;
 pub mod props;

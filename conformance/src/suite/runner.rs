@@ -505,12 +505,12 @@ async fn run_once(
     let (counted, peak) = super::budget::counted(tb);
     let owner = secrets::new_owner(rule.id);
     let (guarded, leaks) = guard::guarded(Box::new(counted), owner.clone());
-    let tb: Box<dyn crate::fixture::Testbed> = Box::new(guarded);
     let since = Capture::global().map(|c| c.checkpoint());
     let real = fixture.is_real_backend();
     let run_short: String = run_id.chars().take(8).collect();
     let span =
         tracing::info_span!("conformance.rule", cf_mark = %format!("{}-{}", rule.id, run_short));
+    let tb = super::hooklog::logged(Box::new(guarded), span.clone());
     let cx = Cx::new(CxParts {
         rule,
         tb,
