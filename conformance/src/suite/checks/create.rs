@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 use crate::fixture::{AccessBreak, FaultKind, FaultSpec, Part, Plant, Trigger, Verbosity};
 use crate::profile::CreatedAt as CreatedAtMode;
 use crate::suite::checks::steps::{
-    CLEAN_RUNS, Steps, count_calls, interrupt, made_since, none_counted, plan, resumer,
+    Steps, clean_runs, count_calls, interrupt, made_since, none_counted, plan, resumer,
     sample_steps, spread, trace_mark,
 };
 use crate::suite::cx::{CheckError, CheckResult, Cx, describe, describe_result, kind_of};
@@ -18,7 +18,7 @@ use crate::{CloudInit, CreateRequest, ErrorKind, ProviderId, State};
 /// a first Create that warms the connection and the image cache.
 pub(crate) async fn create_steps(cx: &Cx) -> CheckResult<Steps> {
     let mut runs = Vec::new();
-    for _ in 0..=CLEAN_RUNS {
+    for _ in 0..=clean_runs(cx) {
         let req = cx.request();
         let (id, calls) = count_calls(
             cx,

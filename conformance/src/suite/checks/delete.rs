@@ -5,7 +5,7 @@ use crate::fixture::{Part, Plant};
 use crate::profile::SecondaryResources;
 use crate::suite::checks::get::{arbitrary_ids, gone_after_delete};
 use crate::suite::checks::steps::{
-    CLEAN_RUNS, Steps, count_calls, interrupt, none_counted, plan, resumer,
+    Steps, clean_runs, count_calls, interrupt, none_counted, plan, resumer,
 };
 use crate::suite::cx::{CheckError, CheckResult, Cx, describe, describe_result, kind_of};
 use crate::suite::props::{PropError, property};
@@ -215,7 +215,7 @@ pub async fn del_concurrent(cx: &Cx) -> CheckResult {
 /// interrupted one below, measured over several instances on a warm connection.
 async fn delete_steps(cx: &Cx) -> CheckResult<Steps> {
     let mut runs = Vec::new();
-    for _ in 0..CLEAN_RUNS {
+    for _ in 0..clean_runs(cx) {
         let req = cx.request();
         let id = cx
             .create_ok(cx.p.as_ref(), &req, "measuring Delete")
