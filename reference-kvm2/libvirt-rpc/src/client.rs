@@ -212,6 +212,28 @@ impl Client {
     }
 }
 
+impl Client {
+    /// Opens a stream with the CALL `procedure` (`args`): waits for the server to
+    /// accept it and returns the stream's header and its events. Nothing awaits
+    /// between the REPLY and the return, so the call guard's duty passes to the
+    /// caller's stream handle without a gap in which a drop could leak the stream.
+    pub(crate) async fn open_stream(
+        &self,
+        procedure: Procedure,
+        args: &(dyn Encode + Sync),
+        deadline: Instant,
+    ) -> Result<(Header, mpsc::UnboundedReceiver<StreamEvent>)> {
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let (packet, mut guard) = self
+            .send_call(procedure, args, deadline, Some(events_tx))
+            .await?;
+        let result = decode_reply::<()>(procedure, &packet);
+        guard.disarm();
+        result?;
+        Ok((Header::call(procedure, packet.header.serial), events_rx))
+    }
+}
+
 /// Turns a REPLY into the procedure's result or its error.
 pub(crate) fn decode_reply<T: libvirt_wire::Decode>(
     procedure: Procedure,

@@ -10,7 +10,7 @@ use libvirt_wire::{Header, Procedure, StorageVolDownloadArgs};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::client::{Client, Shared, decode_reply};
+use crate::client::{Client, Shared};
 use crate::connection::{Request, StreamEvent};
 use crate::error::{Error, Kind, Result};
 
@@ -64,17 +64,11 @@ impl Client {
             length,
             flags,
         };
-        let (events_tx, events_rx) = mpsc::unbounded_channel();
-        let (packet, mut guard) = self
-            .send_call(PROCEDURE, &args, deadline, Some(events_tx))
-            .await?;
-        let result = decode_reply::<()>(PROCEDURE, &packet);
-        guard.disarm();
-        result?;
+        let (call, events) = self.open_stream(PROCEDURE, &args, deadline).await?;
         Ok(Download {
             shared: self.shared().clone(),
-            call: Header::call(PROCEDURE, packet.header.serial),
-            events: events_rx,
+            call,
+            events,
             deadline,
             done: false,
             received: 0,

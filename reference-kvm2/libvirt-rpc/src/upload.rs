@@ -24,7 +24,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tracing::trace;
 
-use crate::client::{Client, Shared, decode_reply};
+use crate::client::{Client, Shared};
 use crate::connection::{Request, StreamEvent};
 use crate::error::{Error, Kind, Result};
 
@@ -102,19 +102,11 @@ impl Client {
             length,
             flags,
         };
-        let (events_tx, events_rx) = mpsc::unbounded_channel();
-        let (packet, mut guard) = self
-            .send_call(PROCEDURE, &args, deadline, Some(events_tx))
-            .await?;
-        // From here to the end nothing awaits, so the guard's duty passes to
-        // the `Upload` without a gap in which a drop could leak the stream.
-        let result = decode_reply::<()>(PROCEDURE, &packet);
-        guard.disarm();
-        result?;
+        let (call, events) = self.open_stream(PROCEDURE, &args, deadline).await?;
         Ok(Upload {
             shared: self.shared().clone(),
-            call: Header::call(PROCEDURE, packet.header.serial),
-            events: events_rx,
+            call,
+            events,
             in_flight: VecDeque::with_capacity(IN_FLIGHT),
             deadline,
             phase: Phase::Open,

@@ -409,15 +409,7 @@ pub async fn cre_quota(cx: &Cx) -> CheckResult {
     // first-use work (an image download) must hand its refusal to every caller.
     cap.set_free(&loc, Some(0)).await?;
     let reqs = [cx.request(), cx.request()];
-    let mut tasks = Vec::new();
-    for r in &reqs {
-        let (p, ctx, r) = (cx.p.clone(), cx.ctx(), r.clone());
-        tasks.push(tokio::spawn(async move { p.create(&ctx, &r).await }));
-    }
-    let mut results = Vec::new();
-    for t in tasks {
-        results.push(cx.joined(t.await, "create task")?);
-    }
+    let results = creates_at_once(cx, &reqs).await?;
     for (n, (req, r)) in reqs.iter().zip(results).enumerate() {
         let case = format!("no free capacity, Create {} of two at once", n + 1);
         short_capacity(cx, &case, req, r, 0).await?;
@@ -434,6 +426,24 @@ pub async fn cre_quota(cx: &Cx) -> CheckResult {
         .create_ok(cx.p.as_ref(), &req, "capacity restored")
         .await?;
     cx.delete_ok(cx.p.as_ref(), &id, "cleanup").await
+}
+
+/// Creates of `reqs` started at once, each on a task of its own; their results in
+/// the order of `reqs`.
+async fn creates_at_once(
+    cx: &Cx,
+    reqs: &[CreateRequest],
+) -> CheckResult<Vec<crate::Result<ProviderId>>> {
+    let mut tasks = Vec::new();
+    for r in reqs {
+        let (p, ctx, r) = (cx.p.clone(), cx.ctx(), r.clone());
+        tasks.push(tokio::spawn(async move { p.create(&ctx, &r).await }));
+    }
+    let mut results = Vec::new();
+    for t in tasks {
+        results.push(cx.joined(t.await, "create task")?);
+    }
+    Ok(results)
 }
 
 /// Judges a Create `r` of `req` made with `free` bytes free at the first location:
@@ -964,14 +974,8 @@ pub async fn cre_mark(cx: &Cx) -> CheckResult {
 pub async fn cre_concurrent(cx: &Cx) -> CheckResult {
     different_requests_first(cx).await?;
     let req = cx.request();
-    let mut tasks = Vec::new();
-    for _ in 0..4 {
-        let (p, ctx, r) = (cx.p.clone(), cx.ctx(), req.clone());
-        tasks.push(tokio::spawn(async move { p.create(&ctx, &r).await }));
-    }
     let mut ids = Vec::new();
-    for t in tasks {
-        let r = cx.joined(t.await, "create task")?;
+    for r in creates_at_once(cx, &vec![req.clone(); 4]).await? {
         match r {
             Ok(id) => ids.push(id),
             Err(e) => cx.violate("concurrent Create", "Ok with the common ID", describe(&e)),
@@ -1008,14 +1012,9 @@ async fn different_requests_first(cx: &Cx) -> CheckResult {
         None => None,
     };
     let reqs = [cx.request(), cx.request()];
-    let mut tasks = Vec::new();
-    for r in &reqs {
-        let (p, ctx, r) = (cx.p.clone(), cx.ctx(), r.clone());
-        tasks.push(tokio::spawn(async move { p.create(&ctx, &r).await }));
-    }
     let mut ids = Vec::new();
-    for (req, t) in reqs.iter().zip(tasks) {
-        match cx.joined(t.await, "create task")? {
+    for (req, r) in reqs.iter().zip(creates_at_once(cx, &reqs).await?) {
+        match r {
             Ok(id) => {
                 let want = cx.tb.id_for(&loc, &req.name);
                 if id != want {
