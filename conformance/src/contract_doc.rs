@@ -48,10 +48,22 @@ Every rule of a run has exactly one outcome:
 Pass (the provider obeyed it), Fail (the provider broke it), Error (the harness or environment broke),
 Skipped (a fixture hook the rule needs is missing; the reason names it) or NotApplicable (the declared profile makes it moot; the reason names the axis).
 Skipped and NotApplicable never count as passes.
+
+## Where rules are checked
+
+A rule holds at every location. Where a rule's text names no location, the suite checks it at the first location,
+and for the rules whose check works at one location (CRE-IDEMPOTENT, CRE-RESUME, CRE-ADOPT-GUARD, CRE-QUOTA, CRE-BACKEND-NOTFOUND, CRE-SECRET, DEL-IDEMPOTENT, DEL-RESUME, DEL-PARTIAL, DEL-OWNERSHIP, GET-STATE, GET-BUSY, LST-MARKED-ONLY, LST-EMPTY-UID, LST-UNREADABLE)
+at every location in turn on a fake backend, and at one location picked by the rule's seed on a real backend (recorded in the evidence).
 "#;
 
 /// The whole document.
 pub fn render() -> String {
+    debug_assert!(
+        crate::suite::checks::AT_EVERY_LOCATION
+            .iter()
+            .all(|id| PREAMBLE.contains(id)),
+        "the preamble names every rule checked at every location"
+    );
     let mut out = String::from(PREAMBLE);
     out.push_str("\n## Profile axes\n\nA provider declares exactly one value per axis.\nBehaviour-checked axes change what rules expect, and the suite flags a declaration that behaviour contradicts; declared-only axes are reported, not checked.\n\n| axis | values (first = kvm2's) | class | rules whose expectation it changes |\n|---|---|---|---|\n");
     for a in Axis::ALL {
