@@ -150,4 +150,20 @@ mod tests {
         }
         assert_eq!(REGISTERED.len(), CATALOGUE.len());
     }
+
+    #[test]
+    fn the_contract_document_names_exactly_the_rules_checked_at_every_location() {
+        let doc = crate::contract_doc::render();
+        let section = doc
+            .split("## Where rules are checked")
+            .nth(1)
+            .and_then(|s| s.split("\n## ").next())
+            .expect("the section is in the document");
+        let named: Vec<&str> = CATALOGUE
+            .iter()
+            .map(|r| r.id)
+            .filter(|id| section.contains(id))
+            .collect();
+        assert_eq!(named, AT_EVERY_LOCATION);
+    }
 }
