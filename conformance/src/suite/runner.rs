@@ -273,7 +273,14 @@ pub async fn run(
         .max_instances
         .map(|n| Arc::new(tokio::sync::Semaphore::new(n as usize)));
     let mut handles = Vec::new();
-    for rule in CATALOGUE.iter().filter(|r| selected(r, &opts.rules)) {
+    // The rules tagged slow start first: a long rule that started last would run
+    // alone at the end of the run.
+    let mut order: Vec<&'static Rule> = CATALOGUE
+        .iter()
+        .filter(|r| selected(r, &opts.rules))
+        .collect();
+    order.sort_by_key(|r| !super::tags::tags_of(r).contains(&"slow"));
+    for rule in order {
         let (fixture, opts, tx, gate, run_id, instances) = (
             fixture.clone(),
             opts.clone(),
