@@ -383,7 +383,7 @@ where
                         .unwrap_or_else(|panic| {
                             Err(Fail {
                                 code: PROVIDER_PANICKED,
-                                message: panic_text(panic.as_ref()),
+                                message: crate::suite::guard::panic_text(panic.as_ref()),
                             })
                         });
                     match r {
@@ -878,13 +878,4 @@ impl Server {
             }),
         }
     }
-}
-
-/// The text of a panic's payload.
-fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic with no message".into())
 }

@@ -34,7 +34,7 @@ pub fn panic_text(p: &(dyn Any + Send)) -> String {
     p.downcast_ref::<&str>()
         .map(|s| s.to_string())
         .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "non-string panic".into())
+        .unwrap_or_else(|| "a panic with no message".into())
 }
 
 /// Whether a panic payload is a [`ProviderPanic`].
