@@ -157,6 +157,8 @@ enum Cause {
     /// access-control denial does.
     Denied,
     Access(AccessBreak),
+    /// A reason the provider declares, produced by the fixture's `cause`.
+    Declared(&'static str),
 }
 
 /// CHK-REASONS
@@ -197,6 +199,25 @@ pub async fn chk_reasons(cx: &Cx) -> CheckResult {
     for (how, want) in CAUSES {
         cases.push((how.as_str(), Cause::Access(how), want));
     }
+    let declared = checker(cx)?.extra_reasons();
+    let declared_cases: Vec<String> = declared
+        .iter()
+        .map(|r| format!("first location {r}"))
+        .collect();
+    for (reason, case) in declared.iter().zip(&declared_cases) {
+        if cx.tb.faults().is_some() {
+            cases.push((
+                case.as_str(),
+                Cause::Declared(reason),
+                HealthReason::Other((*reason).to_owned()),
+            ));
+        } else {
+            cx.not_checked(
+                format!("{reason} at a location"),
+                "the fixture has no faults hook",
+            );
+        }
+    }
     for (case, cause, want) in cases {
         let what = format!("{case} gives {want}");
         match cause {
@@ -223,6 +244,15 @@ pub async fn chk_reasons(cx: &Cx) -> CheckResult {
                     continue;
                 }
             }
+            Cause::Declared(reason) => {
+                if !cx.faults()?.cause(&loc, reason).await? {
+                    cx.not_checked(
+                        format!("{reason} at a location"),
+                        "the fixture cannot produce it",
+                    );
+                    continue;
+                }
+            }
         }
         // A location that answers no call is given the settle time, so that a
         // provider's own per-call timeout, not only the caller's deadline, decides.
@@ -244,11 +274,12 @@ pub async fn chk_reasons(cx: &Cx) -> CheckResult {
                     rot.restore_access(&loc).await?;
                 }
             }
+            Cause::Declared(_) => cx.faults()?.undo_cause(&loc).await?,
         }
         let (h, _) = r?;
         judge_reasons(cx, case, &h)?;
         let first = h.iter().find(|x| x.location == loc);
-        if first.map(|x| &x.reason) != Some(&want) {
+        if first.map(|x| x.reason.as_str()) != Some(want.as_str()) {
             cx.violate(
                 case,
                 format!("{loc}: {want}"),
@@ -261,6 +292,17 @@ pub async fn chk_reasons(cx: &Cx) -> CheckResult {
             }
         }
         cx.note(format!("{case}: {}", summary(&h)));
+        if let Cause::Declared(reason) = cause {
+            // A declared cause undone: the location is Ready again, no restart.
+            let (h, _) = timed_check(cx, cx.timing.op_timeout).await?;
+            if h.iter().any(|x| !x.ready) {
+                cx.violate(
+                    format!("after the cause of {reason} was undone"),
+                    "every location Ready",
+                    summary(&h),
+                );
+            }
+        }
     }
     // Every break is undone: the provider works again without a restart.
     let (h, _) = timed_check(cx, cx.timing.op_timeout).await?;
