@@ -5,6 +5,9 @@
 // locations), a Fixture that opens a Testbed per rule, and whichever hook interfaces
 // (Inventory, Planting, StateControl, Capacity, Faults, Rotation, Observation) the
 // testbed supports, then calls Serve, ServeStdio or ServeSocket.
+// A testbed with Faults whose checker declares reasons of its own also implements
+// Causes, which produces and undoes them (CHK-REASONS); it is optional, and a testbed
+// without it answers that it cannot produce them.
 // The suite's bridge turns the served fixture back into its own, so every rule runs
 // unchanged.
 //

@@ -90,6 +90,18 @@ type Faults interface {
 	SetReachability(ctx context.Context, location, reachability string) error
 }
 
+// Causes produces the reasons a provider's checker declares (its ExtraReasons). A
+// testbed with the Faults hook may implement it as well; without it, faults/cause
+// answers produced=false and faults/undo_cause does nothing.
+type Causes interface {
+	// Cause makes location unhealthy for reason, as the backend comes to be in
+	// the field, and reports whether it could (false for a reason it cannot make).
+	Cause(ctx context.Context, location, reason string) (bool, error)
+	// UndoCause undoes every cause at location; the same provider finds it ready
+	// again.
+	UndoCause(ctx context.Context, location string) error
+}
+
 // Rotation changes credentials.
 type Rotation interface {
 	Rotate(ctx context.Context, location string) error

@@ -151,6 +151,7 @@ var testbedMethods = map[string]bool{
 	"state_control/fail_address_lookup": true, "state_control/hold_boot": true,
 	"capacity/set_free": true,
 	"faults/inject":     true, "faults/fired": true, "faults/clear": true, "faults/set_reachability": true,
+	"faults/cause": true, "faults/undo_cause": true,
 	"rotation/rotate": true, "rotation/break_access": true, "rotation/restore_access": true,
 	"observation/calls": true, "observation/dials": true, "observation/set_verbosity": true,
 }
@@ -180,6 +181,7 @@ type tbParams struct {
 	Spec         FaultSpec       `json:"spec"`
 	Reachability string          `json:"reachability"`
 	How          string          `json:"how"`
+	Reason       string          `json:"reason"`
 	Since        uint64          `json:"since"`
 	Verbosity    string          `json:"verbosity"`
 }
@@ -206,6 +208,8 @@ func (s *server) testbedMethod(ctx context.Context, method string, params json.R
 		"faults/inject":                     {"spec"},
 		"faults/fired":                      {"id"},
 		"faults/set_reachability":           {"location", "reachability"},
+		"faults/cause":                      {"location", "reason"},
+		"faults/undo_cause":                 {"location"},
 		"rotation/rotate":                   {"location"},
 		"rotation/break_access":             {"location", "how"},
 		"rotation/restore_access":           {"location"},
@@ -347,7 +351,8 @@ func (s *server) testbedMethod(ctx context.Context, method string, params json.R
 			return nil, absent(HookCapacity)
 		}
 		return orHook(empty, h.SetFree(ctx, q.Location, q.Bytes))
-	case "faults/inject", "faults/fired", "faults/clear", "faults/set_reachability":
+	case "faults/inject", "faults/fired", "faults/clear", "faults/set_reachability",
+		"faults/cause", "faults/undo_cause":
 		h, ok := tb.(Faults)
 		if !ok {
 			return nil, absent(HookFaults)
@@ -365,6 +370,19 @@ func (s *server) testbedMethod(ctx context.Context, method string, params json.R
 			return orHook(map[string]bool{"fired": fired}, err)
 		case "faults/clear":
 			return orHook(empty, h.ClearFaults(ctx))
+		case "faults/cause":
+			c, ok := tb.(Causes)
+			if !ok {
+				return map[string]bool{"produced": false}, nil
+			}
+			produced, err := c.Cause(ctx, q.Location, q.Reason)
+			return orHook(map[string]bool{"produced": produced}, err)
+		case "faults/undo_cause":
+			c, ok := tb.(Causes)
+			if !ok {
+				return empty, nil
+			}
+			return orHook(empty, c.UndoCause(ctx, q.Location))
 		default:
 			return orHook(empty, h.SetReachability(ctx, q.Location, q.Reachability))
 		}

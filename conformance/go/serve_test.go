@@ -552,3 +552,115 @@ func TestErrorChainAndKind(t *testing.T) {
 		t.Fatal("a plain error has no contract kind")
 	}
 }
+
+// faultsTestbed has the Faults hook; causingTestbed also produces one declared reason.
+type faultsTestbed struct{ fakeTestbed }
+
+func (t *faultsTestbed) Inject(ctx context.Context, spec FaultSpec) (uint64, error) { return 1, nil }
+func (t *faultsTestbed) Fired(ctx context.Context, id uint64) (bool, error)         { return false, nil }
+func (t *faultsTestbed) ClearFaults(ctx context.Context) error                      { return nil }
+func (t *faultsTestbed) SetReachability(ctx context.Context, location, r string) error {
+	return nil
+}
+
+type causingTestbed struct {
+	faultsTestbed
+	caused map[string]string
+}
+
+func (t *causingTestbed) Cause(ctx context.Context, location, reason string) (bool, error) {
+	if location != "site-a" {
+		return false, Hookf("no site %s", location)
+	}
+	if reason != "ContainerMissing" {
+		return false, nil
+	}
+	t.mu.Lock()
+	t.caused[location] = reason
+	t.mu.Unlock()
+	return true, nil
+}
+
+func (t *causingTestbed) UndoCause(ctx context.Context, location string) error {
+	t.mu.Lock()
+	delete(t.caused, location)
+	t.mu.Unlock()
+	return nil
+}
+
+type faultsFixture struct {
+	fakeFixture
+	causes bool
+	opened []*causingTestbed
+}
+
+func (f *faultsFixture) Facts() Facts {
+	facts := f.fakeFixture.Facts()
+	facts.Hooks = []Hook{HookFaults}
+	return facts
+}
+
+func (f *faultsFixture) Open(ctx context.Context) (Testbed, error) {
+	if !f.causes {
+		return &faultsTestbed{}, nil
+	}
+	tb := &causingTestbed{caused: map[string]string{}}
+	f.opened = append(f.opened, tb)
+	return tb, nil
+}
+
+func TestCausesAreOptional(t *testing.T) {
+	cases := []struct {
+		name   string
+		causes bool
+		line   string
+		want   string
+		code   float64
+	}{
+		{"no Causes: not produced", false, `{"jsonrpc":"2.0","id":2,"method":"faults/cause","params":{"testbed":1,"location":"site-a","reason":"ContainerMissing"}}`, `{"produced":false}`, 0},
+		{"no Causes: nothing to undo", false, `{"jsonrpc":"2.0","id":3,"method":"faults/undo_cause","params":{"testbed":1,"location":"site-a"}}`, `{}`, 0},
+		{"produced", true, `{"jsonrpc":"2.0","id":2,"method":"faults/cause","params":{"testbed":1,"location":"site-a","reason":"ContainerMissing"}}`, `{"produced":true}`, 0},
+		{"a reason it cannot make", true, `{"jsonrpc":"2.0","id":2,"method":"faults/cause","params":{"testbed":1,"location":"site-a","reason":"PoolNotFound"}}`, `{"produced":false}`, 0},
+		{"a hook failure", true, `{"jsonrpc":"2.0","id":2,"method":"faults/cause","params":{"testbed":1,"location":"site-q","reason":"ContainerMissing"}}`, ``, CodeHookFailed},
+		{"no reason", true, `{"jsonrpc":"2.0","id":2,"method":"faults/cause","params":{"testbed":1,"location":"site-a"}}`, ``, CodeInvalidParams},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &faultsFixture{causes: tc.causes}
+			c := start(t, f)
+			c.open()
+			c.send(tc.line)
+			r := c.reply()
+			if errCode(r) != tc.code {
+				t.Fatalf("answered %v, want code %v", r, tc.code)
+			}
+			if tc.code != 0 {
+				return
+			}
+			got, _ := json.Marshal(r["result"])
+			if string(got) != tc.want {
+				t.Fatalf("answered %s, want %s", got, tc.want)
+			}
+		})
+	}
+	// A produced cause is held until undone.
+	f := &faultsFixture{causes: true}
+	c := start(t, f)
+	c.open()
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"faults/cause","params":{"testbed":1,"location":"site-a","reason":"ContainerMissing"}}`)
+	c.reply()
+	tb := f.opened[0]
+	tb.mu.Lock()
+	held := tb.caused["site-a"]
+	tb.mu.Unlock()
+	if held != "ContainerMissing" {
+		t.Fatalf("cause held %q, want ContainerMissing", held)
+	}
+	c.send(`{"jsonrpc":"2.0","id":3,"method":"faults/undo_cause","params":{"testbed":1,"location":"site-a"}}`)
+	c.reply()
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	if len(tb.caused) != 0 {
+		t.Fatalf("after undo_cause %v is still caused", tb.caused)
+	}
+}

@@ -266,6 +266,7 @@ clauses! {
         "credentials revoked with nothing in their place AuthFailed" => mutants ["check-auth-is-unreachable"];
         "a host key other than the trusted one HostKeyRejected" => mutants ["check-host-key-is-auth-failed"];
         "a credential file that is not there CredentialsUnavailable" => mutants ["check-no-credentials-is-auth-failed"];
+        "each reason the provider declares, as its fixture produces it" => mutants ["check-container-missing-is-unreachable"];
         "Once the cause is undone, the location is Ready again without a restart." => mutants ["credentials-read-once"];
         "A cause the fixture cannot produce is recorded as not checked." => not_checked "it binds the suite, not the provider: the suite's own tests run the rule with a fixture that lacks the hooks and expect the causes recorded as not checked";
     }

@@ -515,6 +515,24 @@ pub trait Faults: Send + Sync {
         location: &'a str,
         r: Reachability,
     ) -> BoxFuture<'a, HookResult<()>>;
+
+    /// Makes `location` unhealthy for `reason`, one of the reasons the provider's
+    /// checker declares ([`Checker::extra_reasons`](crate::Checker::extra_reasons)),
+    /// as its backend would come to be in the field (kvm2: its storage pool gone or
+    /// inactive), and returns whether this fixture can produce that cause (`false`:
+    /// CHK-REASONS records the reason as not checked). Connections already open stay
+    /// open.
+    fn cause<'a>(&'a self, location: &'a str, reason: &'a str) -> BoxFuture<'a, HookResult<bool>> {
+        let _ = (location, reason);
+        Box::pin(async { Ok(false) })
+    }
+
+    /// Undoes every [`cause`](Faults::cause) at `location`: the location is healthy
+    /// again, and the provider needs no restart to see it.
+    fn undo_cause<'a>(&'a self, location: &'a str) -> BoxFuture<'a, HookResult<()>> {
+        let _ = location;
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// A way to break a location's access, for the health-reason checks.

@@ -306,6 +306,19 @@ func (b *simBackend) removePrimary(siteName, name string) error {
 	return err
 }
 
+// restoreContainer brings back a removed volume store, empty but for the base
+// image.
+func (b *simBackend) restoreContainer(siteName string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s, err := b.site(siteName)
+	if err == nil && !s.container {
+		s.container = true
+		s.volumes = map[string]*volume{"base-image": {kind: "image", size: baseImageBytes}}
+	}
+	return err
+}
+
 func (b *simBackend) removeContainer(siteName string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()

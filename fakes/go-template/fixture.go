@@ -231,6 +231,23 @@ func (t *Testbed) SetReachability(ctx context.Context, location, r string) error
 	return hookErr(t.backend.setReachability(location, r))
 }
 
+// Cause produces the checker's declared reason: ContainerMissing is the site's
+// volume store gone, with everything in it.
+func (t *Testbed) Cause(ctx context.Context, location, reason string) (bool, error) {
+	if reason != containerMissing {
+		return false, nil
+	}
+	if err := t.backend.removeContainer(location); err != nil {
+		return false, hookErr(err)
+	}
+	return true, nil
+}
+
+// UndoCause brings the volume store back with its base image.
+func (t *Testbed) UndoCause(ctx context.Context, location string) error {
+	return hookErr(t.backend.restoreContainer(location))
+}
+
 // Rotate writes a new token file and makes the site accept only it.
 func (t *Testbed) Rotate(ctx context.Context, location string) error {
 	t.mu.Lock()

@@ -30,6 +30,7 @@ var mutants = []mutant{
 	{"error-without-provider-name", []string{"GEN-ERROR-NAME"}, "errors do not name the provider"},
 	{"check-sequential", []string{"CHK-CONCURRENT", "CHK-REASONS"}, "Check probes the sites one after another"},
 	{"check-invents-a-reason", []string{"CHK-REASONS"}, "Check reports a ready site with a reason of its own"},
+	{"check-container-missing-is-unreachable", []string{"CHK-REASONS"}, "Check reports a site without its volume store as Unreachable"},
 }
 
 // active is the selected mutant; empty for the correct template. It is set once,

@@ -769,7 +769,7 @@ func (p *templateProvider) checkSite(ctx context.Context, site string) provider.
 		reason = "HostKeyRejected"
 	case isKind(err, errCredentialsMissing):
 		reason = "CredentialsUnavailable"
-	case isKind(err, errNoContainer):
+	case isKind(err, errNoContainer) && !broken("check-container-missing-is-unreachable"):
 		reason = containerMissing
 	}
 	return provider.HostHealth{Location: site, Ready: false, Reason: reason, Message: site + ": " + err.Error(), Details: details}

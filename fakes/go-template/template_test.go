@@ -211,6 +211,31 @@ func TestRemovedCredentialsMakeTheCheckerSaySo(t *testing.T) {
 	}
 }
 
+func TestTheDeclaredCauseIsProducedAndUndone(t *testing.T) {
+	tb := openTestbed(t)
+	ctx := context.Background()
+	var _ provider.Causes = tb
+	if ok, err := tb.Cause(ctx, "site-a", "PoolNotFound"); ok || err != nil {
+		t.Fatalf("an undeclared reason: %v %v", ok, err)
+	}
+	if ok, err := tb.Cause(ctx, "site-a", containerMissing); !ok || err != nil {
+		t.Fatalf("ContainerMissing: %v %v", ok, err)
+	}
+	h := tb.provider.Check(ctx)
+	if h[0].Ready || h[0].Reason != containerMissing || !h[1].Ready {
+		t.Fatalf("health %+v", h)
+	}
+	if err := tb.UndoCause(ctx, "site-a"); err != nil {
+		t.Fatal(err)
+	}
+	if h := tb.provider.Check(ctx); !h[0].Ready || !h[1].Ready {
+		t.Fatalf("after undo %+v", h)
+	}
+	if _, err := tb.Cause(ctx, "site-z", containerMissing); err == nil {
+		t.Fatal("an unknown site is no hook failure")
+	}
+}
+
 func TestMutantTableCoversEveryRuleArea(t *testing.T) {
 	table := Mutants()
 	if len(table) < 10 {

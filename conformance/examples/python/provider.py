@@ -1112,6 +1112,25 @@ class Testbed:
             if reach != "Up":
                 s.open = set()
 
+    def cause(self, location, reason):
+        """Makes the site unhealthy for a reason the checker declares: ContainerMissing
+        is the site's volume store gone, with everything in it."""
+        if reason != "ContainerMissing":
+            return False
+        with self.backend.lock:
+            s = self.site(location)
+            s.container, s.volumes = False, {}
+        return True
+
+    def undo_cause(self, location):
+        """Brings the volume store back, empty but for the base image."""
+        with self.backend.lock:
+            s = self.site(location)
+            if not s.container:
+                s.container = True
+                s.volumes = {"base-image": {"instance": None, "kind": "image",
+                                            "size": BASE_IMAGE_BYTES, "data": b""}}
+
     # Rotation.
 
     def rotate(self, location):
@@ -1355,6 +1374,8 @@ class Server:
             "faults/fired": lambda: {"fired": tb.fired(p["id"])},
             "faults/clear": lambda: tb.clear() or {},
             "faults/set_reachability": lambda: tb.set_reachability(loc, p["reachability"]) or {},
+            "faults/cause": lambda: {"produced": tb.cause(loc, p["reason"])},
+            "faults/undo_cause": lambda: tb.undo_cause(loc) or {},
             "rotation/rotate": lambda: tb.rotate(loc) or {},
             "rotation/break_access": lambda: {"produced": tb.break_access(loc, p["how"])},
             "rotation/restore_access": lambda: tb.restore_access(loc) or {},

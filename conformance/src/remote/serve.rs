@@ -827,6 +827,19 @@ impl Server {
                     .await?;
                 ok(Empty {})
             }
+            "faults/cause" => {
+                let q: CauseParams = p(method, params)?;
+                let h = tb.faults().ok_or_else(|| absent("faults"))?;
+                ok(CauseResult {
+                    produced: h.cause(&q.location, &q.reason).await?,
+                })
+            }
+            "faults/undo_cause" => {
+                let q: LocationParams = p(method, params)?;
+                let h = tb.faults().ok_or_else(|| absent("faults"))?;
+                h.undo_cause(&q.location).await?;
+                ok(Empty {})
+            }
             "rotation/rotate" => {
                 let q: LocationParams = p(method, params)?;
                 let h = tb.rotation().ok_or_else(|| absent("rotation"))?;

@@ -12,7 +12,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use super::proto::*;
 use super::{Connector, Link, RemoteFixture, RemoteOptions};
-use crate::fixture::{FaultKind, FaultSpec, Fixture, Hook, Plant, Trigger};
+use crate::fixture::{FaultKind, FaultSpec, Fixture, Hook, Plant, Reachability, Trigger};
 use crate::profile::Profile;
 use crate::suite::outcome::Outcome;
 use crate::suite::runner::{RunOptions, run_rule};
@@ -386,6 +386,7 @@ fn scripted(at: &'static str, misstep: Misstep) -> Connector {
                             json!({"ok": {"instances": [], "unreachable": []}})
                         }
                         "provider/delete" => json!({"ok": {}}),
+                        "faults/cause" => json!({"produced": true}),
                         _ => json!({}),
                     };
                     let answer = json!({"jsonrpc": "2.0", "id": id, "result": result});
@@ -989,4 +990,42 @@ fn provider_stderr_log_exists_from_the_start_even_when_empty() {
         "{failure}"
     );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "");
+}
+
+/// `faults/cause` and `faults/undo_cause` came after version 1's first release: a
+/// provider that answers them "unknown method" cannot produce a declared cause and
+/// has none to undo; the same answer to a method of the first release still breaks
+/// the protocol.
+#[test]
+fn an_unknown_method_answer_to_the_added_cause_methods_is_no_cause_produced() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        for at in [
+            "faults/cause",
+            "faults/undo_cause",
+            "faults/set_reachability",
+        ] {
+            let fixture =
+                RemoteFixture::with_connector(scripted(at, Misstep::UnknownMethod), opts())
+                    .unwrap();
+            let tb = fixture.open().await.unwrap();
+            let faults = tb.faults().unwrap();
+            let cause = faults.cause("l0", "Declared").await;
+            let undo = faults.undo_cause("l0").await;
+            let reach = faults.set_reachability("l0", Reachability::Up).await;
+            // Answered, the provider produced the cause; unknown, it did not.
+            assert_eq!(cause.unwrap(), at != "faults/cause", "{at}");
+            undo.unwrap();
+            if at == "faults/set_reachability" {
+                let e = reach.unwrap_err();
+                assert!(e.to_string().contains("broke the protocol"), "{e}");
+            } else {
+                reach.unwrap();
+            }
+        }
+    });
 }

@@ -25,7 +25,7 @@ pub const UNDEFINE_DELAY: Duration = Duration::from_millis(40);
 use crate::backend::{BackendConfig, SimBackend, initial_identity, initial_token};
 use crate::config::{CredentialSource, LogTier, TemplateConfig, token_env_var};
 use crate::id::{instance_id, parse_id};
-use crate::provider::TemplateProvider;
+use crate::provider::{CONTAINER_MISSING, TemplateProvider};
 
 /// Builds the provider a testbed hands out; mutants replace it.
 pub(crate) type Build = fn(TemplateProvider) -> Arc<dyn Provider>;
@@ -600,6 +600,22 @@ impl Faults for TemplateTestbed {
     ) -> BoxFuture<'a, HookResult<()>> {
         Box::pin(async move { hook(self.backend.set_reachability(location, r)) })
     }
+
+    fn cause<'a>(&'a self, location: &'a str, reason: &'a str) -> BoxFuture<'a, HookResult<bool>> {
+        Box::pin(async move {
+            if reason != CONTAINER_MISSING {
+                return Ok(false);
+            }
+            // The site's volume store goes, with everything in it.
+            hook(self.backend.remove_container(location))?;
+            Ok(true)
+        })
+    }
+
+    fn undo_cause<'a>(&'a self, location: &'a str) -> BoxFuture<'a, HookResult<()>> {
+        // The store comes back with the base image in it, as an operator restores it.
+        Box::pin(async move { hook(self.backend.restore_container(location)) })
+    }
 }
 
 impl Rotation for TemplateTestbed {
@@ -766,6 +782,34 @@ mod tests {
             rotation.restore_access("site-a").await.unwrap();
             assert_eq!(health(tb.as_ref()).await, all_ready(), "{how:?}");
         }
+    }
+
+    #[tokio::test]
+    async fn the_declared_cause_names_its_reason_at_one_site_until_undone() {
+        let fixture = TemplateFixture::default();
+        let tb = fixture.open().await.unwrap();
+        let faults = tb.faults().unwrap();
+        assert!(!faults.cause("site-a", "PoolNotFound").await.unwrap());
+        assert_eq!(health(tb.as_ref()).await, all_ready());
+        assert!(faults.cause("site-a", CONTAINER_MISSING).await.unwrap());
+        assert_eq!(
+            health(tb.as_ref()).await,
+            [
+                (
+                    "site-a".into(),
+                    HealthReason::Other(CONTAINER_MISSING.into())
+                ),
+                ("site-b".into(), HealthReason::Ready)
+            ]
+        );
+        faults.undo_cause("site-a").await.unwrap();
+        assert_eq!(health(tb.as_ref()).await, all_ready());
+        // The base image came back: a Create works again without a restart.
+        let ctx = Ctx::with_timeout(Duration::from_secs(5));
+        let req = tb.request("after-undo", "t", &fixture.locations()[0]);
+        let id = tb.provider().create(&ctx, &req).await.unwrap();
+        tb.provider().delete(&ctx, &id).await.unwrap();
+        assert!(faults.cause("site-z", CONTAINER_MISSING).await.is_err());
     }
 
     #[tokio::test]

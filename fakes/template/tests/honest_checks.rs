@@ -7,6 +7,10 @@
 //! - `check_isolated_is_an_error_when_no_check_call_is_seen`: the observation hook
 //!   hides the calls Check makes; CHK-ISOLATED cannot tell Check's connections from the
 //!   operations', so it is an Error, not a Pass.
+//! - `a_declared_reason_the_fixture_cannot_cause_is_recorded`: the faults hook
+//!   answers that it cannot produce the template's declared `ContainerMissing`;
+//!   CHK-REASONS still passes on the other causes and records that reason, and only
+//!   it, as not checked.
 //!
 //! `cargo test -p template-provider --test honest_checks`
 
@@ -14,8 +18,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use conformance::fixture::{
-    BackendCall, Capacity, Faults, Fixture, Hook, HookResult, Inventory, Location, Observation,
-    Planting, Rotation, StateControl, Testbed, Verbosity,
+    BackendCall, Capacity, FaultId, FaultSpec, Faults, Fixture, Hook, HookResult, Inventory,
+    Location, Observation, Planting, Reachability, Rotation, StateControl, Testbed, Verbosity,
 };
 use conformance::suite::outcome::{Outcome, Report, Verdict};
 use conformance::suite::runner::{RunOptions, run};
@@ -30,6 +34,8 @@ enum Hide {
     /// The backend calls Check makes (its dials, pings and capacity reads), from the
     /// observation hook.
     CheckCalls,
+    /// The faults hook's ability to produce the checker's declared reasons.
+    Causes,
 }
 
 struct Hiding {
@@ -101,7 +107,7 @@ impl Testbed for HidingBed {
     fn inventory(&self) -> Option<&dyn Inventory> {
         match self.hide {
             Hide::Inventory => None,
-            Hide::CheckCalls => self.tb.inventory(),
+            _ => self.tb.inventory(),
         }
     }
     fn planting(&self) -> Option<&dyn Planting> {
@@ -114,19 +120,46 @@ impl Testbed for HidingBed {
         self.tb.capacity()
     }
     fn faults(&self) -> Option<&dyn Faults> {
-        self.tb.faults()
+        match self.hide {
+            Hide::Causes => Some(self),
+            _ => self.tb.faults(),
+        }
     }
     fn rotation(&self) -> Option<&dyn Rotation> {
         self.tb.rotation()
     }
     fn observation(&self) -> Option<&dyn Observation> {
         match self.hide {
-            Hide::Inventory => self.tb.observation(),
             Hide::CheckCalls => Some(self),
+            _ => self.tb.observation(),
         }
     }
     fn teardown(&self) -> BoxFuture<'_, HookResult<()>> {
         self.tb.teardown()
+    }
+}
+
+/// Every fault as the template has it, but no declared reason can be caused (the
+/// trait's default `cause` and `undo_cause`).
+impl Faults for HidingBed {
+    fn inject(&self, spec: FaultSpec) -> HookResult<FaultId> {
+        self.tb.faults().expect("the template injects").inject(spec)
+    }
+    fn fired(&self, id: FaultId) -> bool {
+        self.tb.faults().expect("the template injects").fired(id)
+    }
+    fn clear(&self) {
+        self.tb.faults().expect("the template injects").clear()
+    }
+    fn set_reachability<'a>(
+        &'a self,
+        location: &'a str,
+        r: Reachability,
+    ) -> BoxFuture<'a, HookResult<()>> {
+        self.tb
+            .faults()
+            .expect("the template injects")
+            .set_reachability(location, r)
     }
 }
 
@@ -210,5 +243,31 @@ fn check_isolated_is_an_error_when_no_check_call_is_seen() {
             .is_some_and(|w| w.contains("Check made no backend call")),
         "{:?}",
         r.reason
+    );
+}
+
+#[test]
+fn a_declared_reason_the_fixture_cannot_cause_is_recorded() {
+    let report = run_rules(
+        Hiding {
+            inner: TemplateFixture::default(),
+            hide: Hide::Causes,
+        },
+        &["CHK-REASONS"],
+    );
+    let r = &report.results[0];
+    assert_eq!(r.id, "CHK-REASONS");
+    assert_eq!(r.outcome, Outcome::Pass, "{:?} {:?}", r.reason, r.evidence);
+    let recorded: Vec<_> = r
+        .not_checked
+        .iter()
+        .map(|n| (n.what.as_str(), n.why.as_str()))
+        .collect();
+    assert_eq!(
+        recorded,
+        [(
+            "ContainerMissing at a location",
+            "the fixture cannot produce it"
+        )]
     );
 }

@@ -188,6 +188,14 @@ impl Faults for RecordingFaults {
         push(&self.log, format!("reachability {location} {r:?}"));
         self.inner().set_reachability(location, r)
     }
+    fn cause<'a>(&'a self, location: &'a str, reason: &'a str) -> BoxFuture<'a, HookResult<bool>> {
+        push(&self.log, format!("cause {location} {reason}"));
+        self.inner().cause(location, reason)
+    }
+    fn undo_cause<'a>(&'a self, location: &'a str) -> BoxFuture<'a, HookResult<()>> {
+        push(&self.log, format!("undo cause {location}"));
+        self.inner().undo_cause(location)
+    }
 }
 
 struct RecordingProvider {

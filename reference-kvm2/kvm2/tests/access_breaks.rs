@@ -1,7 +1,8 @@
 //! The embedded fixture's access breaks (`Rotation::break_access`), seen through
 //! kvm2's own Checker: each break makes the first host not ready for the reason it
 //! stands for while the other host stays ready, and `restore_access` makes both
-//! ready again without a restart of the provider.
+//! ready again without a restart of the provider. The same for the causes of the
+//! reasons kvm2 declares (`Faults::cause`): the storage pool stopped or undefined.
 
 use std::time::Duration;
 
@@ -95,5 +96,52 @@ async fn every_break_at_once_is_undone_by_one_restore() {
     // A restore with nothing broken changes nothing.
     rotation.restore_access(&first).await.unwrap();
     assert!(all_ready(&check(p.as_ref()).await));
+    tb.teardown().await.unwrap();
+}
+
+/// `Faults::cause` for each of kvm2's declared reasons: the first host reports it,
+/// the other stays ready, and after `undo_cause` the same provider finds both ready
+/// and the instance made before the cause whole again (its volumes came back with
+/// the pool's directory).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_declared_reason_is_caused_and_undone() {
+    let f = Kvm2Fixture::default();
+    let tb = f.open().await.unwrap();
+    let locations = f.locations();
+    let first = locations[0].name.clone();
+    let p = tb.provider();
+    let faults = tb.faults().unwrap();
+    let ctx = Ctx::with_timeout(Duration::from_secs(60));
+    let req = tb.request("kvm2-cause", "kvm2-causes", &locations[0]);
+    let id = p.create(&ctx, &req).await.unwrap();
+    assert!(!faults.cause(&first, "ContainerMissing").await.unwrap());
+    let declared = p.checker().unwrap().extra_reasons();
+    assert_eq!(declared, ["PoolNotFound", "PoolNotActive"]);
+    for reason in declared {
+        assert!(faults.cause(&first, reason).await.unwrap(), "{reason}");
+        let broken = check(p.as_ref()).await;
+        assert_eq!(
+            reasons(&broken),
+            [
+                (first.clone(), false, HealthReason::Other((*reason).into())),
+                (locations[1].name.clone(), true, HealthReason::Ready),
+            ],
+            "{reason}"
+        );
+        faults.undo_cause(&first).await.unwrap();
+        let after = check(p.as_ref()).await;
+        assert!(all_ready(&after), "{reason}: {:?}", reasons(&after));
+        p.get(&ctx, &id).await.unwrap();
+    }
+    // An undo with nothing to undo changes nothing.
+    faults.undo_cause(&first).await.unwrap();
+    assert!(all_ready(&check(p.as_ref()).await));
+    p.delete(&ctx, &id).await.unwrap();
+    let left = tb.inventory().unwrap().resources(&first).await.unwrap();
+    assert!(
+        left.iter()
+            .all(|r| r.instance.as_deref() != Some("kvm2-cause")),
+        "{left:?}"
+    );
     tb.teardown().await.unwrap();
 }

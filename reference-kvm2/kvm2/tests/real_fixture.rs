@@ -646,3 +646,40 @@ async fn access_breaks_one_host_for_the_reason_asked_and_restore_needs_no_restar
     assert_eq!(left.lines().count(), 1, "{left}");
     assert!(left.contains(" operator"), "{left}");
 }
+
+/// `Faults::cause` acts on the testbed's own pool only: the operator's pool stays
+/// running, Check names each declared reason and is Ready again after `undo_cause`,
+/// and a teardown after a cause left in place still removes the testbed's pool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn declared_causes_stop_or_undefine_the_testbeds_pool_only() {
+    let h = host().await;
+    let (_f, tb) = bed(&h).await;
+    let faults = tb.faults().unwrap();
+    let p = tb.provider();
+    let checker = p.checker().unwrap();
+    let check = || async {
+        let health = checker
+            .check(&Ctx::with_timeout(Duration::from_secs(20)))
+            .await;
+        (health[0].reason.clone(), health[0].message.clone())
+    };
+    let pools_before = h.fake.pools();
+    assert!(!faults.cause("local", "ContainerMissing").await.unwrap());
+    for reason in kvm2::EXTRA_REASONS {
+        assert!(faults.cause("local", reason).await.unwrap(), "{reason}");
+        let (got, message) = check().await;
+        assert_eq!(got.as_str(), *reason, "{message}");
+        assert_eq!(
+            h.fake.pool_info(POOL).map(|i| i.state),
+            Some(libvirt_wire::StoragePoolState::Running),
+            "the operator's pool"
+        );
+        faults.undo_cause("local").await.unwrap();
+        let (got, message) = check().await;
+        assert_eq!(got.as_str(), "Ready", "after {reason}: {message}");
+    }
+    assert_eq!(h.fake.pools(), pools_before);
+    assert!(faults.cause("local", "PoolNotFound").await.unwrap());
+    tb.teardown().await.unwrap();
+    assert_eq!(h.fake.pools(), [POOL.to_owned()]);
+}

@@ -53,6 +53,23 @@ impl Shared {
         self.hook(method, r)
     }
 
+    /// A call of a method added to version 1 after its first release: a provider
+    /// that predates it answers "unknown method", which is `None` here (the hook's
+    /// default), not a protocol failure.
+    pub(super) async fn call_added<P: serde::Serialize, T: serde::de::DeserializeOwned>(
+        &self,
+        method: &'static str,
+        params: &P,
+    ) -> HookResult<Option<T>> {
+        match self.conn.call(method, params, self.hook_timeout).await {
+            Err(CallError::Rpc {
+                code: METHOD_NOT_FOUND,
+                ..
+            }) => Ok(None),
+            r => self.hook(method, r).map(Some),
+        }
+    }
+
     /// A synchronous method that cannot return an error: a failure is recorded (the
     /// rule becomes an Error) and `fallback` stands in.
     pub(super) fn infallible<P: serde::Serialize, T: serde::de::DeserializeOwned>(

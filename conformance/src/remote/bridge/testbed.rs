@@ -365,6 +365,28 @@ impl Faults for RemoteTestbed {
             Ok(())
         })
     }
+
+    fn cause<'a>(&'a self, location: &'a str, reason: &'a str) -> BoxFuture<'a, HookResult<bool>> {
+        Box::pin(async move {
+            let params = CauseParams {
+                testbed: self.shared.testbed,
+                location: location.to_owned(),
+                reason: reason.to_owned(),
+            };
+            let r: Option<CauseResult> = self.shared.call_added("faults/cause", &params).await?;
+            Ok(r.is_some_and(|r| r.produced))
+        })
+    }
+
+    fn undo_cause<'a>(&'a self, location: &'a str) -> BoxFuture<'a, HookResult<()>> {
+        Box::pin(async move {
+            let _: Option<Empty> = self
+                .shared
+                .call_added("faults/undo_cause", &self.shared.loc(location))
+                .await?;
+            Ok(())
+        })
+    }
 }
 
 impl Rotation for RemoteTestbed {

@@ -357,6 +357,24 @@ pub struct SetReachabilityParams {
     pub reachability: WireReachability,
 }
 
+/// `faults/cause` params.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CauseParams {
+    /// The testbed.
+    pub testbed: TestbedHandle,
+    /// The location.
+    pub location: String,
+    /// The reason, one the provider's checker declares.
+    pub reason: String,
+}
+
+/// `faults/cause` result.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CauseResult {
+    /// Whether the fixture can produce this cause.
+    pub produced: bool,
+}
+
 /// `rotation/break_access` params.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct BreakAccessParams {

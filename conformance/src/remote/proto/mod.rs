@@ -94,6 +94,8 @@ pub const METHODS: &[&str] = &[
     "faults/fired",
     "faults/clear",
     "faults/set_reachability",
+    "faults/cause",
+    "faults/undo_cause",
     "rotation/rotate",
     "rotation/break_access",
     "rotation/restore_access",
@@ -182,6 +184,8 @@ pub fn message_schemas(
         m!("faults/fired", FiredParams, FiredResult),
         m!("faults/clear", TestbedParams, Empty),
         m!("faults/set_reachability", SetReachabilityParams, Empty),
+        m!("faults/cause", CauseParams, CauseResult),
+        m!("faults/undo_cause", LocationParams, Empty),
         m!("rotation/rotate", LocationParams, Empty),
         m!(
             "rotation/break_access",

@@ -157,33 +157,81 @@ enum Cause {
     /// access-control denial does.
     Denied,
     Access(AccessBreak),
+    /// A reason the provider declares, produced by the fixture's `cause`.
+    Declared(&'static str),
 }
 
 /// CHK-REASONS
 pub async fn chk_reasons(cx: &Cx) -> CheckResult {
     let loc = cx.loc0().name.clone();
-    let mut cases = vec![("every location up", Cause::None, HealthReason::Ready)];
-    if cx.tb.faults().is_some() {
-        cases.push((
-            "first location refusing",
-            Cause::Reach(Reachability::Refused),
-            HealthReason::Unreachable,
-        ));
-        cases.push((
-            "first location black-holed",
-            Cause::Reach(Reachability::BlackHole),
-            HealthReason::Timeout,
-        ));
-        cases.push((
-            "first location answering no call",
-            Cause::Silent,
-            HealthReason::Timeout,
-        ));
-        cases.push((
-            "first location denying every call",
-            Cause::Denied,
-            HealthReason::AuthFailed,
-        ));
+    for (case, cause, want) in reason_cases(cx)? {
+        if !produce(cx, &loc, cause, &format!("{case} gives {want}")).await? {
+            continue;
+        }
+        // A location that answers no call is given the settle time, so that a
+        // provider's own per-call timeout, not only the caller's deadline, decides.
+        let limit = match cause {
+            Cause::Silent => cx.timing.settle,
+            _ => cx.timing.quiet * 4,
+        };
+        let r = timed_check(cx, limit).await;
+        undo(cx, &loc, cause).await?;
+        let (h, _) = r?;
+        judge_case(cx, &loc, &case, &want, &h)?;
+        if let Cause::Declared(reason) = cause {
+            // A declared cause undone: the location is Ready again, no restart.
+            let (h, _) = timed_check(cx, cx.timing.op_timeout).await?;
+            if h.iter().any(|x| !x.ready) {
+                cx.violate(
+                    format!("after the cause of {reason} was undone"),
+                    "every location Ready",
+                    summary(&h),
+                );
+            }
+        }
+    }
+    // Every break is undone: the provider works again without a restart.
+    let (h, _) = timed_check(cx, cx.timing.op_timeout).await?;
+    if h.iter().any(|x| !x.ready) {
+        cx.violate(
+            "after access was restored",
+            "every location Ready",
+            summary(&h),
+        );
+    }
+    Ok(())
+}
+
+/// CHK-REASONS' cases, each with the reason it must give at the first location;
+/// the causes the fixture has no hook for are recorded as not checked.
+fn reason_cases(cx: &Cx) -> CheckResult<Vec<(String, Cause, HealthReason)>> {
+    let mut cases = vec![("every location up".into(), Cause::None, HealthReason::Ready)];
+    let faults = cx.tb.faults().is_some();
+    if faults {
+        for (case, cause, want) in [
+            (
+                "first location refusing",
+                Cause::Reach(Reachability::Refused),
+                HealthReason::Unreachable,
+            ),
+            (
+                "first location black-holed",
+                Cause::Reach(Reachability::BlackHole),
+                HealthReason::Timeout,
+            ),
+            (
+                "first location answering no call",
+                Cause::Silent,
+                HealthReason::Timeout,
+            ),
+            (
+                "first location denying every call",
+                Cause::Denied,
+                HealthReason::AuthFailed,
+            ),
+        ] {
+            cases.push((case.into(), cause, want));
+        }
     } else {
         for what in [
             "a refused location gives Unreachable",
@@ -195,82 +243,105 @@ pub async fn chk_reasons(cx: &Cx) -> CheckResult {
         }
     }
     for (how, want) in CAUSES {
-        cases.push((how.as_str(), Cause::Access(how), want));
+        cases.push((how.as_str().into(), Cause::Access(how), want));
     }
-    for (case, cause, want) in cases {
-        let what = format!("{case} gives {want}");
-        match cause {
-            Cause::None => {}
-            Cause::Reach(r) => cx.faults()?.set_reachability(&loc, r).await?,
-            Cause::Silent | Cause::Denied => {
-                cx.inject(FaultSpec {
-                    location: Some(loc.clone()),
-                    trigger: Trigger::Always,
-                    kind: if matches!(cause, Cause::Silent) {
-                        FaultKind::Hang
-                    } else {
-                        FaultKind::Permanent
-                    },
-                })?;
-            }
-            Cause::Access(how) => {
-                let Some(rot) = cx.tb.rotation() else {
-                    cx.not_checked(what, "the fixture has no rotation hook");
-                    continue;
-                };
-                if !rot.break_access(&loc, how).await? {
-                    cx.not_checked(what, "the fixture cannot produce this cause");
-                    continue;
-                }
-            }
-        }
-        // A location that answers no call is given the settle time, so that a
-        // provider's own per-call timeout, not only the caller's deadline, decides.
-        let limit = match cause {
-            Cause::Silent => cx.timing.settle,
-            _ => cx.timing.quiet * 4,
-        };
-        let r = timed_check(cx, limit).await;
-        match cause {
-            Cause::None => {}
-            Cause::Reach(_) => {
-                cx.faults()?
-                    .set_reachability(&loc, Reachability::Up)
-                    .await?
-            }
-            Cause::Silent | Cause::Denied => cx.faults()?.clear(),
-            Cause::Access(_) => {
-                if let Some(rot) = cx.tb.rotation() {
-                    rot.restore_access(&loc).await?;
-                }
-            }
-        }
-        let (h, _) = r?;
-        judge_reasons(cx, case, &h)?;
-        let first = h.iter().find(|x| x.location == loc);
-        if first.map(|x| &x.reason) != Some(&want) {
-            cx.violate(
-                case,
-                format!("{loc}: {want}"),
-                first.map_or_else(|| format!("no entry for {loc}"), |x| x.reason.to_string()),
+    for reason in checker(cx)?.extra_reasons() {
+        if faults {
+            let want = HealthReason::Other((*reason).to_owned());
+            cases.push((
+                format!("first location {reason}"),
+                Cause::Declared(reason),
+                want,
+            ));
+        } else {
+            cx.not_checked(
+                format!("{reason} at a location"),
+                "the fixture has no faults hook",
             );
         }
-        for x in h.iter().filter(|x| x.location != loc) {
-            if !x.ready {
-                cx.violate(case, format!("{} Ready", x.location), x.reason.to_string());
+    }
+    Ok(cases)
+}
+
+/// Breaks the first location as `cause` says; `false` (recorded as not checked)
+/// when the fixture cannot.
+async fn produce(cx: &Cx, loc: &str, cause: Cause, what: &str) -> CheckResult<bool> {
+    match cause {
+        Cause::None => {}
+        Cause::Reach(r) => cx.faults()?.set_reachability(loc, r).await?,
+        Cause::Silent | Cause::Denied => {
+            cx.inject(FaultSpec {
+                location: Some(loc.to_owned()),
+                trigger: Trigger::Always,
+                kind: if matches!(cause, Cause::Silent) {
+                    FaultKind::Hang
+                } else {
+                    FaultKind::Permanent
+                },
+            })?;
+        }
+        Cause::Access(how) => {
+            let Some(rot) = cx.tb.rotation() else {
+                cx.not_checked(what, "the fixture has no rotation hook");
+                return Ok(false);
+            };
+            if !rot.break_access(loc, how).await? {
+                cx.not_checked(what, "the fixture cannot produce this cause");
+                return Ok(false);
             }
         }
-        cx.note(format!("{case}: {}", summary(&h)));
+        Cause::Declared(reason) => {
+            if !cx.faults()?.cause(loc, reason).await? {
+                cx.not_checked(
+                    format!("{reason} at a location"),
+                    "the fixture cannot produce it",
+                );
+                return Ok(false);
+            }
+        }
     }
-    // Every break is undone: the provider works again without a restart.
-    let (h, _) = timed_check(cx, cx.timing.op_timeout).await?;
-    if h.iter().any(|x| !x.ready) {
+    Ok(true)
+}
+
+/// Undoes what [`produce`] did.
+async fn undo(cx: &Cx, loc: &str, cause: Cause) -> CheckResult {
+    match cause {
+        Cause::None => {}
+        Cause::Reach(_) => cx.faults()?.set_reachability(loc, Reachability::Up).await?,
+        Cause::Silent | Cause::Denied => cx.faults()?.clear(),
+        Cause::Access(_) => {
+            if let Some(rot) = cx.tb.rotation() {
+                rot.restore_access(loc).await?;
+            }
+        }
+        Cause::Declared(_) => cx.faults()?.undo_cause(loc).await?,
+    }
+    Ok(())
+}
+
+/// One case's Check: the vocabulary, `want` at the first location, the others Ready.
+fn judge_case(
+    cx: &Cx,
+    loc: &str,
+    case: &str,
+    want: &HealthReason,
+    h: &[HostHealth],
+) -> CheckResult {
+    judge_reasons(cx, case, h)?;
+    let first = h.iter().find(|x| x.location == loc);
+    if first.map(|x| x.reason.as_str()) != Some(want.as_str()) {
         cx.violate(
-            "after access was restored",
-            "every location Ready",
-            summary(&h),
+            case,
+            format!("{loc}: {want}"),
+            first.map_or_else(|| format!("no entry for {loc}"), |x| x.reason.to_string()),
         );
     }
+    for x in h.iter().filter(|x| x.location != loc) {
+        if !x.ready {
+            cx.violate(case, format!("{} Ready", x.location), x.reason.to_string());
+        }
+    }
+    cx.note(format!("{case}: {}", summary(h)));
     Ok(())
 }
 

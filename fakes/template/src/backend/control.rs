@@ -299,6 +299,18 @@ impl SimBackend {
         Ok(())
     }
 
+    /// Brings back the volume store of `site` after
+    /// [`remove_container`](SimBackend::remove_container), empty but for the base image.
+    pub fn restore_container(&self, site: &str) -> Result<(), String> {
+        let mut w = self.world();
+        let s = site_mut(&mut w, site)?;
+        if !s.container {
+            s.container = true;
+            s.add_base_image();
+        }
+        Ok(())
+    }
+
     /// Removes everything named `name`.
     pub fn remove_all(&self, site: &str, name: &str) -> Result<(), String> {
         self.remove_primary(site, name)?;

@@ -55,6 +55,7 @@ enum Twist {
     CheckAuthIsUnreachable,
     /// A site that denies the check's calls is reported Unreachable.
     CheckDeniedIsUnreachable,
+    CheckContainerMissingIsUnreachable,
     CheckHostKeyIsAuthFailed,
     CheckNoCredentialsIsAuthFailed,
     CheckEverythingUnreachable,
@@ -687,6 +688,7 @@ twisted! {
     check_ready_with_reason => CheckReadyWithReason,
     check_refused_is_timeout => CheckRefusedIsTimeout,
     check_denied_is_unreachable => CheckDeniedIsUnreachable,
+    check_container_missing_is_unreachable => CheckContainerMissingIsUnreachable,
     first_creates_do_not_wait => FirstCreatesDoNotWait,
     waiters_quota_transient => WaitersQuotaTransient,
 }

@@ -4,6 +4,7 @@
 use conformance::{BoxFuture, Checker, Ctx, HealthReason, HostHealth};
 
 use super::{Twist, Twisted, late};
+use crate::provider::CONTAINER_MISSING;
 
 #[deny(clippy::missing_trait_methods)]
 impl Checker for Twisted {
@@ -68,6 +69,11 @@ impl Checker for Twisted {
                 Twist::CheckRefusedIsTimeout => {
                     rename(&mut h, HealthReason::Unreachable, HealthReason::Timeout)
                 }
+                Twist::CheckContainerMissingIsUnreachable => rename(
+                    &mut h,
+                    HealthReason::Other(CONTAINER_MISSING.into()),
+                    HealthReason::Unreachable,
+                ),
                 _ => {}
             }
             h
