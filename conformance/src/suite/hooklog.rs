@@ -269,6 +269,16 @@ impl Faults for Logged {
         let h = self.inner.faults().expect(PROMISED);
         Box::pin(logging(&self.span, call, h.set_reachability(location, r)))
     }
+    fn cause<'a>(&'a self, location: &'a str, reason: &'a str) -> BoxFuture<'a, HookResult<bool>> {
+        let call = format!("faults/cause {location} {reason}");
+        let h = self.inner.faults().expect(PROMISED);
+        Box::pin(logging(&self.span, call, h.cause(location, reason)))
+    }
+    fn undo_cause<'a>(&'a self, location: &'a str) -> BoxFuture<'a, HookResult<()>> {
+        let call = format!("faults/undo_cause {location}");
+        let h = self.inner.faults().expect(PROMISED);
+        Box::pin(logging(&self.span, call, h.undo_cause(location)))
+    }
 }
 
 #[deny(clippy::missing_trait_methods)]
