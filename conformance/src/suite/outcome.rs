@@ -10,7 +10,7 @@ use crate::fixture::Hook;
 use crate::profile::Profile;
 
 /// The version of the report format (`report.json` and its schema).
-pub const REPORT_SCHEMA_VERSION: &str = "2.2.0";
+pub const REPORT_SCHEMA_VERSION: &str = "2.3.0";
 
 /// What happened to one rule. Exactly one per rule and run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -361,6 +361,13 @@ pub struct RunSettings {
     /// The most instances the running rules could hold together (`--max-instances`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_instances: Option<u32>,
+    /// The shard of the selection this run checked (`--shard K/N`) and its rules; a
+    /// report merged from shards has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::suite::shard::ShardInfo>,
+    /// The failures after which no rule started (`--max-fail`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_fail: Option<u32>,
 }
 
 fn ser_opt_millis<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
@@ -586,6 +593,10 @@ pub struct Report {
     /// it.
     #[serde(default)]
     pub waivers: Vec<WaiverEntry>,
+    /// Why the run stopped starting rules before it had run them all (`--max-fail`);
+    /// such a run's verdict is never pass or partial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_early: Option<String>,
 }
 
 impl Report {
@@ -647,6 +658,7 @@ impl Report {
             duration,
             swept,
             waivers: Vec::new(),
+            stopped_early: None,
         })
     }
 
@@ -656,6 +668,10 @@ impl Report {
         self.summary = Summary::of(&self.results);
         self.verdict = Verdict::of(&self.results, crate::rules::CATALOGUE.len());
         if self.waivers.iter().any(|w| w.status.fails_run()) {
+            self.verdict = Verdict::Fail;
+        }
+        if self.stopped_early.is_some() && matches!(self.verdict, Verdict::Pass | Verdict::Partial)
+        {
             self.verdict = Verdict::Fail;
         }
     }

@@ -56,9 +56,25 @@ pub struct RunOptions {
     /// rule starts only when its declaration ([`budget::held`](super::budget::held))
     /// fits, and one declaring more is Skipped.
     pub max_instances: Option<u32>,
+    /// The shard of the selection to run (`--shard K/N`): only its rules run, and the
+    /// report records it.
+    pub shard: Option<super::shard::ShardInfo>,
+    /// No rule starts once this many rules have failed or errored (`--max-fail`); the
+    /// rules left are Skipped and the report says the run stopped early.
+    pub max_fail: Option<u32>,
 }
 
 impl RunOptions {
+    /// Whether `rule` is among the rules this run checks: selected by
+    /// [`RunOptions::rules`] and in the shard, if any.
+    pub fn selects(&self, rule: &Rule) -> bool {
+        selected(rule, &self.rules)
+            && self
+                .shard
+                .as_ref()
+                .is_none_or(|s| s.rules.iter().any(|id| id == rule.id))
+    }
+
     /// The seed rule `id` runs with.
     pub fn seed_of(&self, id: &str) -> u64 {
         self.rule_seeds
@@ -108,6 +124,8 @@ impl Default for RunOptions {
             max_wall: None,
             stop: None,
             max_instances: None,
+            shard: None,
+            max_fail: None,
         }
     }
 }
@@ -247,6 +265,8 @@ pub fn run_info(fixture: &dyn Fixture, opts: &RunOptions) -> RunInfo {
             repeat: opts.repeat.max(1),
             max_wall: opts.max_wall,
             max_instances: opts.max_instances,
+            shard: opts.shard.clone(),
+            max_fail: opts.max_fail,
         },
         started_at: SystemTime::now(),
     }
@@ -273,18 +293,31 @@ pub async fn run(
         .max_instances
         .map(|n| Arc::new(tokio::sync::Semaphore::new(n as usize)));
     let mut handles = Vec::new();
-    for rule in CATALOGUE.iter().filter(|r| selected(r, &opts.rules)) {
-        let (fixture, opts, tx, gate, run_id, instances) = (
+    // Cancelled when `--max-fail` failures are in: no rule starts after.
+    let halted = tokio_util::sync::CancellationToken::new();
+    let failures = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    for rule in CATALOGUE.iter().filter(|r| opts.selects(r)) {
+        let (fixture, opts, tx, gate, run_id, instances, halted, failures) = (
             fixture.clone(),
             opts.clone(),
             tx.clone(),
             gate.clone(),
             info.run_id.clone(),
             instances.clone(),
+            halted.clone(),
+            failures.clone(),
         );
         handles.push(tokio::spawn(async move {
             let _permit = gate.acquire_owned().await;
-            if let Some(why) = opts.stopped(started) {
+            let stopped = opts.stopped(started).or_else(|| {
+                halted.is_cancelled().then(|| {
+                    format!(
+                        "not started: --max-fail {} was reached",
+                        opts.max_fail.unwrap_or(0)
+                    )
+                })
+            });
+            if let Some(why) = stopped {
                 let seed = opts.seed_of(rule.id);
                 let r = match applicability(fixture.as_ref(), rule) {
                     Some((outcome, reason)) => skipped(rule, seed, outcome, reason),
@@ -310,6 +343,14 @@ pub async fn run(
             }
             let _ = tx.send(Event::CheckStarted { id: rule.id.into() });
             let result = run_rule(fixture, rule, &opts, &run_id).await;
+            // Counted before the permit is let go, so that no rule starts after the
+            // N-th failure.
+            if result.outcome.is_failure() {
+                let n = failures.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                if opts.max_fail.is_some_and(|max| n >= max) {
+                    halted.cancel();
+                }
+            }
             let _ = tx.send(Event::CheckFinished(result));
         }));
     }
@@ -331,7 +372,16 @@ pub async fn run(
     };
     sink(&finished);
     events.push(finished);
-    Report::from_events(&events).expect("the stream starts with RunStarted")
+    let mut report = Report::from_events(&events).expect("the stream starts with RunStarted");
+    if halted.is_cancelled() {
+        report.stopped_early = Some(format!(
+            "--max-fail {}: {} rule(s) failed or errored, and no rule started after",
+            opts.max_fail.unwrap_or(0),
+            failures.load(std::sync::atomic::Ordering::SeqCst)
+        ));
+        report.refresh();
+    }
+    report
 }
 
 /// What the sweep after `r`'s check removed, as `RULE: what` lines for the report.

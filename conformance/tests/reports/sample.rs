@@ -70,6 +70,8 @@ pub(super) fn sample_events() -> Vec<Event> {
             repeat: 1,
             max_wall: None,
             max_instances: None,
+            shard: None,
+            max_fail: None,
         },
         started_at: SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_212_800),
     };

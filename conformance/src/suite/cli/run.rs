@@ -312,10 +312,7 @@ pub fn execute(fixture: Arc<dyn Fixture>, plan: Plan) -> u8 {
         }
     }
     let provider = fixture.provider_name();
-    let selected_rules: Vec<_> = CATALOGUE
-        .iter()
-        .filter(|r| selected(r, &plan.opts.rules))
-        .collect();
+    let selected_rules: Vec<_> = CATALOGUE.iter().filter(|r| plan.opts.selects(r)).collect();
     let total = selected_rules.len();
     let runnable = selected_rules
         .iter()
@@ -369,7 +366,25 @@ pub fn execute(fixture: Arc<dyn Fixture>, plan: Plan) -> u8 {
             .map(|r| (r.id.clone(), r.duration))
             .collect(),
     );
-    let mut sink = |e: &Event| progress.event(e);
+    let mut events = match &plan.events {
+        None => None,
+        Some(path) => match crate::suite::events::EventWriter::open(path) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                eprintln!(
+                    "error: failed to open the event stream {}: {e}",
+                    path.display()
+                );
+                return EXIT_ERROR;
+            }
+        },
+    };
+    let mut sink = |e: &Event| {
+        progress.event(e);
+        if let Some(w) = events.as_mut() {
+            w.event(e);
+        }
+    };
     let stop = tokio_util::sync::CancellationToken::new();
     let mut opts = plan.opts.clone();
     opts.stop = Some(stop.clone());
@@ -386,6 +401,9 @@ pub fn execute(fixture: Arc<dyn Fixture>, plan: Plan) -> u8 {
         today,
     );
     apply(&mut report, WaiverKind::Quarantine, &plan.quarantine, today);
+    if let Some(w) = events.as_mut() {
+        w.finished(&report);
+    }
     if let Err(e) = write_rule_logs(&mut report, &plan.out) {
         eprintln!("warning: failed to write the rules' log files: {e}");
     }
