@@ -113,7 +113,8 @@ pub fn run_trials(
             .expect("a tokio runtime"),
     );
     let started = std::time::Instant::now();
-    let info = run_info(fixture.as_ref(), &opts);
+    let mut info = run_info(fixture.as_ref(), &opts);
+    info.backend_versions = runtime.block_on(super::runner::backend_versions(fixture.as_ref()));
     let results: Arc<Mutex<Vec<RuleResult>>> = Arc::default();
     let provider = fixture.provider_name();
     let trials = CATALOGUE

@@ -303,6 +303,10 @@ pub struct RunInfo {
     /// (`--provider-commit`).
     #[serde(default)]
     pub provider_commit: Option<String>,
+    /// Whether the provider's checkout had changes not committed when it was built,
+    /// when the run was told (`--provider-dirty`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_dirty: Option<bool>,
     /// The declared profile.
     pub profile: Profile,
     /// The hooks the fixture offers.
@@ -313,6 +317,14 @@ pub struct RunInfo {
     /// git checkout.
     #[serde(default)]
     pub suite_commit: Option<String>,
+    /// Whether this crate's files had changes not committed when it was built; `None`
+    /// when it was built outside a git checkout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite_dirty: Option<bool>,
+    /// The backend's versions at each location, as the fixture reported them
+    /// (kvm2: `libvirt`, `qemu`); empty when it could not tell.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub backend_versions: BTreeMap<String, BTreeMap<String, String>>,
     /// A sha256 over the rule catalogue (IDs and normative texts).
     pub catalogue_hash: String,
     /// The seed of every randomised part of the run.

@@ -41,6 +41,8 @@ pub struct RunOptions {
     /// The source commit the provider was built from, for the report; `None` when not
     /// known.
     pub provider_commit: Option<String>,
+    /// Whether the provider's checkout was dirty when it was built, when known.
+    pub provider_dirty: Option<bool>,
     /// Rules skipped on request (`--skip`): IDs, prefixes ending in `*`, `tag:NAME`.
     /// They are Skipped with the pattern that matched, and the verdict is partial.
     pub skip: Vec<String>,
@@ -119,6 +121,7 @@ impl Default for RunOptions {
             steps: 40,
             rule_seeds: BTreeMap::new(),
             provider_commit: None,
+            provider_dirty: None,
             skip: Vec::new(),
             repeat: 1,
             max_wall: None,
@@ -246,10 +249,13 @@ pub fn run_info(fixture: &dyn Fixture, opts: &RunOptions) -> RunInfo {
         provider: fixture.provider_name(),
         provider_version: fixture.provider_version(),
         provider_commit: opts.provider_commit.clone(),
+        provider_dirty: opts.provider_dirty,
         profile: fixture.profile(),
         hooks: fixture.hooks(),
         suite_version: env!("CARGO_PKG_VERSION").to_owned(),
         suite_commit: suite_commit().map(str::to_owned),
+        suite_dirty: suite_commit().map(|_| env!("CONFORMANCE_GIT_DIRTY") == "true"),
+        backend_versions: BTreeMap::new(),
         catalogue_hash: catalogue_hash(),
         seed: opts.seed,
         real_backend: fixture.is_real_backend(),
@@ -272,6 +278,17 @@ pub fn run_info(fixture: &dyn Fixture, opts: &RunOptions) -> RunInfo {
     }
 }
 
+/// What [`Fixture::backend_versions`] reports, or nothing once
+/// [`BACKEND_VERSIONS_TIMEOUT`](crate::fixture::BACKEND_VERSIONS_TIMEOUT) has passed.
+pub async fn backend_versions(fixture: &dyn Fixture) -> BTreeMap<String, BTreeMap<String, String>> {
+    tokio::time::timeout(
+        crate::fixture::BACKEND_VERSIONS_TIMEOUT,
+        fixture.backend_versions(),
+    )
+    .await
+    .unwrap_or_default()
+}
+
 /// Runs the selected rules and returns the report; `sink` sees every event.
 ///
 /// Needs a multi-thread tokio runtime (property checks block in place).
@@ -284,7 +301,8 @@ pub async fn run(
     secrets::install_panic_hook();
     // The capture must be in place before the first rule's span is made.
     let _ = Capture::global();
-    let info = run_info(fixture.as_ref(), &opts);
+    let mut info = run_info(fixture.as_ref(), &opts);
+    info.backend_versions = backend_versions(fixture.as_ref()).await;
     let mut events = vec![Event::RunStarted(info.clone())];
     sink(&events[0]);
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();

@@ -285,6 +285,7 @@ fn record_own_commit(suite: &mut SuiteArgs) {
     let own = env!("KVM2_GIT_COMMIT");
     if run.provider_commit.is_none() && own != "unknown" {
         run.provider_commit = Some(own.to_owned());
+        run.provider_dirty = Some(env!("KVM2_GIT_DIRTY") == "true");
     }
 }
 

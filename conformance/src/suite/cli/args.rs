@@ -187,6 +187,11 @@ pub struct RunArgs {
     #[arg(long, env = "CONFORMANCE_PROVIDER_COMMIT", value_name = "COMMIT")]
     pub provider_commit: Option<String>,
 
+    /// Whether the provider's checkout had changes not committed when it was built,
+    /// recorded in the reports beside its commit.
+    #[arg(long, env = "CONFORMANCE_PROVIDER_DIRTY", value_name = "true|false")]
+    pub provider_dirty: Option<bool>,
+
     /// Runs the K-th of N disjoint parts of the selected rules (`1/2`, `2/2`), the same
     /// parts on every machine: balanced by the rule durations of `--previous` when
     /// given (every shard must be given the same file), dealt out in catalogue order
@@ -414,6 +419,7 @@ impl Plan {
                     .provider_commit
                     .map(|c| c.trim().to_owned())
                     .filter(|c| !c.is_empty()),
+                provider_dirty: args.provider_dirty,
                 skip,
                 repeat: args.repeat.max(1),
                 max_wall: args.max_wall.map(|s| s.0),

@@ -134,6 +134,9 @@ pub fn summary_text(report: &Report) -> String {
     }
     out.push_str(&waivers_text(report));
     out.push_str(&not_checked_text(report));
+    if let Some(why) = &report.stopped_early {
+        out.push_str(&format!("stopped early: {why}\n"));
+    }
     out.push_str(&format!("verdict: {}\n", report.verdict));
     out
 }
