@@ -47,6 +47,9 @@ fn two_shards_merged_are_the_unsharded_run() {
         s2.results.iter().all(|r| !shard.rules.contains(&r.id)),
         "the shards are disjoint"
     );
+    let logs = at("shard1/logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    std::fs::write(logs.join(format!("{}.log", shard.rules[0])), "a line\n").unwrap();
     let code = cli::main_with(
         Arc::new(Unopenable),
         [
@@ -72,6 +75,20 @@ fn two_shards_merged_are_the_unsharded_run() {
     assert_eq!(merged.summary, full.summary);
     assert_eq!(merged.not_checked, full.not_checked);
     assert_eq!(merged.run.options, full.run.options, "no shard left");
+    for r in &merged.results {
+        if let Some(log) = &r.log {
+            assert!(
+                at("merged").join(log).is_file(),
+                "{log} beside the merged report"
+            );
+        }
+    }
+    let copied = at("merged/logs").join(format!("{}.log", shard.rules[0]));
+    assert_eq!(
+        std::fs::read_to_string(copied).unwrap(),
+        "a line\n",
+        "a rule's log is copied from beside its shard's report"
+    );
     let text = std::fs::read_to_string(at("merged/report.json")).unwrap();
     assert!(
         verify_text(&text).unwrap().iter().all(|f| f.ok),

@@ -292,6 +292,32 @@ fn merge_waivers(parts: &[(PathBuf, Report)]) -> Vec<WaiverEntry> {
     out
 }
 
+/// Copies each rule's log file (`logs/ID.log`) from beside the part that ran it to
+/// beside the merged report, so that the report's `log` entries point at files.
+fn copy_logs(inputs: &[PathBuf], report: &Report, out: &Path) -> std::io::Result<()> {
+    let dirs: Vec<PathBuf> = inputs
+        .iter()
+        .map(|i| {
+            if i.is_dir() {
+                i.clone()
+            } else {
+                i.parent().map(Path::to_path_buf).unwrap_or_default()
+            }
+        })
+        .collect();
+    for r in &report.results {
+        let name = format!("{}/{}.log", crate::suite::logs::LOG_DIR, r.id);
+        if let Some(src) = dirs.iter().map(|d| d.join(&name)).find(|p| p.is_file()) {
+            let dst = out.join(&name);
+            if let Some(parent) = dst.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::copy(&src, &dst)?;
+        }
+    }
+    Ok(())
+}
+
 /// Reads the parts, merges them, writes the merged report and returns the exit code.
 pub fn merge(args: MergeArgs) -> u8 {
     let merged = read_parts(&args.inputs).and_then(|parts| {
@@ -306,6 +332,9 @@ pub fn merge(args: MergeArgs) -> u8 {
         }
     };
     eprintln!("merged {} part(s): {}", names.len(), names.join(", "));
+    if let Err(e) = copy_logs(&args.inputs, &report, &args.out) {
+        eprintln!("warning: failed to copy the rules' log files: {e}");
+    }
     eprint!("{}", super::summary_text(&report));
     let mut code = super::exit_code(&report, args.allow_partial);
     match write_all(&report, &args.out, &args.format) {
