@@ -3,7 +3,8 @@
 //! The commit comes from `git rev-parse HEAD` in the package's directory, and only when
 //! that repository tracks this package (a copy of the crate vendored into another
 //! repository, or a source archive, gives `unknown`). The build script runs again when
-//! HEAD or the branch it names moves.
+//! HEAD or the branch it names moves. Beside it, whether the package's tracked files
+//! differ from that commit (`suite_dirty`).
 
 use std::process::Command;
 
@@ -44,4 +45,17 @@ fn main() {
         "cargo::rustc-env=CONFORMANCE_GIT_COMMIT={}",
         commit.as_deref().unwrap_or("unknown")
     );
+    // Dirty: a tracked file of this package differs from HEAD (staged or not). The
+    // package's files and the index are watched, so the flag follows edits.
+    let dirty = commit.is_some()
+        && git(&["status", "--porcelain", "--untracked-files=no", "--", "."]).is_some();
+    if commit.is_some() {
+        for path in ["src", "schema", "Cargo.toml", "build.rs"] {
+            println!("cargo::rerun-if-changed={path}");
+        }
+        if let Some(index) = git(&["rev-parse", "--path-format=absolute", "--git-path", "index"]) {
+            println!("cargo::rerun-if-changed={index}");
+        }
+    }
+    println!("cargo::rustc-env=CONFORMANCE_GIT_DIRTY={dirty}");
 }

@@ -124,10 +124,20 @@ pub trait Fixture: Send + Sync {
         BTreeMap::new()
     }
 
+    /// The backend's versions at each location, by location name (kvm2: libvirt's and
+    /// QEMU's), for the report's provenance; empty when the fixture cannot tell. Asked
+    /// once before the first rule, and given up on after [`BACKEND_VERSIONS_TIMEOUT`].
+    fn backend_versions(&self) -> BoxFuture<'_, BTreeMap<String, BTreeMap<String, String>>> {
+        Box::pin(async { BTreeMap::new() })
+    }
+
     /// Opens a testbed for one rule. Testbeds of different rules must not share
     /// injected faults, verbosity or credentials.
     fn open(&self) -> BoxFuture<'_, HookResult<Box<dyn Testbed>>>;
 }
+
+/// How long a run waits for [`Fixture::backend_versions`] before it records none.
+pub const BACKEND_VERSIONS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// A location the provider's configuration names.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -2,7 +2,8 @@
 //!
 //! The commit comes from `git rev-parse HEAD` in the source tree; without git or
 //! without a repository (a source archive) it is `unknown`. The build script runs
-//! again when HEAD or the branch it names moves.
+//! again when HEAD or the branch it names moves. Beside it, whether the provider's
+//! tracked files differ from that commit, for the reports' `provider_dirty`.
 
 use std::process::Command;
 
@@ -39,4 +40,15 @@ fn main() {
         "cargo::rustc-env=KVM2_GIT_COMMIT={}",
         commit.as_deref().unwrap_or("unknown")
     );
+    // Dirty: a tracked file of the reference provider (`reference-kvm2/`: kvm2 and its
+    // libvirt crates) differs from HEAD. Those files and the index are watched.
+    let dirty = commit.is_some()
+        && git(&["status", "--porcelain", "--untracked-files=no", "--", ".."]).is_some();
+    if commit.is_some() {
+        println!("cargo::rerun-if-changed=..");
+        if let Some(index) = git(&["rev-parse", "--path-format=absolute", "--git-path", "index"]) {
+            println!("cargo::rerun-if-changed={index}");
+        }
+    }
+    println!("cargo::rustc-env=KVM2_GIT_DIRTY={dirty}");
 }

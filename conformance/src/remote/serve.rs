@@ -561,6 +561,7 @@ impl Server {
                     has_checker: f.has_checker(),
                     is_real_backend: f.is_real_backend(),
                     environment: f.environment(),
+                    backend_versions: crate::suite::runner::backend_versions(f.as_ref()).await,
                 })
             }
             "shutdown" => ok(Empty {}),

@@ -348,6 +348,7 @@ fn facts() -> InitializeResult {
         has_checker: false,
         is_real_backend: false,
         environment: BTreeMap::new(),
+        backend_versions: BTreeMap::new(),
     }
 }
 

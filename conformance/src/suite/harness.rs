@@ -3,7 +3,11 @@
 //! filter them. NotApplicable and Skipped rules are ignored trials whose reason shows
 //! in the run output and in `--list` (outside nextest's terse format).
 //!
-//! Set `CONFORMANCE_REPORT_DIR` to write every report format after the trials ran;
+//! Set `CONFORMANCE_REPORT_DIR` to write every report format after the trials ran
+//! (when the process ran every rule), and in any case this process's results as a
+//! fragment with a name of its own in its `fragments/` directory: under nextest, each
+//! trial runs in a process of its own, and `merge DIR/fragments` folds the fragments
+//! into the run's report (clear the directory before a run);
 //! `CONFORMANCE_SEED` and `CONFORMANCE_CASES` override the seed and property cases,
 //! and `CONFORMANCE_RULE_SEED` (`ID=N,...`) a single rule's seed, as a failing
 //! property prints it. `CONFORMANCE_SKIP` (`ID,PREFIX*,tag:NAME`) skips rules, as the
@@ -36,6 +40,23 @@ pub const EXIT_TRIAL_FAILED: u8 = 101;
 /// [`main`] with explicit arguments, and whether a partial run is accepted (what
 /// `CONFORMANCE_ALLOW_PARTIAL` says to [`main`]); returns the exit code.
 pub fn main_with(fixture: Arc<dyn Fixture>, args: Arguments, allow_partial: bool) -> u8 {
+    let dir = std::env::var_os("CONFORMANCE_REPORT_DIR").filter(|d| !d.is_empty());
+    run_trials(
+        fixture,
+        args,
+        allow_partial,
+        dir.as_deref().map(std::path::Path::new),
+    )
+}
+
+/// [`main_with`] with the reports' directory given instead of read from
+/// `CONFORMANCE_REPORT_DIR`.
+pub fn run_trials(
+    fixture: Arc<dyn Fixture>,
+    args: Arguments,
+    allow_partial: bool,
+    report_dir: Option<&std::path::Path>,
+) -> u8 {
     let mut opts = RunOptions::default();
     if let Some(seed) = std::env::var("CONFORMANCE_SEED")
         .ok()
@@ -92,7 +113,8 @@ pub fn main_with(fixture: Arc<dyn Fixture>, args: Arguments, allow_partial: bool
             .expect("a tokio runtime"),
     );
     let started = std::time::Instant::now();
-    let info = run_info(fixture.as_ref(), &opts);
+    let mut info = run_info(fixture.as_ref(), &opts);
+    info.backend_versions = runtime.block_on(super::runner::backend_versions(fixture.as_ref()));
     let results: Arc<Mutex<Vec<RuleResult>>> = Arc::default();
     let provider = fixture.provider_name();
     let trials = CATALOGUE
@@ -148,8 +170,19 @@ pub fn main_with(fixture: Arc<dyn Fixture>, args: Arguments, allow_partial: bool
             report.results.len(),
             CATALOGUE.len()
         );
-        if let Ok(dir) = std::env::var("CONFORMANCE_REPORT_DIR") {
-            write_reports(&report, std::path::Path::new(&dir));
+        if let Some(dir) = report_dir {
+            write_fragment(&report, dir);
+            if report.results.len() == CATALOGUE.len() {
+                write_reports(&report, dir);
+            } else {
+                eprintln!(
+                    "conformance: this process ran {} of {} rules: `merge {}` makes the report \
+                     of the whole run from every process's fragment",
+                    report.results.len(),
+                    CATALOGUE.len(),
+                    dir.join(FRAGMENTS).display()
+                );
+            }
         }
     }
     if conclusion.has_failed() {
@@ -200,6 +233,42 @@ fn allow_partial() -> bool {
             "" | "0" | "false" | "no" | "off" | "n" | "f"
         )
     })
+}
+
+/// The directory under `CONFORMANCE_REPORT_DIR` where each test process writes its
+/// fragment.
+pub const FRAGMENTS: &str = "fragments";
+
+/// Writes this process's results as `fragments/<provider>-<run id>.json` under `dir`:
+/// a name no other process takes, so that under nextest (a process per trial) every
+/// rule's result is kept for `merge`.
+fn write_fragment(report: &Report, dir: &std::path::Path) {
+    let frags = dir.join(FRAGMENTS);
+    let name = format!("{}-{}.json", report.run.provider, report.run.run_id);
+    let name: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let path = frags.join(&name);
+    let partial = frags.join(format!(".{name}.partial"));
+    let json = super::report::json::render(report);
+    let text = super::secrets::redact(&json);
+    let written = std::fs::create_dir_all(&frags)
+        .and_then(|()| std::fs::write(&partial, text.as_bytes()))
+        .and_then(|()| std::fs::rename(&partial, &path));
+    match written {
+        Ok(()) => eprintln!("conformance: wrote the fragment {}", path.display()),
+        Err(e) => eprintln!(
+            "conformance: could not write the fragment {}: {e}",
+            path.display()
+        ),
+    }
 }
 
 fn write_reports(report: &Report, dir: &std::path::Path) {

@@ -10,7 +10,7 @@ use crate::fixture::Hook;
 use crate::profile::Profile;
 
 /// The version of the report format (`report.json` and its schema).
-pub const REPORT_SCHEMA_VERSION: &str = "2.2.0";
+pub const REPORT_SCHEMA_VERSION: &str = "2.3.0";
 
 /// What happened to one rule. Exactly one per rule and run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -303,6 +303,10 @@ pub struct RunInfo {
     /// (`--provider-commit`).
     #[serde(default)]
     pub provider_commit: Option<String>,
+    /// Whether the provider's checkout had changes not committed when it was built,
+    /// when the run was told (`--provider-dirty`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_dirty: Option<bool>,
     /// The declared profile.
     pub profile: Profile,
     /// The hooks the fixture offers.
@@ -313,6 +317,14 @@ pub struct RunInfo {
     /// git checkout.
     #[serde(default)]
     pub suite_commit: Option<String>,
+    /// Whether this crate's files had changes not committed when it was built; `None`
+    /// when it was built outside a git checkout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite_dirty: Option<bool>,
+    /// The backend's versions at each location, as the fixture reported them
+    /// (kvm2: `libvirt`, `qemu`); empty when it could not tell.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub backend_versions: BTreeMap<String, BTreeMap<String, String>>,
     /// A sha256 over the rule catalogue (IDs and normative texts).
     pub catalogue_hash: String,
     /// The seed of every randomised part of the run.
@@ -361,6 +373,13 @@ pub struct RunSettings {
     /// The most instances the running rules could hold together (`--max-instances`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_instances: Option<u32>,
+    /// The shard of the selection this run checked (`--shard K/N`) and its rules; a
+    /// report merged from shards has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::suite::shard::ShardInfo>,
+    /// The failures after which no rule started (`--max-fail`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_fail: Option<u32>,
 }
 
 fn ser_opt_millis<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
@@ -586,6 +605,10 @@ pub struct Report {
     /// it.
     #[serde(default)]
     pub waivers: Vec<WaiverEntry>,
+    /// Why the run stopped starting rules before it had run them all (`--max-fail`);
+    /// such a run's verdict is never pass or partial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_early: Option<String>,
 }
 
 impl Report {
@@ -647,6 +670,7 @@ impl Report {
             duration,
             swept,
             waivers: Vec::new(),
+            stopped_early: None,
         })
     }
 
@@ -656,6 +680,10 @@ impl Report {
         self.summary = Summary::of(&self.results);
         self.verdict = Verdict::of(&self.results, crate::rules::CATALOGUE.len());
         if self.waivers.iter().any(|w| w.status.fails_run()) {
+            self.verdict = Verdict::Fail;
+        }
+        if self.stopped_early.is_some() && matches!(self.verdict, Verdict::Pass | Verdict::Partial)
+        {
             self.verdict = Verdict::Fail;
         }
     }

@@ -41,6 +41,8 @@ pub struct RunOptions {
     /// The source commit the provider was built from, for the report; `None` when not
     /// known.
     pub provider_commit: Option<String>,
+    /// Whether the provider's checkout was dirty when it was built, when known.
+    pub provider_dirty: Option<bool>,
     /// Rules skipped on request (`--skip`): IDs, prefixes ending in `*`, `tag:NAME`.
     /// They are Skipped with the pattern that matched, and the verdict is partial.
     pub skip: Vec<String>,
@@ -56,9 +58,25 @@ pub struct RunOptions {
     /// rule starts only when its declaration ([`budget::held`](super::budget::held))
     /// fits, and one declaring more is Skipped.
     pub max_instances: Option<u32>,
+    /// The shard of the selection to run (`--shard K/N`): only its rules run, and the
+    /// report records it.
+    pub shard: Option<super::shard::ShardInfo>,
+    /// No rule starts once this many rules have failed or errored (`--max-fail`); the
+    /// rules left are Skipped and the report says the run stopped early.
+    pub max_fail: Option<u32>,
 }
 
 impl RunOptions {
+    /// Whether `rule` is among the rules this run checks: selected by
+    /// [`RunOptions::rules`] and in the shard, if any.
+    pub fn selects(&self, rule: &Rule) -> bool {
+        selected(rule, &self.rules)
+            && self
+                .shard
+                .as_ref()
+                .is_none_or(|s| s.rules.iter().any(|id| id == rule.id))
+    }
+
     /// The seed rule `id` runs with.
     pub fn seed_of(&self, id: &str) -> u64 {
         self.rule_seeds
@@ -103,11 +121,14 @@ impl Default for RunOptions {
             steps: 40,
             rule_seeds: BTreeMap::new(),
             provider_commit: None,
+            provider_dirty: None,
             skip: Vec::new(),
             repeat: 1,
             max_wall: None,
             stop: None,
             max_instances: None,
+            shard: None,
+            max_fail: None,
         }
     }
 }
@@ -228,10 +249,13 @@ pub fn run_info(fixture: &dyn Fixture, opts: &RunOptions) -> RunInfo {
         provider: fixture.provider_name(),
         provider_version: fixture.provider_version(),
         provider_commit: opts.provider_commit.clone(),
+        provider_dirty: opts.provider_dirty,
         profile: fixture.profile(),
         hooks: fixture.hooks(),
         suite_version: env!("CARGO_PKG_VERSION").to_owned(),
         suite_commit: suite_commit().map(str::to_owned),
+        suite_dirty: suite_commit().map(|_| env!("CONFORMANCE_GIT_DIRTY") == "true"),
+        backend_versions: BTreeMap::new(),
         catalogue_hash: catalogue_hash(),
         seed: opts.seed,
         real_backend: fixture.is_real_backend(),
@@ -247,9 +271,22 @@ pub fn run_info(fixture: &dyn Fixture, opts: &RunOptions) -> RunInfo {
             repeat: opts.repeat.max(1),
             max_wall: opts.max_wall,
             max_instances: opts.max_instances,
+            shard: opts.shard.clone(),
+            max_fail: opts.max_fail,
         },
         started_at: SystemTime::now(),
     }
+}
+
+/// What [`Fixture::backend_versions`] reports, or nothing once
+/// [`BACKEND_VERSIONS_TIMEOUT`](crate::fixture::BACKEND_VERSIONS_TIMEOUT) has passed.
+pub async fn backend_versions(fixture: &dyn Fixture) -> BTreeMap<String, BTreeMap<String, String>> {
+    tokio::time::timeout(
+        crate::fixture::BACKEND_VERSIONS_TIMEOUT,
+        fixture.backend_versions(),
+    )
+    .await
+    .unwrap_or_default()
 }
 
 /// Runs the selected rules and returns the report; `sink` sees every event.
@@ -264,7 +301,8 @@ pub async fn run(
     secrets::install_panic_hook();
     // The capture must be in place before the first rule's span is made.
     let _ = Capture::global();
-    let info = run_info(fixture.as_ref(), &opts);
+    let mut info = run_info(fixture.as_ref(), &opts);
+    info.backend_versions = backend_versions(fixture.as_ref()).await;
     let mut events = vec![Event::RunStarted(info.clone())];
     sink(&events[0]);
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
@@ -273,25 +311,35 @@ pub async fn run(
         .max_instances
         .map(|n| Arc::new(tokio::sync::Semaphore::new(n as usize)));
     let mut handles = Vec::new();
+    // Cancelled when `--max-fail` failures are in: no rule starts after.
+    let halted = tokio_util::sync::CancellationToken::new();
+    let failures = Arc::new(std::sync::atomic::AtomicU32::new(0));
     // The rules tagged slow start first: a long rule that started last would run
     // alone at the end of the run.
-    let mut order: Vec<&'static Rule> = CATALOGUE
-        .iter()
-        .filter(|r| selected(r, &opts.rules))
-        .collect();
+    let mut order: Vec<&'static Rule> = CATALOGUE.iter().filter(|r| opts.selects(r)).collect();
     order.sort_by_key(|r| !super::tags::tags_of(r).contains(&"slow"));
     for rule in order {
-        let (fixture, opts, tx, gate, run_id, instances) = (
+        let (fixture, opts, tx, gate, run_id, instances, halted, failures) = (
             fixture.clone(),
             opts.clone(),
             tx.clone(),
             gate.clone(),
             info.run_id.clone(),
             instances.clone(),
+            halted.clone(),
+            failures.clone(),
         );
         handles.push(tokio::spawn(async move {
             let _permit = gate.acquire_owned().await;
-            if let Some(why) = opts.stopped(started) {
+            let stopped = opts.stopped(started).or_else(|| {
+                halted.is_cancelled().then(|| {
+                    format!(
+                        "not started: --max-fail {} was reached",
+                        opts.max_fail.unwrap_or(0)
+                    )
+                })
+            });
+            if let Some(why) = stopped {
                 let seed = opts.seed_of(rule.id);
                 let r = match applicability(fixture.as_ref(), rule) {
                     Some((outcome, reason)) => skipped(rule, seed, outcome, reason),
@@ -317,6 +365,14 @@ pub async fn run(
             }
             let _ = tx.send(Event::CheckStarted { id: rule.id.into() });
             let result = run_rule(fixture, rule, &opts, &run_id).await;
+            // Counted before the permit is let go, so that no rule starts after the
+            // N-th failure.
+            if result.outcome.is_failure() {
+                let n = failures.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                if opts.max_fail.is_some_and(|max| n >= max) {
+                    halted.cancel();
+                }
+            }
             let _ = tx.send(Event::CheckFinished(result));
         }));
     }
@@ -338,7 +394,16 @@ pub async fn run(
     };
     sink(&finished);
     events.push(finished);
-    Report::from_events(&events).expect("the stream starts with RunStarted")
+    let mut report = Report::from_events(&events).expect("the stream starts with RunStarted");
+    if halted.is_cancelled() {
+        report.stopped_early = Some(format!(
+            "--max-fail {}: {} rule(s) failed or errored, and no rule started after",
+            opts.max_fail.unwrap_or(0),
+            failures.load(std::sync::atomic::Ordering::SeqCst)
+        ));
+        report.refresh();
+    }
+    report
 }
 
 /// What the sweep after `r`'s check removed, as `RULE: what` lines for the report.

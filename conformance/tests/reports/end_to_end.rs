@@ -174,3 +174,74 @@ fn junit_survives_control_characters() {
         "escape codes are stripped"
     );
 }
+
+/// [`Unopenable`] that knows its backend's versions.
+struct Versioned;
+
+impl Fixture for Versioned {
+    fn provider_name(&self) -> String {
+        Unopenable.provider_name()
+    }
+    fn profile(&self) -> Profile {
+        Unopenable.profile()
+    }
+    fn hooks(&self) -> Vec<Hook> {
+        Unopenable.hooks()
+    }
+    fn locations(&self) -> Vec<Location> {
+        Unopenable.locations()
+    }
+    fn has_checker(&self) -> bool {
+        false
+    }
+    fn backend_versions(&self) -> BoxFuture<'_, BTreeMap<String, BTreeMap<String, String>>> {
+        Box::pin(async {
+            BTreeMap::from([(
+                "only".to_owned(),
+                BTreeMap::from([("libvirt".to_owned(), "11.3.0".to_owned())]),
+            )])
+        })
+    }
+    fn open(&self) -> BoxFuture<'_, HookResult<Box<dyn Testbed>>> {
+        Unopenable.open()
+    }
+}
+
+#[test]
+fn the_report_records_backend_versions_and_dirty_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("reports");
+    cli::main_with(
+        Arc::new(Versioned),
+        [
+            "conformance",
+            "--rules",
+            "CHK-ORDER",
+            "--provider-commit",
+            "c0ffee123456",
+            "--provider-dirty",
+            "true",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    validate(&json).unwrap();
+    assert_eq!(json["run"]["backend_versions"]["only"]["libvirt"], "11.3.0");
+    assert_eq!(json["run"]["provider_dirty"], true);
+    assert_eq!(
+        json["run"]["suite_dirty"].is_boolean(),
+        json["run"]["suite_commit"].is_string(),
+        "a dirty flag beside a known commit"
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("| Provider commit | c0ffee123456 (dirty) |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| Backend versions | only: libvirt 11.3.0 |"),
+        "{md}"
+    );
+}

@@ -34,6 +34,7 @@ mod read_back;
 mod runs;
 mod sample;
 mod schema;
+mod shards;
 mod stub;
 mod verdict;
 

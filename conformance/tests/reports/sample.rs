@@ -47,10 +47,19 @@ pub(super) fn sample_events() -> Vec<Event> {
         provider: "kvm2".into(),
         provider_version: "0.1.0".into(),
         provider_commit: Some("a1b2c3d4e5f6".into()),
+        provider_dirty: Some(false),
         profile,
         hooks: vec![Hook::Inventory, Hook::Faults, Hook::Observation],
         suite_version: "0.0.0-sample".into(),
         suite_commit: Some("0123456789ab".into()),
+        suite_dirty: Some(true),
+        backend_versions: BTreeMap::from([(
+            "host-a".to_owned(),
+            BTreeMap::from([
+                ("libvirt".to_owned(), "11.3.0".to_owned()),
+                ("qemu".to_owned(), "10.0.2".to_owned()),
+            ]),
+        )]),
         catalogue_hash: "5e".repeat(32),
         seed: 42,
         real_backend: false,
@@ -70,6 +79,8 @@ pub(super) fn sample_events() -> Vec<Event> {
             repeat: 1,
             max_wall: None,
             max_instances: None,
+            shard: None,
+            max_fail: None,
         },
         started_at: SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_212_800),
     };

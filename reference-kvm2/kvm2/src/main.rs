@@ -285,6 +285,7 @@ fn record_own_commit(suite: &mut SuiteArgs) {
     let own = env!("KVM2_GIT_COMMIT");
     if run.provider_commit.is_none() && own != "unknown" {
         run.provider_commit = Some(own.to_owned());
+        run.provider_dirty = Some(env!("KVM2_GIT_DIRTY") == "true");
     }
 }
 
@@ -332,6 +333,36 @@ fn load(path: &Path) -> Result<Kvm2, Failed> {
 
 fn json(value: &impl serde::Serialize) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("(cannot render: {e})"))
+}
+
+/// An instance as `get`, `create` and `list` print it: its fields as they serialise,
+/// but `created_at` as RFC 3339 in UTC (fractions of a second kept when there are any)
+/// rather than seconds and nanoseconds since the epoch.
+fn instance_json(instance: &conformance::Instance) -> serde_json::Value {
+    let mut v = serde_json::to_value(instance).unwrap_or_default();
+    if let Some(o) = v.as_object_mut() {
+        let created = instance
+            .created_at
+            .and_then(|t| jiff::Timestamp::try_from(t).ok())
+            .map(|ts| serde_json::Value::String(ts.to_string()));
+        o.insert(
+            "created_at".into(),
+            created.unwrap_or(serde_json::Value::Null),
+        );
+    }
+    v
+}
+
+/// A listing as `list` prints it, each instance as [`instance_json`] makes it.
+fn listing_json(listing: &conformance::Listing) -> serde_json::Value {
+    let mut v = serde_json::to_value(listing).unwrap_or_default();
+    if let Some(o) = v.as_object_mut() {
+        o.insert(
+            "instances".into(),
+            listing.instances.iter().map(instance_json).collect(),
+        );
+    }
+    v
 }
 
 /// Room for the operation's own deadlines (image downloads can take minutes).
@@ -383,13 +414,13 @@ async fn run(command: Command) -> Result<ExitCode, Failed> {
             };
             let id = p.create(&ctx(), &req).await?;
             let instance = p.get(&ctx(), &id).await?;
-            println!("{}", json(&instance));
+            println!("{}", json(&instance_json(&instance)));
             Ok(ExitCode::SUCCESS)
         }
         Command::Get { config, id } => {
             let p = load(&config.config)?;
             let instance = p.get(&ctx(), &ProviderId::new(id)).await?;
-            println!("{}", json(&instance));
+            println!("{}", json(&instance_json(&instance)));
             Ok(ExitCode::SUCCESS)
         }
         Command::Delete { config, id } => {
@@ -401,7 +432,7 @@ async fn run(command: Command) -> Result<ExitCode, Failed> {
         Command::List { config, tag } => {
             let p = load(&config.config)?;
             let listing = p.list_by_tag(&ctx(), &tag).await?;
-            println!("{}", json(&listing));
+            println!("{}", json(&listing_json(&listing)));
             Ok(exit(listing.unreachable.is_empty()))
         }
     }

@@ -385,8 +385,8 @@ async fn a_mark_with_a_fraction_and_an_offset_is_read_by_get_and_list() {
         kvm2::config::DEFAULT_NAMESPACE
     ))
     .unwrap();
-    // 2026-12-04T09:00:00.123Z.
-    let created = serde_json::json!({"secs_since_epoch": 1_796_374_800u64, "nanos_since_epoch": 123_000_000u32});
+    // Printed as RFC 3339 in UTC, the fraction kept.
+    let created = "2026-12-04T09:00:00.123Z";
     let c = cfg.clone();
     let o = tokio::task::spawn_blocking(move || {
         kvm2(&["get", "--config", &c, "hosts/h1/domains/vm-go"])
@@ -407,4 +407,92 @@ async fn a_mark_with_a_fraction_and_an_offset_is_read_by_get_and_list() {
     assert_eq!(instances.len(), 1, "{listing}");
     assert_eq!(instances[0]["id"], "hosts/h1/domains/vm-go");
     assert_eq!(instances[0]["created_at"], created, "{listing}");
+}
+
+/// `create`, `get`, `list` and `delete` as an operator runs them, against a fake host
+/// behind SSH and an image served over HTTP: the instance is made, read and listed with
+/// `created_at` in RFC 3339, deleted, and then not found.
+#[tokio::test(flavor = "multi_thread")]
+async fn create_get_list_delete_run_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_ssh, cfg, _fake) = served_fake(dir.path(), HostConfig::default()).await;
+    let server = image_server::ImageServer::start().await.unwrap();
+    server.add("/img.qcow2", vec![7u8; 64 * 1024]);
+    let yaml = std::fs::read_to_string(&cfg).unwrap().replace(
+        "http://127.0.0.1:1/img.qcow2",
+        &server.url_for("/img.qcow2"),
+    );
+    std::fs::write(&cfg, yaml).unwrap();
+    let user_data = dir.path().join("user-data");
+    std::fs::write(&user_data, "#cloud-config\nhostname: vm-cli\n").unwrap();
+    let run = |args: Vec<String>| async move {
+        tokio::task::spawn_blocking(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            kvm2(&args)
+        })
+        .await
+        .unwrap()
+    };
+    let args = |a: &[&str]| -> Vec<String> { a.iter().map(|s| (*s).to_owned()).collect() };
+    let rfc3339 = |v: &serde_json::Value| {
+        let t = v.as_str().unwrap_or_else(|| panic!("created_at is {v}"));
+        t.parse::<jiff::Timestamp>()
+            .unwrap_or_else(|e| panic!("{t}: {e}"));
+        assert!(t.ends_with('Z'), "{t}");
+    };
+    let o = run(args(&[
+        "create",
+        "--config",
+        &cfg,
+        "--name",
+        "vm-cli",
+        "--uid",
+        "u-cli",
+        "--tag",
+        "cli-tag",
+        "--zone",
+        "z",
+        "--user-data",
+        user_data.to_str().unwrap(),
+    ]))
+    .await;
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let made: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let id = made["id"].as_str().unwrap().to_owned();
+    assert_eq!(id, "hosts/h1/domains/vm-cli");
+    assert_eq!(
+        (made["uid"].as_str(), made["tag"].as_str()),
+        (Some("u-cli"), Some("cli-tag"))
+    );
+    rfc3339(&made["created_at"]);
+    assert!(
+        !text(&o.stdout).contains("hostname: vm-cli"),
+        "no user data printed"
+    );
+
+    let o = run(args(&["get", "--config", &cfg, &id])).await;
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let got: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(got["created_at"], made["created_at"]);
+
+    let o = run(args(&["list", "--config", &cfg, "--tag", "cli-tag"])).await;
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let listing: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let instances = listing["instances"].as_array().unwrap();
+    assert_eq!(instances.len(), 1, "{listing}");
+    assert_eq!(instances[0]["id"], id.as_str());
+    rfc3339(&instances[0]["created_at"]);
+
+    let o = run(args(&["delete", "--config", &cfg, &id])).await;
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout).trim(), format!("deleted {id}"));
+    let o = run(args(&["get", "--config", &cfg, &id])).await;
+    assert_eq!(o.status.code(), Some(3), "NotFound: {}", text(&o.stderr));
+    let o = run(args(&["list", "--config", &cfg, "--tag", "cli-tag"])).await;
+    let listing: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        listing["instances"].as_array().unwrap().len(),
+        0,
+        "{listing}"
+    );
 }

@@ -108,6 +108,26 @@ async fn declares_a_real_backend_with_the_hooks_it_can_do() {
     assert_eq!(f.locations()[0].placement, "local");
 }
 
+/// The report's provenance: libvirt's and QEMU's versions per host, as Check reads
+/// them over the operator's own connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backend_versions_name_libvirt_and_qemu_per_host() {
+    let h = host().await;
+    let f = RealFixture::new(h.config.clone()).unwrap();
+    let versions = f.backend_versions().await;
+    let host = versions
+        .get("local")
+        .unwrap_or_else(|| panic!("{versions:?}"));
+    let keys: Vec<&str> = host.keys().map(String::as_str).collect();
+    assert_eq!(keys, ["libvirt", "qemu"]);
+    for v in host.values() {
+        assert!(
+            v.split('.').count() == 3 && v.split('.').all(|p| p.parse::<u32>().is_ok()),
+            "{v}"
+        );
+    }
+}
+
 #[test]
 fn every_name_gets_its_own_test_address_and_keeps_it() {
     let a = test_address("kvm2-addr-a");

@@ -332,6 +332,11 @@ impl Fixture for RemoteFixture {
         self.facts.provider_version.clone()
     }
 
+    fn backend_versions(&self) -> BoxFuture<'_, BTreeMap<String, BTreeMap<String, String>>> {
+        let versions = self.facts.backend_versions.clone();
+        Box::pin(async move { versions })
+    }
+
     fn hooks(&self) -> Vec<Hook> {
         self.facts.hooks.iter().map(|h| (*h).into()).collect()
     }

@@ -41,6 +41,10 @@ pub struct InitializeResult {
     pub is_real_backend: bool,
     /// `Fixture::environment`.
     pub environment: BTreeMap<String, String>,
+    /// `Fixture::backend_versions`: the backend's versions at each location, by
+    /// location name (`{"site-a": {"libvirt": "11.3.0"}}`); absent when not known.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub backend_versions: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 // ---------------------------------------------------------------------------------------

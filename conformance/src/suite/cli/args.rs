@@ -3,6 +3,7 @@
 //! values against the catalogue and the fixture and fills in the defaults that depend
 //! on them (the output directory, a random seed).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -11,6 +12,7 @@ use crate::suite::baseline::{Entry, load as load_entries};
 use crate::suite::outcome::Report;
 use crate::suite::report::Format;
 use crate::suite::runner::{RunOptions, parse_rule_seeds};
+use crate::suite::shard::ShardInfo;
 use crate::suite::tags::check_pattern;
 
 /// The flags of a run (and of `list`), parsed and nothing more.
@@ -185,6 +187,39 @@ pub struct RunArgs {
     #[arg(long, env = "CONFORMANCE_PROVIDER_COMMIT", value_name = "COMMIT")]
     pub provider_commit: Option<String>,
 
+    /// Whether the provider's checkout had changes not committed when it was built,
+    /// recorded in the reports beside its commit.
+    #[arg(long, env = "CONFORMANCE_PROVIDER_DIRTY", value_name = "true|false")]
+    pub provider_dirty: Option<bool>,
+
+    /// Runs the K-th of N disjoint parts of the selected rules (`1/2`, `2/2`), the same
+    /// parts on every machine: balanced by the rule durations of `--previous` when
+    /// given (every shard must be given the same file), dealt out in catalogue order
+    /// otherwise. `merge` folds the shards' reports into one.
+    #[arg(long, env = "CONFORMANCE_SHARD", value_name = "K/N")]
+    pub shard: Option<String>,
+
+    /// Runs the rules that failed or errored in this report (with its seed unless
+    /// `--seed` is given); `--rules` is then not allowed.
+    #[arg(long, env = "CONFORMANCE_RERUN_FAILED", value_name = "REPORT.json")]
+    pub rerun_failed: Option<PathBuf>,
+
+    /// Starts no rule once N rules have failed or errored; the rest are Skipped and
+    /// the verdict is fail (never pass), the report saying the run stopped early.
+    #[arg(
+        long,
+        env = "CONFORMANCE_MAX_FAIL",
+        value_name = "N",
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub max_fail: Option<u32>,
+
+    /// Writes the run's events as JSON lines while it goes, to FILE or to stdout
+    /// (`-`): run started, rule started and finished, faults, sweeps, run finished
+    /// (schema: `conformance/schema/events.schema.json`).
+    #[arg(long, env = "CONFORMANCE_EVENTS", value_name = "FILE|-")]
+    pub events: Option<PathBuf>,
+
     /// Print every rule with whether it would run, and why not, then exit.
     #[arg(long, env = "CONFORMANCE_LIST")]
     pub list: bool,
@@ -266,6 +301,8 @@ pub struct Plan {
     pub log_filter: Option<String>,
     /// How to print them.
     pub log_format: super::logging::LogFormat,
+    /// Where to write the event stream (`--events`); `-` is stdout.
+    pub events: Option<PathBuf>,
 }
 
 impl Plan {
@@ -290,7 +327,7 @@ impl Plan {
             }
             Ok::<_, UsageError>(list)
         };
-        let rules = patterns("--rules", &rules)?;
+        let mut rules = patterns("--rules", &rules)?;
         let skip = patterns("--skip", &args.skip)?;
         let load = |flag: &'static str, path: &Option<PathBuf>| match path {
             None => Ok(Vec::new()),
@@ -321,6 +358,31 @@ impl Plan {
                 )
             }
         };
+        let mut seed_given = args.seed;
+        if let Some(path) = &args.rerun_failed {
+            let flag = "--rerun-failed";
+            if !rules.is_empty() {
+                return Err(UsageError {
+                    flag,
+                    message: "selects the rules itself; drop --rules".into(),
+                });
+            }
+            let earlier = crate::suite::report::json::read(path)
+                .map_err(|message| UsageError { flag, message })?;
+            rules = rerun_selection(&earlier).map_err(|message| UsageError { flag, message })?;
+            seed_given = seed_given.or(Some(earlier.run.seed));
+        }
+        let shard = match &args.shard {
+            None => None,
+            Some(text) => {
+                let (index, count) =
+                    crate::suite::shard::parse_shard(text).map_err(|message| UsageError {
+                        flag: "--shard",
+                        message,
+                    })?;
+                Some(shard_of(index, count, &rules, previous.as_ref()))
+            }
+        };
         let mut formats = Vec::new();
         for f in args.format {
             if !formats.contains(&f) {
@@ -333,7 +395,7 @@ impl Plan {
                 message: "names no format".into(),
             });
         }
-        let (seed, random_seed) = match args.seed {
+        let (seed, random_seed) = match seed_given {
             Some(s) => (s, false),
             None => (uuid::Uuid::new_v4().as_u64_pair().0, true),
         };
@@ -357,12 +419,16 @@ impl Plan {
                     .provider_commit
                     .map(|c| c.trim().to_owned())
                     .filter(|c| !c.is_empty()),
+                provider_dirty: args.provider_dirty,
                 skip,
                 repeat: args.repeat.max(1),
                 max_wall: args.max_wall.map(|s| s.0),
                 stop: None,
                 max_instances: args.max_instances,
+                shard,
+                max_fail: args.max_fail,
             },
+            events: args.events,
             expected_failures,
             quarantine,
             previous,
@@ -375,6 +441,60 @@ impl Plan {
             list: args.list,
             allow_partial: args.allow_partial,
         })
+    }
+}
+
+/// The rules that failed or errored in `earlier`, as `--rules` IDs; an error when
+/// there are none.
+fn rerun_selection(earlier: &Report) -> Result<Vec<String>, String> {
+    let failed: Vec<String> = earlier
+        .results
+        .iter()
+        .filter(|r| r.outcome.is_failure())
+        .map(|r| r.id.clone())
+        .collect();
+    for id in &failed {
+        if crate::rules::rule(id).is_none() {
+            return Err(format!(
+                "{id} failed there but is no rule of this catalogue"
+            ));
+        }
+    }
+    if failed.is_empty() {
+        return Err(format!(
+            "no rule failed or errored in run {} (verdict {}): nothing to rerun",
+            earlier.run.run_id, earlier.verdict
+        ));
+    }
+    Ok(failed)
+}
+
+/// Shard `index` of `count` of the rules `rules` selects, balanced by the durations
+/// of `previous` when given.
+fn shard_of(index: u32, count: u32, rules: &[String], previous: Option<&Report>) -> ShardInfo {
+    let filter = (!rules.is_empty()).then(|| rules.to_vec());
+    let ids: Vec<String> = crate::rules::CATALOGUE
+        .iter()
+        .filter(|r| crate::suite::runner::selected(r, &filter))
+        .map(|r| r.id.to_owned())
+        .collect();
+    let durations: Option<BTreeMap<String, Duration>> = previous.map(|p| {
+        p.results
+            .iter()
+            .filter(|r| r.runs > 0)
+            .map(|r| (r.id.clone(), r.duration))
+            .collect()
+    });
+    let parts = crate::suite::shard::partition(&ids, count, durations.as_ref());
+    ShardInfo {
+        index,
+        count,
+        balanced_by: if durations.is_some() {
+            "previous durations".into()
+        } else {
+            "catalogue order".into()
+        },
+        rules: parts[(index - 1) as usize].clone(),
     }
 }
 

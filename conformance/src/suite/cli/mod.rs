@@ -20,7 +20,9 @@
 //! Subcommands: `run` (the default when none is given), `list`, `catalogue`,
 //! `render REPORT.json` (a report made elsewhere written in other formats),
 //! `diff OLD.json NEW.json` (two runs compared; exit 1 when a rule got worse) and
-//! `verify REPORT.json` (schema, catalogue hash and the report's own digest). When a
+//! `verify REPORT.json` (schema, catalogue hash and the report's own digest) and
+//! `merge PART... --out DIR` (shards' reports, or a cargo-test run's fragments, as the
+//! report of one run). When a
 //! subcommand is named, the suite's flags follow it (`kvm2 conformance list --rules
 //! 'CRE-*'`).
 //!
@@ -34,6 +36,7 @@ mod args;
 mod catalogue;
 mod diff;
 mod logging;
+mod merge;
 mod progress;
 mod render;
 mod run;
@@ -46,6 +49,7 @@ pub use args::{Plan, RunArgs, Secs, UsageError};
 pub use catalogue::{CatalogueFormat, catalogue};
 pub use diff::{Change, DIFF_EXIT_HELP, DiffArgs, DiffFormat, ReportDiff, RuleChange, diff};
 pub use logging::{LogFormat, printer};
+pub use merge::{MERGE_EXIT_HELP, MergeArgs, merge, merge_reports, read_parts};
 pub use progress::{HEARTBEAT, Progress, Sink};
 pub use render::{RENDER_EXIT_HELP, RenderArgs, render};
 pub use run::{

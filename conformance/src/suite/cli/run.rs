@@ -134,6 +134,9 @@ pub fn summary_text(report: &Report) -> String {
     }
     out.push_str(&waivers_text(report));
     out.push_str(&not_checked_text(report));
+    if let Some(why) = &report.stopped_early {
+        out.push_str(&format!("stopped early: {why}\n"));
+    }
     out.push_str(&format!("verdict: {}\n", report.verdict));
     out
 }
@@ -312,10 +315,7 @@ pub fn execute(fixture: Arc<dyn Fixture>, plan: Plan) -> u8 {
         }
     }
     let provider = fixture.provider_name();
-    let selected_rules: Vec<_> = CATALOGUE
-        .iter()
-        .filter(|r| selected(r, &plan.opts.rules))
-        .collect();
+    let selected_rules: Vec<_> = CATALOGUE.iter().filter(|r| plan.opts.selects(r)).collect();
     let total = selected_rules.len();
     let runnable = selected_rules
         .iter()
@@ -369,7 +369,25 @@ pub fn execute(fixture: Arc<dyn Fixture>, plan: Plan) -> u8 {
             .map(|r| (r.id.clone(), r.duration))
             .collect(),
     );
-    let mut sink = |e: &Event| progress.event(e);
+    let mut events = match &plan.events {
+        None => None,
+        Some(path) => match crate::suite::events::EventWriter::open(path) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                eprintln!(
+                    "error: failed to open the event stream {}: {e}",
+                    path.display()
+                );
+                return EXIT_ERROR;
+            }
+        },
+    };
+    let mut sink = |e: &Event| {
+        progress.event(e);
+        if let Some(w) = events.as_mut() {
+            w.event(e);
+        }
+    };
     let stop = tokio_util::sync::CancellationToken::new();
     let mut opts = plan.opts.clone();
     opts.stop = Some(stop.clone());
@@ -386,6 +404,9 @@ pub fn execute(fixture: Arc<dyn Fixture>, plan: Plan) -> u8 {
         today,
     );
     apply(&mut report, WaiverKind::Quarantine, &plan.quarantine, today);
+    if let Some(w) = events.as_mut() {
+        w.finished(&report);
+    }
     if let Err(e) = write_rule_logs(&mut report, &plan.out) {
         eprintln!("warning: failed to write the rules' log files: {e}");
     }

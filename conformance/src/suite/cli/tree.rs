@@ -11,6 +11,7 @@ use super::EXIT_USAGE;
 use super::args::{Plan, RunArgs};
 use super::catalogue::{CatalogueFormat, catalogue};
 use super::diff::{DIFF_EXIT_HELP, DiffArgs, diff};
+use super::merge::{MERGE_EXIT_HELP, MergeArgs, merge};
 use super::render::{RENDER_EXIT_HELP, RenderArgs, render};
 use super::run::{execute, listing};
 use super::verify::{VERIFY_EXIT_HELP, VerifyArgs, verify};
@@ -58,6 +59,10 @@ pub enum SuiteCommand {
     /// catalogue, and the digest it records of itself.
     #[command(after_help = VERIFY_EXIT_HELP)]
     Verify(VerifyArgs),
+    /// Folds the reports of a run's shards (`--shard K/N`), or the fragments a
+    /// cargo-test run writes, into the report of one run.
+    #[command(after_help = MERGE_EXIT_HELP)]
+    Merge(MergeArgs),
 }
 
 /// Runs what `args` asks for and returns the exit code. `fixture` is called only by
@@ -75,6 +80,7 @@ pub fn run_suite(args: SuiteArgs, fixture: &dyn Fn() -> Result<Arc<dyn Fixture>,
         Some(SuiteCommand::Render(a)) => return render(a),
         Some(SuiteCommand::Diff(a)) => return diff(a),
         Some(SuiteCommand::Verify(a)) => return verify(a),
+        Some(SuiteCommand::Merge(a)) => return merge(a),
     };
     let fixture = match fixture() {
         Ok(f) => f,

@@ -336,12 +336,18 @@ fn write_page(out: &mut String, report: &Report) -> std::fmt::Result {
         ("Provider version", escape(&run.provider_version)),
         (
             "Provider commit",
-            escape(run.provider_commit.as_deref().unwrap_or("unknown")),
+            escape(&super::view::commit_text(
+                run.provider_commit.as_deref(),
+                run.provider_dirty,
+            )),
         ),
         ("Suite version", escape(&run.suite_version)),
         (
             "Suite commit",
-            escape(run.suite_commit.as_deref().unwrap_or("unknown")),
+            escape(&super::view::commit_text(
+                run.suite_commit.as_deref(),
+                run.suite_dirty,
+            )),
         ),
         ("Report schema", escape(&report.schema_version)),
         (

@@ -98,6 +98,19 @@ fn properties(report: &Report) -> Vec<Property> {
             props.push(Property::new(name, c.as_str()));
         }
     }
+    for (name, dirty) in [
+        ("provider_dirty", run.provider_dirty),
+        ("suite_dirty", run.suite_dirty),
+    ] {
+        if let Some(d) = dirty {
+            props.push(Property::new(name, d.to_string()));
+        }
+    }
+    for (loc, versions) in &run.backend_versions {
+        for (k, v) in versions {
+            props.push(Property::new(format!("backend.{loc}.{k}"), v.as_str()));
+        }
+    }
     for (axis, value) in run.profile.entries() {
         props.push(Property::new(format!("profile.{}", axis.key()), value));
     }

@@ -67,12 +67,18 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
         ("Provider version", text(&run.provider_version)),
         (
             "Provider commit",
-            text(run.provider_commit.as_deref().unwrap_or("unknown")),
+            text(&super::view::commit_text(
+                run.provider_commit.as_deref(),
+                run.provider_dirty,
+            )),
         ),
         ("Suite version", text(&run.suite_version)),
         (
             "Suite commit",
-            text(run.suite_commit.as_deref().unwrap_or("unknown")),
+            text(&super::view::commit_text(
+                run.suite_commit.as_deref(),
+                run.suite_dirty,
+            )),
         ),
         ("Report schema", text(&report.schema_version)),
         ("Catalogue hash", text(&run.catalogue_hash)),

@@ -67,7 +67,46 @@ pub(crate) fn settings_rows(run: &RunInfo) -> Vec<(&'static str, String)> {
     if let Some(limit) = o.max_wall {
         rows.push(("Wall-time budget", human_duration(limit)));
     }
+    if let Some(s) = &o.shard {
+        rows.push((
+            "Shard",
+            format!(
+                "{} ({}): {} rule(s)",
+                s.label(),
+                s.balanced_by,
+                s.rules.len()
+            ),
+        ));
+    }
+    if let Some(n) = o.max_fail {
+        rows.push(("Stop after failures", n.to_string()));
+    }
+    if !run.backend_versions.is_empty() {
+        rows.push(("Backend versions", backend_versions(run)));
+    }
     rows
+}
+
+/// The backend's versions per location: `host-a: libvirt 11.3.0, qemu 10.0.2; …`.
+pub(crate) fn backend_versions(run: &RunInfo) -> String {
+    run.backend_versions
+        .iter()
+        .map(|(loc, v)| {
+            let v: Vec<String> = v.iter().map(|(k, x)| format!("{k} {x}")).collect();
+            format!("{loc}: {}", v.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// A commit as the reports print it: `unknown`, the commit, or the commit with
+/// `(dirty)` when its checkout had changes not committed.
+pub(crate) fn commit_text(commit: Option<&str>, dirty: Option<bool>) -> String {
+    match (commit, dirty) {
+        (None, _) => "unknown".to_owned(),
+        (Some(c), Some(true)) => format!("{c} (dirty)"),
+        (Some(c), _) => c.to_owned(),
+    }
 }
 
 /// A result's outcome with what qualifies it: `Fail (expected failure)`,
