@@ -99,13 +99,16 @@ NUMBERED = re.compile(r'"(span|parent|connection)": \d+')
 
 def normal(lines):
     """The lines as a multiset, with times, span and connection numbers masked and
-    a trace's calls sorted: a listing and a Check visit their sites at once, so
-    their spans and calls interleave differently run by run."""
+    a trace's calls compared by their shape: a listing and a Check visit their
+    sites at once, so their calls interleave differently run by run, and which of
+    them fall after a `since` differs too (the line itself is still one a run
+    wrote, with --write)."""
     out = []
     for line in lines:
         if line.startswith("<-- ") and '"calls"' in line:
             m = json.loads(line[4:])
-            m["result"]["calls"].sort(key=lambda c: (c["location"], c["name"]))
+            m["result"]["calls"] = sorted(
+                {tuple(sorted(c.keys())) for c in m["result"]["calls"]})
             line = "<-- " + json.dumps(m)
         out.append(NUMBERED.sub(r'"\1": #', TIME.sub("T", line)))
     return sorted(out)
