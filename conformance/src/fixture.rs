@@ -313,6 +313,80 @@ impl Testbed for WrapProviders {
     }
 }
 
+/// Passes a testbed through a wrapper: see [`WrapFixture`].
+pub type TestbedWrap = Box<dyn Fn(Box<dyn Testbed>) -> Box<dyn Testbed> + Send + Sync>;
+
+/// Changes the hooks a fixture declares: see [`WrapFixture::with_hooks`].
+pub type HooksWrap = Box<dyn Fn(Vec<Hook>) -> Vec<Hook> + Send + Sync>;
+
+/// A fixture that is `inner` in every respect but the testbeds it opens, each of which
+/// goes through `wrap` (often a [`WrapProviders`]), and, with
+/// [`WrapFixture::with_hooks`], the hooks it declares. For a fixture that records,
+/// hides or alters part of what the rules see while the rest is left as it is.
+pub struct WrapFixture<F> {
+    inner: F,
+    wrap: TestbedWrap,
+    hooks: Option<HooksWrap>,
+}
+
+impl<F: Fixture> WrapFixture<F> {
+    /// `inner`, each testbed it opens passed through `wrap`.
+    pub fn new(inner: F, wrap: TestbedWrap) -> WrapFixture<F> {
+        WrapFixture {
+            inner,
+            wrap,
+            hooks: None,
+        }
+    }
+
+    /// The same, declaring the hooks `hooks` makes of `inner`'s.
+    pub fn with_hooks(
+        mut self,
+        hooks: impl Fn(Vec<Hook>) -> Vec<Hook> + Send + Sync + 'static,
+    ) -> WrapFixture<F> {
+        self.hooks = Some(Box::new(hooks));
+        self
+    }
+}
+
+#[deny(clippy::missing_trait_methods)]
+impl<F: Fixture> Fixture for WrapFixture<F> {
+    fn provider_name(&self) -> String {
+        self.inner.provider_name()
+    }
+    fn profile(&self) -> Profile {
+        self.inner.profile()
+    }
+    fn provider_version(&self) -> String {
+        self.inner.provider_version()
+    }
+    fn hooks(&self) -> Vec<Hook> {
+        let hooks = self.inner.hooks();
+        match &self.hooks {
+            Some(change) => change(hooks),
+            None => hooks,
+        }
+    }
+    fn locations(&self) -> Vec<Location> {
+        self.inner.locations()
+    }
+    fn has_checker(&self) -> bool {
+        self.inner.has_checker()
+    }
+    fn is_real_backend(&self) -> bool {
+        self.inner.is_real_backend()
+    }
+    fn environment(&self) -> BTreeMap<String, String> {
+        self.inner.environment()
+    }
+    fn backend_versions(&self) -> BoxFuture<'_, BTreeMap<String, BTreeMap<String, String>>> {
+        self.inner.backend_versions()
+    }
+    fn open(&self) -> BoxFuture<'_, HookResult<Box<dyn Testbed>>> {
+        Box::pin(async move { Ok((self.wrap)(self.inner.open().await?)) })
+    }
+}
+
 /// One raw backend resource.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct Resource {

@@ -2,11 +2,12 @@
 //! declaring the rules the suite must then fail.
 //!
 //! A defect below the API is a `Defect` behind one of the provider's seams (the
-//! `Breakage` trait, whose defaults are the correct behaviour); a defect visible at
-//! the API is a small wrapper (`Twisted`) around the correct provider. Both exist
-//! only in this module: the provider as shipped holds no breakage, and faults for the
-//! real suite are injected below the provider. Deleting this module (and the
-//! provider's `breakage` field and seam calls) leaves the provider unchanged.
+//! provider's own `provider::seams::Seams` trait, whose defaults are the correct
+//! behaviour, implemented here from outside); a defect visible at the API is a small
+//! wrapper (`Twisted`) around the correct provider. Both exist only in this module:
+//! the provider does not know of it, and faults for the real suite are injected below
+//! the provider. Deleting this module (and the `mod mutants` line that installs it)
+//! leaves a provider that compiles unchanged.
 //! The kill-matrix test runs the whole suite against every mutant and checks that the
 //! failed rules are exactly the declared ones.
 
@@ -15,11 +16,9 @@ use std::time::Duration;
 
 use conformance::{Ctx, Provider};
 
-mod breakage;
 mod defects;
 mod twisted;
 
-pub(crate) use breakage::{Breakage, Correct};
 use defects::{Defect, broken};
 use twisted::*;
 

@@ -14,16 +14,15 @@
 //!
 //! `cargo test -p template-provider --test honest_checks`
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use conformance::fixture::{
-    BackendCall, Capacity, FaultId, FaultSpec, Faults, Fixture, Hook, HookResult, Inventory,
-    Location, Observation, Planting, Reachability, Rotation, StateControl, Testbed, Verbosity,
+    BackendCall, Capacity, FaultId, FaultSpec, Faults, Hook, HookResult, Inventory, Location,
+    Observation, Planting, Reachability, Rotation, StateControl, Testbed, Verbosity, WrapFixture,
 };
 use conformance::suite::outcome::{Outcome, Report, Verdict};
 use conformance::suite::runner::{RunOptions, run};
-use conformance::{BoxFuture, CreateRequest, Profile, Provider, ProviderId};
+use conformance::{BoxFuture, CreateRequest, Provider, ProviderId};
 use template_provider::TemplateFixture;
 
 /// What the wrapper hides from the suite.
@@ -38,43 +37,18 @@ enum Hide {
     Causes,
 }
 
-struct Hiding {
-    inner: TemplateFixture,
-    hide: Hide,
-}
-
-impl Fixture for Hiding {
-    fn provider_name(&self) -> String {
-        self.inner.provider_name()
-    }
-    fn profile(&self) -> Profile {
-        self.inner.profile()
-    }
-    fn hooks(&self) -> Vec<Hook> {
-        let mut hooks = self.inner.hooks();
-        if let Hide::Inventory = self.hide {
+/// The template fixture with what `hide` names hidden from the suite.
+fn hiding(hide: Hide) -> WrapFixture<TemplateFixture> {
+    WrapFixture::new(
+        TemplateFixture::default(),
+        Box::new(move |tb| Box::new(HidingBed { tb, hide })),
+    )
+    .with_hooks(move |mut hooks| {
+        if let Hide::Inventory = hide {
             hooks.retain(|h| *h != Hook::Inventory);
         }
         hooks
-    }
-    fn locations(&self) -> Vec<Location> {
-        self.inner.locations()
-    }
-    fn has_checker(&self) -> bool {
-        self.inner.has_checker()
-    }
-    fn environment(&self) -> BTreeMap<String, String> {
-        self.inner.environment()
-    }
-    fn open(&self) -> BoxFuture<'_, HookResult<Box<dyn Testbed>>> {
-        Box::pin(async move {
-            let tb = self.inner.open().await?;
-            Ok(Box::new(HidingBed {
-                tb,
-                hide: self.hide,
-            }) as Box<dyn Testbed>)
-        })
-    }
+    })
 }
 
 struct HidingBed {
@@ -179,7 +153,7 @@ impl Observation for HidingBed {
     }
 }
 
-fn run_rules(fixture: Hiding, rules: &[&str]) -> Report {
+fn run_rules(fixture: WrapFixture<TemplateFixture>, rules: &[&str]) -> Report {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -200,13 +174,7 @@ fn without_the_inventory_unchecked_parts_are_recorded() {
         "DEL-IDEMPOTENT",
         "GEN-MODEL",
     ];
-    let report = run_rules(
-        Hiding {
-            inner: TemplateFixture::default(),
-            hide: Hide::Inventory,
-        },
-        &rules,
-    );
+    let report = run_rules(hiding(Hide::Inventory), &rules);
     for id in rules {
         let r = report
             .results
@@ -227,13 +195,7 @@ fn without_the_inventory_unchecked_parts_are_recorded() {
 
 #[test]
 fn check_isolated_is_an_error_when_no_check_call_is_seen() {
-    let report = run_rules(
-        Hiding {
-            inner: TemplateFixture::default(),
-            hide: Hide::CheckCalls,
-        },
-        &["CHK-ISOLATED"],
-    );
+    let report = run_rules(hiding(Hide::CheckCalls), &["CHK-ISOLATED"]);
     let r = &report.results[0];
     assert_eq!(r.id, "CHK-ISOLATED");
     assert_eq!(r.outcome, Outcome::Error, "{:?} {:?}", r.reason, r.evidence);
@@ -248,13 +210,7 @@ fn check_isolated_is_an_error_when_no_check_call_is_seen() {
 
 #[test]
 fn a_declared_reason_the_fixture_cannot_cause_is_recorded() {
-    let report = run_rules(
-        Hiding {
-            inner: TemplateFixture::default(),
-            hide: Hide::Causes,
-        },
-        &["CHK-REASONS"],
-    );
+    let report = run_rules(hiding(Hide::Causes), &["CHK-REASONS"]);
     let r = &report.results[0];
     assert_eq!(r.id, "CHK-REASONS");
     assert_eq!(r.outcome, Outcome::Pass, "{:?} {:?}", r.reason, r.evidence);

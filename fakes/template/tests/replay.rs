@@ -16,8 +16,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use conformance::fixture::{
-    Capacity, FaultId, FaultSpec, Faults, Fixture, Hook, HookResult, Inventory, Location,
-    Observation, Planting, Reachability, Rotation, StateControl, Testbed,
+    Capacity, FaultId, FaultSpec, Faults, Fixture, HookResult, Inventory, Location, Observation,
+    Planting, Reachability, Rotation, StateControl, Testbed, WrapFixture,
 };
 use conformance::rules::CATALOGUE;
 use conformance::suite::outcome::{Outcome, Report, RuleResult};
@@ -44,49 +44,22 @@ fn push(log: &Log, line: String) {
 // A fixture that records what the check asks of the provider and of the faults
 // hook, and otherwise passes everything through unchanged.
 
-struct Recording {
-    inner: TemplateFixture,
-    log: Log,
-}
-
-impl Fixture for Recording {
-    fn provider_name(&self) -> String {
-        self.inner.provider_name()
-    }
-    fn profile(&self) -> Profile {
-        self.inner.profile()
-    }
-    fn provider_version(&self) -> String {
-        self.inner.provider_version()
-    }
-    fn hooks(&self) -> Vec<Hook> {
-        self.inner.hooks()
-    }
-    fn locations(&self) -> Vec<Location> {
-        self.inner.locations()
-    }
-    fn has_checker(&self) -> bool {
-        self.inner.has_checker()
-    }
-    fn is_real_backend(&self) -> bool {
-        self.inner.is_real_backend()
-    }
-    fn environment(&self) -> BTreeMap<String, String> {
-        self.inner.environment()
-    }
-    fn open(&self) -> BoxFuture<'_, HookResult<Box<dyn Testbed>>> {
-        Box::pin(async move {
-            let tb: Arc<dyn Testbed> = Arc::from(self.inner.open().await?);
-            Ok(Box::new(RecordingBed {
+/// The template fixture whose testbeds record into `log`.
+fn recording(log: Log) -> WrapFixture<TemplateFixture> {
+    WrapFixture::new(
+        TemplateFixture::default(),
+        Box::new(move |tb| {
+            let tb: Arc<dyn Testbed> = Arc::from(tb);
+            Box::new(RecordingBed {
                 faults: RecordingFaults {
                     tb: tb.clone(),
-                    log: self.log.clone(),
+                    log: log.clone(),
                 },
                 tb,
-                log: self.log.clone(),
-            }) as Box<dyn Testbed>)
-        })
-    }
+                log: log.clone(),
+            })
+        }),
+    )
 }
 
 struct RecordingBed {
@@ -301,10 +274,7 @@ struct Recorded {
 
 fn record(rt: &tokio::runtime::Runtime, opts: RunOptions) -> Recorded {
     let log: Log = Arc::default();
-    let fixture: Arc<dyn Fixture> = Arc::new(Recording {
-        inner: TemplateFixture::default(),
-        log: log.clone(),
-    });
+    let fixture: Arc<dyn Fixture> = Arc::new(recording(log.clone()));
     let report = rt.block_on(run(fixture, only_rule(opts), &mut |_| {}));
     let r = result_of(&report);
     assert_eq!(

@@ -20,15 +20,12 @@
 //! span after the operation answered, as background work may; `serve` must drop that
 //! telemetry, so every rule still passes.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
-use conformance::fixture::{
-    Fixture, Hook, HookResult, Location, ProviderWrap, Testbed, WrapProviders,
-};
+use conformance::fixture::{Fixture, ProviderWrap, WrapFixture, WrapProviders};
 use conformance::{
     BoxFuture, Checker, CreateRequest, Ctx, Instance, Listing, Profile, Provider, ProviderId,
 };
@@ -91,10 +88,15 @@ fn main() -> ExitCode {
                 .chain(BRIDGE_VARIANTS)
                 .find(|n| **n == name)
             {
-                Arc::new(Twisted {
-                    inner: TemplateFixture::default(),
-                    twist: n,
-                })
+                let twist: &'static str = n;
+                Arc::new(WrapFixture::new(
+                    TemplateFixture::default(),
+                    Box::new(move |tb| {
+                        let wrap: ProviderWrap =
+                            Box::new(move |inner| Arc::new(TwistedProvider { inner, twist }));
+                        Box::new(WrapProviders::new(tb, wrap))
+                    }),
+                ))
             } else {
                 eprintln!("template-serve: no mutant named {name:?}");
                 return ExitCode::from(2);
@@ -114,48 +116,6 @@ fn main() -> ExitCode {
             eprintln!("template-serve: {e}");
             ExitCode::FAILURE
         }
-    }
-}
-
-/// The template fixture with its providers twisted as a bridge mutant says.
-struct Twisted {
-    inner: TemplateFixture,
-    twist: &'static str,
-}
-
-impl Fixture for Twisted {
-    fn provider_name(&self) -> String {
-        self.inner.provider_name()
-    }
-    fn profile(&self) -> Profile {
-        self.inner.profile()
-    }
-    fn provider_version(&self) -> String {
-        self.inner.provider_version()
-    }
-    fn hooks(&self) -> Vec<Hook> {
-        self.inner.hooks()
-    }
-    fn locations(&self) -> Vec<Location> {
-        self.inner.locations()
-    }
-    fn has_checker(&self) -> bool {
-        self.inner.has_checker()
-    }
-    fn is_real_backend(&self) -> bool {
-        self.inner.is_real_backend()
-    }
-    fn environment(&self) -> BTreeMap<String, String> {
-        self.inner.environment()
-    }
-    fn open(&self) -> BoxFuture<'_, HookResult<Box<dyn Testbed>>> {
-        Box::pin(async move {
-            let tb = self.inner.open().await?;
-            let twist = self.twist;
-            let wrap: ProviderWrap =
-                Box::new(move |inner| Arc::new(TwistedProvider { inner, twist }));
-            Ok(Box::new(WrapProviders::new(tb, wrap)) as Box<dyn Testbed>)
-        })
     }
 }
 

@@ -1,4 +1,4 @@
-//! The defects below the provider's API: each one [`Breakage`] seam overridden to do
+//! The defects below the provider's API: each one [`Seams`] seam overridden to do
 //! the wrong thing, for exactly one mutant.
 
 use std::collections::HashMap;
@@ -22,7 +22,7 @@ use crate::provider::{
     lock_key,
 };
 
-use super::breakage::Breakage;
+use crate::provider::seams::Seams;
 
 /// How long an unlocked mutant waits, between its lookup and its first change, for
 /// another call on the same name to arrive, so that concurrent calls meet whatever the
@@ -166,7 +166,7 @@ pub(super) fn broken(p: TemplateProvider, defect: Defect) -> Arc<dyn Provider> {
         arrivals: Mutex::default(),
         repeats: AtomicU32::new(0),
     };
-    Arc::new(p.with_breakage(Box::new(broken)))
+    Arc::new(p.with_seams(Box::new(broken)))
 }
 
 /// The builders of the clause mutants below the API, one per defect.
@@ -260,7 +260,7 @@ impl Broken {
     }
 }
 
-impl Breakage for Broken {
+impl Seams for Broken {
     fn error_kind(&self, op: Op, failure: &Failure, kind: ErrorKind) -> ErrorKind {
         use BackendError as B;
         let Failure::Backend(b) = failure else {

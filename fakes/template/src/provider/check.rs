@@ -25,7 +25,7 @@ impl TemplateProvider {
             .iter()
             .map(|site| Box::pin(self.check_site(ctx, span, &site.name)) as BoxFuture<'_, _>)
             .collect();
-        match self.breakage().visit(&mut visits) {
+        match self.seams().visit(&mut visits) {
             Some(visited) => visited.await,
             None => join_all(visits).await,
         }
@@ -41,7 +41,7 @@ impl TemplateProvider {
         let mut details =
             std::collections::BTreeMap::from([("location".to_owned(), site.to_owned())]);
         let r: Result<(usize, u64), Failure> = async {
-            let (conn, own) = match self.breakage().borrowed_conn(self, ctx, span, site) {
+            let (conn, own) = match self.seams().borrowed_conn(self, ctx, span, site) {
                 Some(borrowed) => (borrowed.await?, false),
                 None => (self.dial(ctx, span, site).await?, true),
             };
@@ -63,7 +63,7 @@ impl TemplateProvider {
             if own {
                 self.backend.close(site, s.conn);
             }
-            self.breakage().checked(self, site);
+            self.seams().checked(self, site);
             r
         }
         .await;

@@ -63,7 +63,7 @@ impl TemplateProvider {
         span: &Span,
         req: &CreateRequest,
     ) -> Result<ProviderId, Error> {
-        if let Err(e) = self.breakage().validate(req, validate_request(req)) {
+        if let Err(e) = self.seams().validate(req, validate_request(req)) {
             return Err(self
                 .error(Op::Create, ErrorKind::Permanent, "invalid request")
                 .with_source(e));
@@ -119,7 +119,7 @@ impl TemplateProvider {
                 info,
                 mark: mark.as_ref(),
             };
-            match self.breakage().existing(found, verdict).await? {
+            match self.seams().existing(found, verdict).await? {
                 Verdict::Unmanaged => {
                     return Err(self.error(
                         Op::Create,
@@ -172,7 +172,7 @@ impl TemplateProvider {
             seed: need_seed && !whole,
             start: existing.is_none_or(|i| i.power == Power::Stopped),
         };
-        let steps = self.breakage().steps(s, req, steps);
+        let steps = self.seams().steps(s, req, steps);
         if steps.precheck {
             let free = s
                 .call(Proc::Capacity, self.backend.capacity(s.conn, site))
@@ -191,11 +191,11 @@ impl TemplateProvider {
             }
         }
         if steps.define {
-            self.breakage().before_change(Op::Create, site, name).await;
+            self.seams().before_change(Op::Create, site, name).await;
             // The mark travels with the define: no instance of ours is ever unmarked.
             let written = self.config.declared.created_at() == CreatedAt::WrittenAtCreate;
             let mark = Self::mark_for(req, written.then(SystemTime::now));
-            let mark = self.breakage().new_mark(name, mark);
+            let mark = self.seams().new_mark(name, mark);
             let define = if whole {
                 let parts = (self.config.disk_bytes, payload);
                 s.call(
@@ -239,7 +239,7 @@ impl TemplateProvider {
             let started = s
                 .call(Proc::Start, self.backend.start(s.conn, site, key))
                 .await;
-            self.breakage()
+            self.seams()
                 .started(s, key, started)
                 .await
                 .map_err(|f| fail(&format!("starting {name}"), f))?;

@@ -75,16 +75,16 @@ impl TemplateProvider {
             Err(f) if f.is_no_object() => (None, Left::NoRecord),
             Err(f) => return Err(fail(format!("looking up {name}"), f)),
         };
-        let plan = self.breakage().removal(site, left, self.removal(left));
+        let plan = self.seams().removal(site, left, self.removal(left));
         if plan.refuse {
             return Err(self.error(
                 Op::Delete,
-                self.breakage().refusal_kind(ErrorKind::Permanent),
+                self.seams().refusal_kind(ErrorKind::Permanent),
                 format!("{name} at {site} is not managed by this provider; left alone"),
             ));
         }
         if let Some(key) = &found {
-            self.breakage().before_change(Op::Delete, site, name).await;
+            self.seams().before_change(Op::Delete, site, name).await;
             if plan.stop {
                 match s
                     .call(Proc::Stop, self.backend.stop(s.conn, site, key))
@@ -146,7 +146,7 @@ impl TemplateProvider {
                     self.backend.delete_disk(s.conn, site, name),
                 )
                 .await;
-            self.breakage().part_removed(left, r)
+            self.seams().part_removed(left, r)
         } else {
             Ok(())
         };
@@ -157,7 +157,7 @@ impl TemplateProvider {
                     self.backend.delete_seed(s.conn, site, &seed_volume(name)),
                 )
                 .await;
-            self.breakage().part_removed(left, r)
+            self.seams().part_removed(left, r)
         } else {
             Ok(())
         };

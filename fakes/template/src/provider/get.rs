@@ -35,7 +35,7 @@ impl TemplateProvider {
                 format!("site {site:?} is not configured"),
             ));
         }
-        self.breakage().admit(self, Op::Get, site, name)?;
+        self.seams().admit(self, Op::Get, site, name)?;
         let fail = |what: String, f: Failure| self.fail(Op::Get, what, f);
         let s = self
             .session(ctx, span, site)
@@ -71,7 +71,7 @@ impl TemplateProvider {
                         f,
                         Failure::Interrupted(_) | Failure::Backend(BackendError::Closed)
                     ) || f.is_no_object();
-                    if self.breakage().address_failure_fatal(&f, fatal) {
+                    if self.seams().address_failure_fatal(&f, fatal) {
                         return Err(fail(format!("reading the addresses of {name}"), f));
                     }
                     None
@@ -99,7 +99,7 @@ impl TemplateProvider {
             power: info.power,
             addresses: addresses.as_deref(),
         };
-        Ok(self.breakage().reported(
+        Ok(self.seams().reported(
             seen,
             Instance {
                 id: id.clone(),

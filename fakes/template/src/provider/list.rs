@@ -39,7 +39,7 @@ impl TemplateProvider {
             Some(left) if !self.fail_whole() => Some(left * 3 / 4),
             _ => None,
         };
-        let site_ctx = match self.breakage().site_share(share) {
+        let site_ctx = match self.seams().site_share(share) {
             Some(share) => ctx.narrowed(share),
             None => ctx.clone(),
         };
@@ -118,7 +118,7 @@ impl TemplateProvider {
                 Err(f) if errors::kind_of(Op::ListByTag, f) == ErrorKind::Permanent => Entry::Skip,
                 Err(f) => Entry::Fail(f.clone()),
             };
-            match self.breakage().entry(&read, entry) {
+            match self.seams().entry(&read, entry) {
                 Entry::Keep(mark) => out.push(self.listed(site, short, &item, mark)),
                 Entry::Skip => match &read {
                     Err(Failure::Backend(BackendError::Unreadable(what))) if self.logs() => {

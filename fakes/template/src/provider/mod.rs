@@ -7,9 +7,10 @@
 //! Connections are cached per site and dialled lazily; operations on one name are
 //! serialised by a per-name lock and nothing else.
 //!
-//! The mutants (`crate::mutants`) break the provider only through
-//! [`TemplateProvider::breakage`]: each `self.breakage().seam(.., correct)` call hands
-//! over the value the provider computed, and the provider as shipped keeps it.
+//! Each decision a defect could get wrong passes through a seam ([`seams::Seams`]):
+//! each `self.seams().seam(.., correct)` call hands over the value the provider
+//! computed, and the provider as shipped ([`seams::Correct`]) keeps it. Code outside
+//! this module may install other seams; nothing here knows of it.
 
 mod check;
 mod create;
@@ -18,6 +19,7 @@ mod errors;
 mod get;
 mod list;
 mod lookup;
+pub(crate) mod seams;
 mod session;
 mod state;
 
@@ -46,7 +48,7 @@ use crate::backend::{ConnId, SimBackend};
 use crate::config::TemplateConfig;
 use crate::id::parse_id;
 use crate::locks::{NameGuard, NameLocks};
-use crate::mutants::{Breakage, Correct};
+use seams::{Correct, Seams};
 
 /// The cached connection of one site.
 #[derive(Default)]
@@ -66,8 +68,8 @@ pub struct TemplateProvider {
     slots: HashMap<String, Slot>,
     /// Per-name locks for Create and Delete.
     pub(crate) locks: NameLocks,
-    /// The mutants' seams; `None` in the provider as shipped.
-    breakage: Option<Box<dyn Breakage>>,
+    /// Seams installed over the shipped ones; `None` in the provider as shipped.
+    seams: Option<Box<dyn Seams>>,
 }
 
 impl fmt::Debug for TemplateProvider {
@@ -92,19 +94,19 @@ impl TemplateProvider {
             config,
             backend,
             slots,
-            breakage: None,
+            seams: None,
         }
     }
 
-    /// The same provider with one behaviour broken through `breakage` (mutants only).
-    pub(crate) fn with_breakage(mut self, breakage: Box<dyn Breakage>) -> TemplateProvider {
-        self.breakage = Some(breakage);
+    /// The same provider deciding through `seams` instead of the shipped ones.
+    pub(crate) fn with_seams(mut self, seams: Box<dyn Seams>) -> TemplateProvider {
+        self.seams = Some(seams);
         self
     }
 
-    /// The seams' behaviour: the correct one unless a mutant set a breakage.
-    pub(crate) fn breakage(&self) -> &dyn Breakage {
-        self.breakage.as_deref().unwrap_or(&Correct)
+    /// The seams' behaviour: the shipped one unless other seams were installed.
+    pub(crate) fn seams(&self) -> &dyn Seams {
+        self.seams.as_deref().unwrap_or(&Correct)
     }
 
     /// The configuration.
@@ -127,7 +129,7 @@ impl TemplateProvider {
 
     /// The error a failed step surfaces as: its kind from [`errors::kind_of`].
     pub(crate) fn fail(&self, op: Op, what: impl Into<String>, f: Failure) -> Error {
-        let kind = self.breakage().error_kind(op, &f, errors::kind_of(op, &f));
+        let kind = self.seams().error_kind(op, &f, errors::kind_of(op, &f));
         Error::new(self.config.name.as_str(), op, kind, what).with_source(f)
     }
 
@@ -140,7 +142,7 @@ impl TemplateProvider {
             Ok(_) => None,
             Err(_) => Some(Level::WARN),
         };
-        let level = self.breakage().outcome_line(op, r.is_ok(), level);
+        let level = self.seams().outcome_line(op, r.is_ok(), level);
         match (level, r) {
             (None, _) => {}
             (Some(Level::INFO), Ok(_)) => info!(parent: span, op = op.as_str(), "succeeded"),
@@ -163,14 +165,14 @@ impl TemplateProvider {
         site: &str,
         name: &str,
     ) -> Result<Option<NameGuard>, Error> {
-        let Some(key) = self.breakage().lock_key(op, lock_key(site, name)) else {
+        let Some(key) = self.seams().lock_key(op, lock_key(site, name)) else {
             return Ok(None);
         };
         let guard = ctx
             .run(self.locks.lock(&key))
             .await
             .map_err(|i| self.fail(op, format!("waiting for {name}"), i.into()))?;
-        Ok(Some(self.breakage().lock_guard(op, ctx, guard)))
+        Ok(Some(self.seams().lock_guard(op, ctx, guard)))
     }
 
     /// Parses an ID: malformed → Permanent.

@@ -90,7 +90,7 @@ impl TemplateProvider {
             named: true,
             line: (self.logs() && self.verbosity() >= Verbosity::V2).then_some(Level::DEBUG),
         };
-        let trace = self.breakage().trace(self, correct);
+        let trace = self.seams().trace(self, correct);
         let parent = if trace.attached { op_span.id() } else { None };
         let span = if !trace.span {
             Span::none()
@@ -173,7 +173,7 @@ impl TemplateProvider {
                 BackendError::CredentialsMissing(format!("the inline token of {site}"))
             }),
         };
-        self.breakage().token(site, token)
+        self.seams().token(site, token)
     }
 
     /// Reads the identity `site` is trusted to present from its file (on every dial).

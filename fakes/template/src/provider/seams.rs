@@ -1,11 +1,13 @@
-//! The seams through which a mutant breaks the provider below its API.
+//! The seams: each decision of the provider that a defect could get wrong, as a method
+//! whose default is the decision the provider made.
 //!
 //! The provider computes the correct value at each seam and hands it to its
-//! [`Breakage`]; every method's default returns that value unchanged (or does nothing,
-//! or substitutes nothing), so [`Correct`] is the provider as shipped. A mutant
-//! overrides one method, and the wrong behaviour lives in the override, never in the
-//! provider's code. Without this module, each `self.breakage().seam(.., correct)` call
-//! in `src/provider/` is just `correct`.
+//! [`Seams`]; every method's default returns that value unchanged (or does nothing,
+//! or substitutes nothing), so [`Correct`] is the provider as shipped. Code that
+//! breaks the provider on purpose implements this trait from outside and overrides one
+//! method: the wrong behaviour lives in that override, never in the provider's code.
+//! Without this module, each `self.seams().seam(.., correct)` call in `src/provider/`
+//! is just `correct`.
 
 use std::time::Duration;
 
@@ -14,14 +16,14 @@ use conformance::{
 };
 use tracing::{Level, Span};
 
-use crate::backend::{BackendError, ConnId, Mark};
-use crate::locks::NameGuard;
-use crate::provider::{
+use super::{
     Entry, Failure, Found, Left, Removal, Seen, Session, Steps, TemplateProvider, Trace, Verdict,
 };
+use crate::backend::{BackendError, ConnId, Mark};
+use crate::locks::NameGuard;
 
 /// One seam per decision a mutant gets wrong; every default is the correct behaviour.
-pub(crate) trait Breakage: Send + Sync {
+pub(crate) trait Seams: Send + Sync {
     /// The kind a failed step surfaces as (`kind` is the provider's classification).
     fn error_kind(&self, _op: Op, _failure: &Failure, kind: ErrorKind) -> ErrorKind {
         kind
@@ -168,4 +170,4 @@ pub(crate) trait Breakage: Send + Sync {
 /// The provider as shipped: every seam keeps the correct behaviour.
 pub(crate) struct Correct;
 
-impl Breakage for Correct {}
+impl Seams for Correct {}
