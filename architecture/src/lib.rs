@@ -1,3 +1,6 @@
-//! No code: this package holds the tests (`tests/crate_graph.rs`) that read
-//! `cargo metadata` and fail when the crate graph breaks one of the invariants
-//! ARCHITECTURE.md states.
+//! The workspace's structural invariants. `tests/crate_graph.rs` reads `cargo metadata`
+//! and fails when the crate graph breaks one of the invariants ARCHITECTURE.md states;
+//! `tests/module_graph.rs` reads every crate's source with [`modules`] and fails on an
+//! import circle between sibling modules.
+
+pub mod modules;

@@ -49,7 +49,7 @@ fn the_python_example_provider_passes_the_suite() {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/python/provider.py");
     let out = tempfile::tempdir().unwrap();
     let started = Instant::now();
-    let code = conformance::suite::cli::standalone_main_with([
+    let code = conformance::remote::standalone_main_with([
         "conformance".to_owned(),
         "run".to_owned(),
         "--provider-command".to_owned(),

@@ -3,5 +3,5 @@
 //! protocol.
 
 fn main() -> std::process::ExitCode {
-    conformance::suite::cli::standalone_main()
+    conformance::remote::standalone_main()
 }

@@ -97,6 +97,9 @@ struct State {
     wedged: bool,
 }
 
+/// Says how a provider process ended, once it did.
+pub type ExitStatus = Box<dyn FnMut() -> Option<String> + Send>;
+
 /// What the reader and writer tasks share with callers.
 pub(crate) struct Conn {
     out: mpsc::UnboundedSender<String>,
@@ -104,16 +107,12 @@ pub(crate) struct Conn {
     next_id: AtomicU64,
     closed: CancellationToken,
     /// Says how the process ended, for the failure text (process transports only).
-    exit_status: Mutex<Option<super::bridge::ExitStatus>>,
+    exit_status: Mutex<Option<ExitStatus>>,
 }
 
 impl Conn {
     /// Starts the reader and writer tasks on the current runtime.
-    pub(crate) fn start<R, W>(
-        reader: R,
-        writer: W,
-        exit_status: Option<super::bridge::ExitStatus>,
-    ) -> Arc<Conn>
+    pub(crate) fn start<R, W>(reader: R, writer: W, exit_status: Option<ExitStatus>) -> Arc<Conn>
     where
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,

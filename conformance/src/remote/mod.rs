@@ -14,12 +14,12 @@ pub mod fuzzing;
 pub mod proto;
 pub mod schema;
 mod serve;
+mod standalone;
 
-pub use bridge::{
-    Connector, Endpoint, ExitStatus, Link, RemoteFixture, RemoteOptions, StartFailure,
-};
-pub use conn::{REMOTE_SPAN, REMOTE_TARGET, STDERR_TARGET};
+pub use bridge::{Connector, Endpoint, Link, RemoteFixture, RemoteOptions, StartFailure};
+pub use conn::{ExitStatus, REMOTE_SPAN, REMOTE_TARGET, STDERR_TARGET};
 pub use serve::{TelemetryLayer, install_telemetry, serve, serve_socket, serve_stdio};
+pub use standalone::{ProviderArgs, standalone_main, standalone_main_with};
 
 #[cfg(test)]
 mod tests;

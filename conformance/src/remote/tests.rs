@@ -943,7 +943,7 @@ fn a_provider_that_fails_at_start_up_shows_its_stderr_and_gets_a_report_with_ver
     );
 
     let dir = out.path().to_str().unwrap();
-    let code = crate::suite::cli::standalone_main_with([
+    let code = crate::remote::standalone_main_with([
         "conformance",
         "run",
         "--provider-command",
@@ -972,7 +972,7 @@ fn a_provider_that_fails_at_start_up_shows_its_stderr_and_gets_a_report_with_ver
     assert!(log.contains("ValueError: no sites configured"), "{log}");
     let path = out.path().join("report.json");
     let verify =
-        crate::suite::cli::standalone_main_with(["conformance", "verify", path.to_str().unwrap()]);
+        crate::remote::standalone_main_with(["conformance", "verify", path.to_str().unwrap()]);
     assert_eq!(
         verify, 0,
         "verify refused the report of a run that never started"

@@ -10,7 +10,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use conformance::suite::cli::{EXIT_FAILED, standalone_main_with};
+use conformance::remote::standalone_main_with;
+use conformance::suite::cli::EXIT_FAILED;
 
 const CHILD: &str = "PAYLOAD_ESCAPE_OUT";
 const TEST: &str =

@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite};
 
-use super::conn::{CallError, Conn, STDERR_TARGET};
+use super::conn::{CallError, Conn, ExitStatus, STDERR_TARGET};
 use super::proto::{self, *};
 use crate::fixture::{
     AccessBreak, BackendCall, Capacity, FaultId, FaultSpec, Faults, Fixture, Hook, HookError,
@@ -86,9 +86,6 @@ pub struct Link {
     /// Says how the process ended, once it did.
     pub exit_status: Option<ExitStatus>,
 }
-
-/// Says how a provider process ended, once it did.
-pub type ExitStatus = Box<dyn FnMut() -> Option<String> + Send>;
 
 /// Makes a new connection (a new process, or a new socket connection).
 pub type Connector = Arc<dyn Fn() -> BoxFuture<'static, io::Result<Link>> + Send + Sync>;

@@ -13,9 +13,9 @@
 //! A command that adds flags of its own flattens [`SuiteArgs`] into its parser and
 //! calls [`run_suite`] with a closure that builds the fixture from those flags.
 //!
-//! With the `remote` feature, the standalone `conformance` command embeds the same
-//! tree and adds `--provider-command 'CMD ARGS'` / `--provider-socket PATH` (the
-//! process protocol).
+//! With the `remote` feature, the standalone `conformance` command
+//! (`crate::remote::standalone_main`) embeds the same tree and adds
+//! `--provider-command 'CMD ARGS'` / `--provider-socket PATH` (the process protocol).
 //!
 //! Subcommands: `run` (the default when none is given), `list`, `catalogue`,
 //! `render REPORT.json` (a report made elsewhere written in other formats),
@@ -40,8 +40,6 @@ mod merge;
 mod progress;
 mod render;
 mod run;
-#[cfg(feature = "remote")]
-mod standalone;
 mod tree;
 mod verify;
 
@@ -50,14 +48,11 @@ pub use catalogue::{CatalogueFormat, catalogue};
 pub use diff::{Change, DIFF_EXIT_HELP, DiffArgs, DiffFormat, ReportDiff, RuleChange, diff};
 pub use logging::{LogFormat, printer};
 pub use merge::{MERGE_EXIT_HELP, MergeArgs, merge, merge_reports, read_parts};
-pub use progress::{HEARTBEAT, Progress, Sink};
+pub use progress::{HEARTBEAT, Progress, Sink, progress_line, runs_note};
 pub use render::{RENDER_EXIT_HELP, RenderArgs, render};
 pub use run::{
-    ci_summary, execute, exit_code, listing, not_checked_text, progress_line, runs_note,
-    summary_text, waivers_text,
+    ci_summary, execute, exit_code, listing, not_checked_text, summary_text, waivers_text,
 };
-#[cfg(feature = "remote")]
-pub use standalone::{ProviderArgs, standalone_main, standalone_main_with};
 pub use tree::{SuiteArgs, SuiteCommand, main, main_with, run_suite};
 pub use verify::{Finding, VERIFY_EXIT_HELP, VerifyArgs, verify, verify_text};
 

@@ -17,9 +17,44 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::run::progress_line;
-use crate::suite::outcome::{Event, Outcome};
+use crate::suite::outcome::{Event, Outcome, RuleResult};
 use crate::suite::report::human_duration;
+
+/// The progress line of the `index`-th finished rule out of `total`.
+pub fn progress_line(index: usize, total: usize, r: &RuleResult) -> String {
+    let w = total.to_string().len();
+    let head = format!("[{index:>w$}/{total}] {} ...", r.id);
+    let line = match r.outcome {
+        Outcome::Pass => format!("{head} Pass ({})", human_duration(r.duration)),
+        Outcome::Skipped | Outcome::NotApplicable => format!(
+            "{head} {}: {}",
+            r.outcome.as_str(),
+            r.reason.as_deref().unwrap_or("")
+        ),
+        Outcome::Fail | Outcome::Error => format!(
+            "{head} {} ({}): {}",
+            r.outcome.as_str(),
+            human_duration(r.duration),
+            r.reason.as_deref().unwrap_or("")
+        ),
+    };
+    match runs_note(r) {
+        Some(note) => format!("{line} [{note}]"),
+        None => line,
+    }
+}
+
+/// `flaky: 2 of 3 runs passed`, or `3 of 3 runs passed`, for a rule run more than once.
+pub fn runs_note(r: &RuleResult) -> Option<String> {
+    (r.runs > 1).then(|| {
+        format!(
+            "{}{} of {} runs passed",
+            if r.flaky { "flaky: " } else { "" },
+            r.passes,
+            r.runs
+        )
+    })
+}
 
 /// How often the heartbeat line is printed without a terminal, by default.
 pub const HEARTBEAT: Duration = Duration::from_secs(30);

@@ -13,9 +13,7 @@ use crate::rules::CATALOGUE;
 use crate::suite::baseline::{apply, day_of};
 use crate::suite::capture::Capture;
 use crate::suite::logs::write_rule_logs;
-use crate::suite::outcome::{
-    Event, NOT_SELECTED, Outcome, Report, RuleResult, Verdict, WaiverKind,
-};
+use crate::suite::outcome::{Event, NOT_SELECTED, Outcome, Report, Verdict, WaiverKind};
 use crate::suite::report::{find_payload, human_duration, write_all};
 use crate::suite::runner::{applicability, run, selected, skip_reason};
 use crate::suite::tags::tags_of;
@@ -51,42 +49,6 @@ pub fn listing(fixture: &dyn Fixture, rules: &Option<Vec<String>>, skip: &[Strin
         ));
     }
     out
-}
-
-/// The progress line of the `index`-th finished rule out of `total`.
-pub fn progress_line(index: usize, total: usize, r: &RuleResult) -> String {
-    let w = total.to_string().len();
-    let head = format!("[{index:>w$}/{total}] {} ...", r.id);
-    let line = match r.outcome {
-        Outcome::Pass => format!("{head} Pass ({})", human_duration(r.duration)),
-        Outcome::Skipped | Outcome::NotApplicable => format!(
-            "{head} {}: {}",
-            r.outcome.as_str(),
-            r.reason.as_deref().unwrap_or("")
-        ),
-        Outcome::Fail | Outcome::Error => format!(
-            "{head} {} ({}): {}",
-            r.outcome.as_str(),
-            human_duration(r.duration),
-            r.reason.as_deref().unwrap_or("")
-        ),
-    };
-    match runs_note(r) {
-        Some(note) => format!("{line} [{note}]"),
-        None => line,
-    }
-}
-
-/// `flaky: 2 of 3 runs passed`, or `3 of 3 runs passed`, for a rule run more than once.
-pub fn runs_note(r: &RuleResult) -> Option<String> {
-    (r.runs > 1).then(|| {
-        format!(
-            "{}{} of {} runs passed",
-            if r.flaky { "flaky: " } else { "" },
-            r.passes,
-            r.runs
-        )
-    })
 }
 
 /// The summary printed after the run: counts, then each failure and error.

@@ -10,13 +10,11 @@ use std::sync::Arc;
 
 use clap::Parser;
 
-use super::EXIT_USAGE;
-use super::args::Plan;
-use super::tree::{SuiteArgs, SuiteCommand, run_suite};
+use super::{Endpoint, RemoteFixture, RemoteOptions, StartFailure};
 use crate::BoxFuture;
 use crate::fixture::{Fixture, Hook, HookError, HookResult, Location, Testbed};
 use crate::profile::Profile;
-use crate::remote::{Endpoint, RemoteFixture, RemoteOptions, StartFailure};
+use crate::suite::cli::{EXIT_USAGE, Plan, SuiteArgs, SuiteCommand, run_suite};
 
 /// How the standalone command reaches the provider.
 #[derive(Clone, Debug, clap::Args)]
@@ -61,7 +59,7 @@ impl ProviderArgs {
     name = "conformance",
     about = "Runs the provider conformance suite against a provider in any language, over the process protocol",
     version,
-    after_help = super::EXIT_CODES_HELP
+    after_help = crate::suite::cli::EXIT_CODES_HELP
 )]
 pub(super) struct StandaloneCli {
     #[command(flatten)]
@@ -124,7 +122,10 @@ const STDERR_LOG: &str = "provider-stderr.log";
 /// A provider that failed at start-up: the failure is printed with the last lines of
 /// its stderr, and the run goes on against [`Unstarted`], so that every rule is an
 /// Error naming the failure and the reports say so (verdict error).
-fn unstarted(failure: StartFailure, run_args: Option<&super::args::RunArgs>) -> Arc<dyn Fixture> {
+fn unstarted(
+    failure: StartFailure,
+    run_args: Option<&crate::suite::cli::RunArgs>,
+) -> Arc<dyn Fixture> {
     eprintln!("error: the provider did not start: {failure}");
     let f = Unstarted { failure };
     if let Some(a) = run_args
