@@ -3,18 +3,17 @@
 //! fails a rule that leaves instances behind, and emits the event stream.
 
 use std::collections::BTreeMap;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use futures_util::FutureExt;
 use sha2::{Digest, Sha256};
 
+mod judge;
+mod once;
+
 use super::capture::Capture;
-use super::checks;
-use super::cx::{CheckError, Cx, CxParts, Timing};
-use super::outcome::{Event, InjectedFault, Outcome, Report, RuleResult, RunInfo, RunSettings};
-use super::{guard, secrets};
+use super::outcome::{Event, Outcome, Report, RuleResult, RunInfo, RunSettings};
+use super::secrets;
 use crate::fixture::Fixture;
 use crate::rules::{CATALOGUE, Need, Rule};
 
@@ -485,7 +484,7 @@ pub async fn run_rule(
     let repeat = opts.repeat.max(1);
     let mut runs = Vec::with_capacity(repeat as usize);
     for k in 0..repeat {
-        let mut r = run_once(fixture.clone(), rule, opts, run_id, repeat_seed(seed, k)).await;
+        let mut r = once::run_once(fixture.clone(), rule, opts, run_id, repeat_seed(seed, k)).await;
         r.runs = u32::from(r.outcome != Outcome::Skipped);
         r.passes = u32::from(r.outcome == Outcome::Pass);
         runs.push(r);
@@ -544,200 +543,6 @@ fn fold_runs(seed: u64, runs: Vec<RuleResult>) -> RuleResult {
     out
 }
 
-/// Runs one rule's check once, on a testbed of its own, with `seed`.
-async fn run_once(
-    fixture: Arc<dyn Fixture>,
-    rule: &'static Rule,
-    opts: &RunOptions,
-    run_id: &str,
-    seed: u64,
-) -> RuleResult {
-    let Some(check) = checks::check_for(rule.id) else {
-        return skipped(
-            rule,
-            seed,
-            Outcome::Error,
-            format!("no check is registered for {}", rule.id),
-        );
-    };
-    let started = Instant::now();
-    let tb = match fixture.open().await {
-        Ok(tb) => tb,
-        Err(e) => {
-            let mut r = skipped(
-                rule,
-                seed,
-                Outcome::Error,
-                format!("could not open a testbed: {e}"),
-            );
-            r.duration = started.elapsed();
-            return r;
-        }
-    };
-    let (counted, peak) = super::budget::counted(tb);
-    let owner = secrets::new_owner(rule.id);
-    let (guarded, leaks) = guard::guarded(Box::new(counted), owner.clone());
-    let since = Capture::global().map(|c| c.checkpoint());
-    let real = fixture.is_real_backend();
-    let run_short: String = run_id.chars().take(8).collect();
-    let span =
-        tracing::info_span!("conformance.rule", cf_mark = %format!("{}-{}", rule.id, run_short));
-    let tb = super::hooklog::logged(Box::new(guarded), span.clone());
-    let cx = Cx::new(CxParts {
-        rule,
-        tb,
-        provider_name: fixture.provider_name(),
-        profile: fixture.profile(),
-        locations: fixture.locations(),
-        run_short,
-        seed,
-        cases: opts.cases_for(fixture.as_ref()),
-        steps: opts.steps.max(2),
-        timing: if real { Timing::real() } else { Timing::fake() },
-        capture: Capture::global(),
-        span,
-        owner,
-        real_backend: real,
-    });
-    if cx.locations.is_empty() {
-        return skipped(
-            rule,
-            seed,
-            Outcome::Error,
-            "the fixture configures no location".into(),
-        );
-    }
-    let body = AssertUnwindSafe(checks::at_its_locations(&cx, check)).catch_unwind();
-    let verdict = match tokio::time::timeout(opts.rule_timeout, body).await {
-        Ok(Ok(v)) => v,
-        Ok(Err(panic)) => Err(panicked(&cx, panic.as_ref())),
-        Err(_) => Err(CheckError::Harness(format!(
-            "the check did not finish within {:?}",
-            opts.rule_timeout
-        ))),
-    };
-    sweep(&cx, matches!(verdict, Err(CheckError::Harness(_)))).await;
-    let injected = std::mem::take(&mut *cx.injected.lock().unwrap());
-    let faults: Vec<InjectedFault> = match cx.tb.faults() {
-        Some(hook) => injected
-            .iter()
-            .map(|i| InjectedFault::of(&i.spec, hook.fired(i.id)))
-            .collect(),
-        None => Vec::new(),
-    };
-    let fault_lie = cx
-        .tb
-        .faults()
-        .and_then(|hook| checks::honesty::fault_lie(&cx, &injected, hook));
-    if let Err(e) = cx.tb.teardown().await {
-        cx.note(format!("teardown failed: {e}"));
-    }
-    leaked(&cx, &leaks, since);
-    let harness_failure = cx.tb.harness_failure();
-    let violations = std::mem::take(&mut *cx.violations.lock().unwrap());
-    let mut evidence = std::mem::take(&mut *cx.evidence.lock().unwrap());
-    let peak_instances = peak.get();
-    let declared = super::budget::held(rule.id);
-    if peak_instances > declared {
-        evidence.push(format!(
-            "held {peak_instances} instances at once; the rule declares {declared} (--max-instances admits by the declaration)"
-        ));
-    }
-    let property = cx.property.lock().unwrap().take();
-    let not_checked = std::mem::take(&mut *cx.not_checked.lock().unwrap());
-    let (outcome, reason, violations) = match verdict {
-        Ok(()) if violations.is_empty() => (Outcome::Pass, None, violations),
-        Ok(()) => (Outcome::Fail, Some(violations[0].to_string()), violations),
-        Err(CheckError::Violation(v)) => {
-            let mut all = violations;
-            all.insert(0, v);
-            (Outcome::Fail, Some(all[0].to_string()), all)
-        }
-        Err(CheckError::Harness(msg)) if violations.is_empty() => {
-            (Outcome::Error, Some(msg), violations)
-        }
-        Err(CheckError::Harness(msg)) => (
-            Outcome::Fail,
-            Some(format!("{}; then: {msg}", violations[0])),
-            violations,
-        ),
-        Err(CheckError::Skip(msg)) => (Outcome::Skipped, Some(msg), violations),
-    };
-    // A broken harness below the checks, or a fixture whose faults did not do what
-    // they were reported to, outranks whatever the check concluded.
-    let (outcome, reason) = match harness_failure.or(fault_lie) {
-        Some(why) => (Outcome::Error, Some(why)),
-        None => (outcome, reason),
-    };
-    let (outcome, reason) =
-        match environment_quota(fixture.as_ref(), rule, outcome, &violations, &faults) {
-            Some(why) => (Outcome::Error, Some(why)),
-            None => (outcome, reason),
-        };
-    let mut result = RuleResult {
-        id: rule.id.into(),
-        title: rule.title.into(),
-        area: rule.area.as_str().into(),
-        outcome,
-        reason,
-        violations,
-        evidence,
-        property,
-        seed,
-        not_checked,
-        faults,
-        duration: started.elapsed(),
-        peak_instances,
-        runs: 1,
-        passes: 0,
-        flaky: false,
-        repeat_seeds: Vec::new(),
-        waiver: None,
-        log: None,
-    };
-    redact_result(&mut result);
-    result
-}
-
-/// What a panic that escaped the check means: the provider's Fail when it started
-/// inside a provider call (the guard marks those), else a bug of the suite's or of a
-/// fixture hook's, which is the harness's Error.
-fn panicked(cx: &Cx, panic: &(dyn std::any::Any + Send)) -> CheckError {
-    let text = secrets::redact(&guard::panic_text(panic)).into_owned();
-    if guard::is_provider_panic(panic) {
-        CheckError::Violation(cx.violation(
-            "during the check",
-            "no panic inside the provider",
-            format!("the provider panicked: {text}"),
-        ))
-    } else {
-        CheckError::Harness(format!(
-            "the suite panicked outside the provider (a bug in the suite or in a fixture hook, not the provider's failure): {text}"
-        ))
-    }
-}
-
-/// Fails the rule for every place one of its payloads showed up: in what the provider
-/// returned or panicked with (seen by the guard), and in any span, log line or stderr
-/// line recorded since the rule started (`since`), whichever rule's span it was in.
-fn leaked(cx: &Cx, leaks: &guard::Leaks, since: Option<super::capture::Checkpoint>) {
-    let mut places = leaks.take();
-    if let (Some(cap), Some(from)) = (&cx.capture, since) {
-        for p in cap.payload_places_since(from, &cx.owner) {
-            if !places.contains(&p) {
-                places.push(p);
-            }
-        }
-    }
-    for place in places {
-        cx.violate(
-            "a cloud-init payload the rule handed to Create",
-            "the payload nowhere but in the backend (no log line, span, error, stderr line or panic message)",
-            format!("it appeared in {place}; the report shows it blanked"),
-        );
-    }
-}
-
 /// Blanks every payload out of a result's texts: a report never carries one.
 pub fn redact_result(r: &mut RuleResult) {
     if let Some(reason) = &mut r.reason {
@@ -757,115 +562,6 @@ pub fn redact_result(r: &mut RuleResult) {
     }
     if let Some(p) = &mut r.property {
         secrets::redact_in_place(&mut p.shrunk);
-    }
-}
-
-/// On a real backend, a failure made only of QuotaExceeded answers that the rule did
-/// not ask for (it needs no capacity hook and injected no quota fault) says the
-/// environment ran out of room, not that the provider broke a rule: the reason for an
-/// Error naming the environment. `None` on a fake, where the backend's capacity is the
-/// fixture's to set, so a QuotaExceeded there stays a Fail.
-fn environment_quota(
-    fixture: &dyn Fixture,
-    rule: &Rule,
-    outcome: Outcome,
-    violations: &[super::outcome::Violation],
-    faults: &[InjectedFault],
-) -> Option<String> {
-    let unasked = !rule.hooks.contains(&crate::fixture::Hook::Capacity)
-        && !faults.iter().any(|f| f.kind == "quota");
-    let all_quota = !violations.is_empty()
-        && violations
-            .iter()
-            .all(|v| v.actual.starts_with("QuotaExceeded"));
-    if !(fixture.is_real_backend() && outcome == Outcome::Fail && unasked && all_quota) {
-        return None;
-    }
-    let env: Vec<String> = fixture
-        .environment()
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    Some(format!(
-        "the environment ran out of capacity, which the rule did not ask for ({}): {}; \
-         free capacity on the backend and run the rule again",
-        if env.is_empty() {
-            format!("provider {}", fixture.provider_name())
-        } else {
-            env.join(", ")
-        },
-        violations[0]
-    ))
-}
-
-/// After a check: anything carrying the rule's tags or names is a leak; it is removed
-/// and the rule fails, unless the check was cut short by the harness's Error (it never
-/// reached its own cleanup), when the sweep only notes what it removed.
-async fn sweep(cx: &Cx, cut_short: bool) {
-    let leak = |at: &str, what: &str, found: String| {
-        if cut_short {
-            cx.note(format!(
-                "{at}: {found} (left by a check cut short, not counted)"
-            ));
-        } else {
-            cx.violate(at, what, found);
-        }
-    };
-    cx.settle_deletions().await;
-    let tags = cx.tags.lock().unwrap().clone();
-    let mut leaked = BTreeMap::new();
-    for tag in &tags {
-        match cx.p.list_by_tag(&cx.ctx(), tag).await {
-            Ok(l) => {
-                for i in l.instances {
-                    leaked.insert(i.name.clone(), i.id.clone());
-                }
-                for u in l.unreachable {
-                    cx.note(format!("sweep: {} unreachable: {}", u.location, u.reason));
-                }
-            }
-            Err(e) => cx.note(format!("sweep: listing {tag} failed: {e}")),
-        }
-    }
-    for (name, id) in &leaked {
-        leak(
-            SWEEP_LOCATION,
-            "no instance of the rule left behind",
-            format!("{name} ({id}) was still listed; the sweep deleted it"),
-        );
-        let _ = cx.p.delete(&cx.ctx(), id).await;
-    }
-    let Some(inv) = cx.tb.inventory() else {
-        cx.not_checked(
-            "no backend resource of the rule left behind",
-            "the fixture has no inventory hook (only the listing was swept)",
-        );
-        return;
-    };
-    {
-        for loc in &cx.locations {
-            match inv.resources(&loc.name).await {
-                Ok(rs) => {
-                    for r in rs.iter().filter(|r| {
-                        r.instance.as_deref().is_some_and(|n| cx.owns_name(n))
-                            && !leaked.contains_key(r.instance.as_deref().unwrap_or(""))
-                    }) {
-                        leak(
-                            SWEEP_LOCATION,
-                            "no backend resource of the rule left behind",
-                            format!(
-                                "{} {} of {} remains at {}",
-                                r.kind,
-                                r.name,
-                                r.instance.as_deref().unwrap_or(""),
-                                loc.name
-                            ),
-                        );
-                    }
-                }
-                Err(e) => cx.note(format!("sweep: inventory of {} failed: {e}", loc.name)),
-            }
-        }
     }
 }
 
