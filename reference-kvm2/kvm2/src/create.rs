@@ -32,6 +32,14 @@ use crate::xml::{
 /// Headroom the quota precheck adds to what a new instance needs.
 const HEADROOM: u64 = 16 << 20;
 
+/// The disks a new domain is defined with, found or made.
+struct Disks {
+    /// The pool they live in (the seed goes there too).
+    pool: StoragePool,
+    /// The root overlay's path.
+    root_path: String,
+}
+
 /// Creates a volume, or finds the one a concurrent creator just made.
 async fn create_volume(
     s: &Session<'_>,
@@ -81,6 +89,9 @@ impl Kvm2 {
         }
     }
 
+    /// Create's steps, in order: resume the domain an earlier attempt left (or refuse
+    /// one that is not ours), else ensure the disks, write the seed, define and start,
+    /// and wait for an address.
     async fn create_steps(
         &self,
         ctx: &Ctx,
@@ -88,97 +99,152 @@ impl Kvm2 {
         host: &str,
         image: &ImageConfig,
     ) -> Result<ProviderId, Failure> {
-        let cfg = &self.inner.config;
         let s = self.session(ctx, host).await?;
         let id = format_id(host, &req.name);
         if let Some(dom) = lookup_domain(&s, &req.name).await? {
-            match read_mark(&s, &dom).await? {
-                MarkRead::Unmarked => {
-                    return Err(Failure::Refused(format!(
-                        "domain {} on {host} exists without kvm2's mark; it is left alone",
-                        req.name
-                    )));
-                }
-                MarkRead::Unreadable(e) => {
-                    return Err(Failure::Refused(format!(
-                        "domain {} on {host} exists and its mark is unreadable ({e}); it is left alone",
-                        req.name
-                    )));
-                }
-                MarkRead::Marked(m) if !m.uid.is_empty() && m.uid != req.uid => {
-                    return Err(Failure::Refused(format!(
-                        "domain {} on {host} belongs to another owner; it is left alone",
-                        req.name
-                    )));
-                }
-                MarkRead::Marked(_) => {}
-            }
-            let (state, reason) = rpc!(s, DomainGetState, |c| c.domain_get_state(&dom))?;
-            // Started again when it never ran, failed to start, went down with
-            // libvirtd (a Create interrupted by a daemon restart), or was destroyed
-            // (what a Delete interrupted between its destroy and its undefine
-            // leaves: without a start here, every later Create of the name would
-            // fail Transient and never converge); a guest that shut itself down is
-            // not ours to restart here.
-            let dom = if state == DomainState::Shutoff
-                && matches!(
-                    reason,
-                    libvirt_wire::DOMAIN_SHUTOFF_UNKNOWN
-                        | libvirt_wire::DOMAIN_SHUTOFF_DESTROYED
-                        | libvirt_wire::DOMAIN_SHUTOFF_FAILED
-                        | libvirt_wire::DOMAIN_SHUTOFF_DAEMON
-                ) {
-                self.start(&s, &dom, req).await?
-            } else {
-                dom
-            };
-            self.wait_for_address(&s, &dom).await?;
+            self.resume_existing(&s, host, req, dom).await?;
             return Ok(id);
         }
+        let disks = self.ensure_disks(&s, host, req, image).await?;
+        let seed_path = self.write_seed(&s, &disks.pool, req).await?;
+        let dom = self
+            .define_and_start(&s, req, image, disks.root_path, seed_path)
+            .await?;
+        self.wait_for_address(&s, &dom).await?;
+        Ok(id)
+    }
 
+    /// A domain of the requested name exists: refused unless it carries our mark for
+    /// this owner; started again if an interrupted attempt (or Delete) left it down;
+    /// then waited for like a new one.
+    async fn resume_existing(
+        &self,
+        s: &Session<'_>,
+        host: &str,
+        req: &CreateRequest,
+        dom: Domain,
+    ) -> Result<(), Failure> {
+        match read_mark(s, &dom).await? {
+            MarkRead::Unmarked => {
+                return Err(Failure::Refused(format!(
+                    "domain {} on {host} exists without kvm2's mark; it is left alone",
+                    req.name
+                )));
+            }
+            MarkRead::Unreadable(e) => {
+                return Err(Failure::Refused(format!(
+                    "domain {} on {host} exists and its mark is unreadable ({e}); it is left alone",
+                    req.name
+                )));
+            }
+            MarkRead::Marked(m) if !m.uid.is_empty() && m.uid != req.uid => {
+                return Err(Failure::Refused(format!(
+                    "domain {} on {host} belongs to another owner; it is left alone",
+                    req.name
+                )));
+            }
+            MarkRead::Marked(_) => {}
+        }
+        let (state, reason) = rpc!(s, DomainGetState, |c| c.domain_get_state(&dom))?;
+        // Started again when it never ran, failed to start, went down with libvirtd (a
+        // Create interrupted by a daemon restart), or was destroyed (what a Delete
+        // interrupted between its destroy and its undefine leaves: without a start
+        // here, every later Create of the name would fail Transient and never
+        // converge); a guest that shut itself down is not ours to restart here.
+        let dom = if state == DomainState::Shutoff
+            && matches!(
+                reason,
+                libvirt_wire::DOMAIN_SHUTOFF_UNKNOWN
+                    | libvirt_wire::DOMAIN_SHUTOFF_DESTROYED
+                    | libvirt_wire::DOMAIN_SHUTOFF_FAILED
+                    | libvirt_wire::DOMAIN_SHUTOFF_DAEMON
+            ) {
+            self.start(s, &dom, req).await?
+        } else {
+            dom
+        };
+        self.wait_for_address(s, &dom).await
+    }
+
+    /// The instance's root disk, an overlay on the cached image: made unless an earlier
+    /// attempt made it, after the pool is found active and has room (or the image is
+    /// downloaded, which checks the room itself).
+    async fn ensure_disks(
+        &self,
+        s: &Session<'_>,
+        host: &str,
+        req: &CreateRequest,
+        image: &ImageConfig,
+    ) -> Result<Disks, Failure> {
+        let cfg = &self.inner.config;
         let pool_name = cfg.pool.as_str();
         let pool = rpc!(s, StoragePoolLookupByName, |c| c
             .storage_pool_lookup_by_name(pool_name))?;
         let overlay_name = overlay_volume(&req.name);
-        let mut overlay = lookup_volume(&s, &pool, &overlay_name).await?;
+        let overlay = lookup_volume(s, &pool, &overlay_name).await?;
         if overlay.is_none() {
-            let info = rpc!(s, StoragePoolGetInfo, |c| c.storage_pool_get_info(&pool))?;
-            if StoragePoolState::from_raw(i32::from(info.state)) != StoragePoolState::Running {
-                return Err(Failure::Refused(format!(
-                    "storage pool {pool_name} on {host} is not active"
-                )));
-            }
-            let needed = (cfg.sizes.disk_gib << 30) + HEADROOM;
-            if image::cached(&s, &pool, image).await? {
-                if info.available < needed {
-                    return Err(Failure::Quota(Quota {
-                        what: format!("storage pool {pool_name} on {host}"),
-                        available: info.available,
-                        needed,
-                    }));
-                }
-            } else {
-                // One download per image and host, shared by every caller that waits.
-                let flight = self.image_flight(host, image, needed);
-                image::wait(ctx, &flight).await?;
-            }
+            self.ensure_room(s, &pool, host, image).await?;
         }
         let base_name = image_volume(image);
-        let base = lookup_volume(&s, &pool, &base_name).await?.ok_or_else(|| {
+        let base = lookup_volume(s, &pool, &base_name).await?.ok_or_else(|| {
             Failure::Missing(format!("image volume {base_name} vanished on {host}"))
         })?;
         let base_path = rpc!(s, StorageVolGetPath, |c| c.storage_vol_get_path(&base))?;
-        let overlay = match overlay.take() {
+        let overlay = match overlay {
             Some(v) => v,
             None => {
                 let xml = overlay_volume_xml(&overlay_name, cfg.sizes.disk_gib, &base_path);
-                create_volume(&s, &pool, &overlay_name, &xml).await?
+                create_volume(s, &pool, &overlay_name, &xml).await?
             }
         };
         let root_path = rpc!(s, StorageVolGetPath, |c| c.storage_vol_get_path(&overlay))?;
+        Ok(Disks { pool, root_path })
+    }
 
-        // The seed is written again on every attempt that has not defined the
-        // domain yet: an interrupted upload leaves nothing half written behind.
+    /// The quota precheck: the pool is active and, with the image cached, has room for
+    /// one more instance; without it, the one shared download of the image (which
+    /// checks the room for the image and the instance).
+    async fn ensure_room(
+        &self,
+        s: &Session<'_>,
+        pool: &StoragePool,
+        host: &str,
+        image: &ImageConfig,
+    ) -> Result<(), Failure> {
+        let cfg = &self.inner.config;
+        let pool_name = cfg.pool.as_str();
+        let info = rpc!(s, StoragePoolGetInfo, |c| c.storage_pool_get_info(pool))?;
+        if StoragePoolState::from_raw(i32::from(info.state)) != StoragePoolState::Running {
+            return Err(Failure::Refused(format!(
+                "storage pool {pool_name} on {host} is not active"
+            )));
+        }
+        let needed = (cfg.sizes.disk_gib << 30) + HEADROOM;
+        if image::cached(s, pool, image).await? {
+            if info.available < needed {
+                return Err(Failure::Quota(Quota {
+                    what: format!("storage pool {pool_name} on {host}"),
+                    available: info.available,
+                    needed,
+                }));
+            }
+            return Ok(());
+        }
+        // One download per image and host, shared by every caller that waits.
+        let flight = self.image_flight(host, image, needed);
+        image::wait(s.ctx, &flight).await
+    }
+
+    /// Writes the seed ISO into its volume (made unless an earlier attempt made it) and
+    /// returns the volume's path. The seed is written again on every attempt that has
+    /// not defined the domain yet: an interrupted upload leaves nothing half written.
+    async fn write_seed(
+        &self,
+        s: &Session<'_>,
+        pool: &StoragePool,
+        req: &CreateRequest,
+    ) -> Result<String, Failure> {
+        let cfg = &self.inner.config;
         let iso = Bytes::from(seed_iso(&SeedData {
             instance_id: &req.name,
             hostname: &req.name,
@@ -186,11 +252,11 @@ impl Kvm2 {
             extra_vendor_data: cfg.vendor_data.as_deref(),
         }));
         let seed_name = seed_volume(&req.name);
-        let seed = match lookup_volume(&s, &pool, &seed_name).await? {
+        let seed = match lookup_volume(s, pool, &seed_name).await? {
             Some(v) => v,
             None => {
                 let xml = raw_volume_xml(&seed_name, iso.len() as u64, "raw");
-                create_volume(&s, &pool, &seed_name, &xml).await?
+                create_volume(s, pool, &seed_name, &xml).await?
             }
         };
         let len = iso.len() as u64;
@@ -200,8 +266,19 @@ impl Kvm2 {
             up.write(data.clone()).await?;
             up.finish().await
         })?;
-        let seed_path = rpc!(s, StorageVolGetPath, |c| c.storage_vol_get_path(&seed))?;
+        rpc!(s, StorageVolGetPath, |c| c.storage_vol_get_path(&seed))
+    }
 
+    /// Defines the domain with its disks and the mark, and starts it.
+    async fn define_and_start(
+        &self,
+        s: &Session<'_>,
+        req: &CreateRequest,
+        image: &ImageConfig,
+        root_path: String,
+        seed_path: String,
+    ) -> Result<Domain, Failure> {
+        let cfg = &self.inner.config;
         let spec = DomainSpec {
             name: req.name.clone(),
             domain_type: cfg.domain_type,
@@ -220,9 +297,7 @@ impl Kvm2 {
         };
         let xml = domain_define_xml(&spec);
         let dom = rpc!(s, DomainDefineXml, |c| c.domain_define_xml(&xml))?;
-        let dom = self.start(&s, &dom, req).await?;
-        self.wait_for_address(&s, &dom).await?;
-        Ok(id)
+        self.start(s, &dom, req).await
     }
 
     /// Joins the one download of `img` to `host` every waiting Create shares,
