@@ -10,9 +10,9 @@
 use std::fmt::Write as _;
 
 use super::view::{
-    by_area, class_label, clip, counts, distinct_reason, fault_lines, human_duration, judged,
-    outcome_label, outcome_slug, pass_percent, problems, result_label, result_notes, result_time,
-    settings_rows, verdict, verdict_meaning, violation_line, waiver_file,
+    RunValue, by_area, class_label, clip, counts, distinct_reason, fault_lines, human_duration,
+    judged, outcome_label, outcome_slug, pass_percent, problems, result_label, result_notes,
+    result_time, run_rows, verdict, verdict_meaning, violation_line, waiver_file,
 };
 use crate::profile::Axis;
 use crate::suite::outcome::{Report, RuleResult, rfc3339};
@@ -330,56 +330,20 @@ fn write_page(out: &mut String, report: &Report) -> std::fmt::Result {
         out,
         "<section id=\"run\">\n<h2>Run</h2>\n<dl class=\"meta\">"
     )?;
-    let hooks: Vec<&str> = run.hooks.iter().map(|h| h.as_str()).collect();
-    let mut meta = vec![
-        ("Provider", escape(&run.provider)),
-        ("Provider version", escape(&run.provider_version)),
-        (
-            "Provider commit",
-            escape(&super::view::commit_text(
-                run.provider_commit.as_deref(),
-                run.provider_dirty,
-            )),
-        ),
-        ("Suite version", escape(&run.suite_version)),
-        (
-            "Suite commit",
-            escape(&super::view::commit_text(
-                run.suite_commit.as_deref(),
-                run.suite_dirty,
-            )),
-        ),
-        ("Report schema", escape(&report.schema_version)),
-        (
-            "Catalogue hash",
-            format!("<code>{}</code>", escape(&run.catalogue_hash)),
-        ),
-        (
-            "Seed",
-            format!(
-                "<code>{}</code> <span class=\"muted\">(replay with <code>--seed {}</code>)</span>",
-                run.seed, run.seed
-            ),
-        ),
-        ("Run ID", format!("<code>{}</code>", escape(&run.run_id))),
-        ("Started", rfc3339(run.started_at)),
-        ("Wall time", human_duration(report.duration)),
-        (
-            "Backend",
-            if run.real_backend { "real" } else { "fake" }.to_owned(),
-        ),
-        (
-            "Hooks",
-            if hooks.is_empty() {
-                "none".to_owned()
-            } else {
-                hooks.join(", ")
-            },
-        ),
-    ];
-    for (k, v) in settings_rows(run) {
-        meta.push((k, escape(&v)));
-    }
+    let mut meta: Vec<(&str, String)> = run_rows(report)
+        .into_iter()
+        .map(|(k, v)| {
+            let v = match v {
+                RunValue::Text(t) => escape(&t),
+                RunValue::Code(t) => format!("<code>{}</code>", escape(&t)),
+                RunValue::Seed(seed) => format!(
+                    "<code>{seed}</code> <span class=\"muted\">(replay with <code>--seed {seed}</code>)</span>"
+                ),
+                RunValue::Plain(t) => t,
+            };
+            (k, v)
+        })
+        .collect();
     if !run.environment.is_empty() {
         let env: Vec<String> = run
             .environment

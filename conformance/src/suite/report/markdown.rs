@@ -9,12 +9,12 @@
 use std::fmt::Write as _;
 
 use super::view::{
-    by_area, class_label, counts, distinct_reason, fault_lines, human_duration, judged,
-    outcome_label, pass_percent, problems, result_label, result_notes, result_time, settings_rows,
-    verdict, verdict_meaning, violation_line, waiver_file,
+    RunValue, by_area, class_label, counts, distinct_reason, fault_lines, judged, outcome_label,
+    pass_percent, problems, result_label, result_notes, result_time, run_rows, verdict,
+    verdict_meaning, violation_line, waiver_file,
 };
 use crate::profile::Axis;
-use crate::suite::outcome::{Report, RuleResult, rfc3339};
+use crate::suite::outcome::{Report, RuleResult};
 
 /// Renders `report` as a Markdown document.
 pub fn render(report: &Report) -> String {
@@ -61,52 +61,13 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
     }
 
     writeln!(out, "| Run | |\n| --- | --- |")?;
-    let hooks: Vec<&str> = run.hooks.iter().map(|h| h.as_str()).collect();
-    let rows = [
-        ("Provider", text(&run.provider)),
-        ("Provider version", text(&run.provider_version)),
-        (
-            "Provider commit",
-            text(&super::view::commit_text(
-                run.provider_commit.as_deref(),
-                run.provider_dirty,
-            )),
-        ),
-        ("Suite version", text(&run.suite_version)),
-        (
-            "Suite commit",
-            text(&super::view::commit_text(
-                run.suite_commit.as_deref(),
-                run.suite_dirty,
-            )),
-        ),
-        ("Report schema", text(&report.schema_version)),
-        ("Catalogue hash", text(&run.catalogue_hash)),
-        (
-            "Seed",
-            format!("{} (replay with `--seed {}`)", run.seed, run.seed),
-        ),
-        ("Run ID", text(&run.run_id)),
-        ("Started", rfc3339(run.started_at)),
-        ("Wall time", human_duration(report.duration)),
-        (
-            "Backend",
-            if run.real_backend { "real" } else { "fake" }.to_owned(),
-        ),
-        (
-            "Hooks",
-            if hooks.is_empty() {
-                "none".to_owned()
-            } else {
-                hooks.join(", ")
-            },
-        ),
-    ];
-    for (k, v) in rows {
+    for (k, v) in run_rows(report) {
+        let v = match v {
+            RunValue::Text(t) | RunValue::Code(t) => text(&t),
+            RunValue::Seed(seed) => format!("{seed} (replay with `--seed {seed}`)"),
+            RunValue::Plain(t) => t,
+        };
         writeln!(out, "| {k} | {v} |")?;
-    }
-    for (k, v) in settings_rows(run) {
-        writeln!(out, "| {k} | {} |", text(&v))?;
     }
 
     writeln!(out)?;

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use crate::profile::AxisClass;
 use crate::rules::Area;
-use crate::suite::outcome::{Outcome, RuleResult, RunInfo, Summary, Verdict, WaiverKind};
+use crate::suite::outcome::{
+    Outcome, Report, RuleResult, RunInfo, Summary, Verdict, WaiverKind, rfc3339,
+};
 
 /// The run's verdict in one word, in capitals (`PASS`, `PARTIAL`, `FAIL`, `ERROR`).
 pub(crate) fn verdict(v: Verdict) -> &'static str {
@@ -33,8 +35,64 @@ pub(crate) fn verdict_meaning(v: Verdict) -> &'static str {
     }
 }
 
+/// One value of the run's metadata, by how a format must show it.
+pub(crate) enum RunValue {
+    /// Text from the run, escaped by each format.
+    Text(String),
+    /// An identifier from the run, escaped and shown as code where a format can.
+    Code(String),
+    /// The run's seed, with how to replay it.
+    Seed(u64),
+    /// Text the suite wrote (a time, a word, hook names), shown as it is.
+    Plain(String),
+}
+
+/// The run's metadata, in the order both human-facing reports show it: identity,
+/// versions and commits, seed, times, backend, hooks, then the options that shaped it.
+pub(crate) fn run_rows(report: &Report) -> Vec<(&'static str, RunValue)> {
+    use RunValue::{Code, Plain, Seed, Text};
+    let run = &report.run;
+    let hooks: Vec<&str> = run.hooks.iter().map(|h| h.as_str()).collect();
+    let mut rows = vec![
+        ("Provider", Text(run.provider.clone())),
+        ("Provider version", Text(run.provider_version.clone())),
+        (
+            "Provider commit",
+            Text(commit_text(
+                run.provider_commit.as_deref(),
+                run.provider_dirty,
+            )),
+        ),
+        ("Suite version", Text(run.suite_version.clone())),
+        (
+            "Suite commit",
+            Text(commit_text(run.suite_commit.as_deref(), run.suite_dirty)),
+        ),
+        ("Report schema", Text(report.schema_version.clone())),
+        ("Catalogue hash", Code(run.catalogue_hash.clone())),
+        ("Seed", Seed(run.seed)),
+        ("Run ID", Code(run.run_id.clone())),
+        ("Started", Plain(rfc3339(run.started_at))),
+        ("Wall time", Plain(human_duration(report.duration))),
+        (
+            "Backend",
+            Plain(if run.real_backend { "real" } else { "fake" }.to_owned()),
+        ),
+        (
+            "Hooks",
+            Plain(if hooks.is_empty() {
+                "none".to_owned()
+            } else {
+                hooks.join(", ")
+            }),
+        ),
+    ];
+    rows.extend(settings_rows(run).into_iter().map(|(k, v)| (k, Text(v))));
+    rows
+}
+
 /// The options that shaped the run, as (label, plain text) rows.
-pub(crate) fn settings_rows(run: &RunInfo) -> Vec<(&'static str, String)> {
+fn settings_rows(run: &RunInfo) -> Vec<(&'static str, String)> {
     let o = &run.options;
     let seeds = if o.rule_seeds.is_empty() {
         "none given".to_owned()
