@@ -127,7 +127,6 @@ pub fn render(report: &Report) -> String {
 
 fn write_page(out: &mut String, report: &Report) -> std::fmt::Result {
     let run = &report.run;
-    let s = &report.summary;
     let provider = escape(&run.provider);
     let verdict = verdict(report.verdict);
     writeln!(out, "<!DOCTYPE html>")?;
@@ -146,7 +145,23 @@ fn write_page(out: &mut String, report: &Report) -> std::fmt::Result {
     )?;
     writeln!(out, "<style>{STYLE}</style>\n</head>\n<body>")?;
 
-    // Header.
+    write_header(out, report)?;
+    write_not_checked(out, report)?;
+    write_summary(out, report)?;
+    write_problems(out, report)?;
+    write_waivers(out, report)?;
+    write_areas(out, report)?;
+    write_profile(out, report)?;
+    write_run(out, report)?;
+    write_footer(out, report)?;
+    Ok(())
+}
+
+/// The page header: verdict, provider, version, start, wall time, seed.
+fn write_header(out: &mut String, report: &Report) -> std::fmt::Result {
+    let run = &report.run;
+    let provider = escape(&run.provider);
+    let verdict = verdict(report.verdict);
     writeln!(out, "<header>")?;
     writeln!(
         out,
@@ -172,6 +187,11 @@ fn write_page(out: &mut String, report: &Report) -> std::fmt::Result {
         report.verdict,
         verdict_meaning(report.verdict)
     )?;
+    Ok(())
+}
+
+/// What the run did not check, and why.
+fn write_not_checked(out: &mut String, report: &Report) -> std::fmt::Result {
     writeln!(
         out,
         "<section id=\"not-checked\" aria-label=\"not checked\"><h2>Not checked</h2>"
@@ -198,8 +218,12 @@ fn write_page(out: &mut String, report: &Report) -> std::fmt::Result {
         writeln!(out, "</tbody></table>")?;
     }
     writeln!(out, "</section>")?;
+    Ok(())
+}
 
-    // Summary cards and the outcome bar.
+/// The summary cards and the outcome bar.
+fn write_summary(out: &mut String, report: &Report) -> std::fmt::Result {
+    let s = &report.summary;
     writeln!(
         out,
         "<section class=\"cards\" id=\"summary\" aria-label=\"summary\">"
@@ -247,8 +271,11 @@ fn write_page(out: &mut String, report: &Report) -> std::fmt::Result {
             .collect();
         writeln!(out, "<p class=\"legend\">{}</p>", legend.join(" &middot; "))?;
     }
+    Ok(())
+}
 
-    // Failures and errors.
+/// Every failure and error in full.
+fn write_problems(out: &mut String, report: &Report) -> std::fmt::Result {
     writeln!(
         out,
         "<section id=\"problems\">\n<h2>Failures and errors</h2>"
@@ -264,7 +291,11 @@ fn write_page(out: &mut String, report: &Report) -> std::fmt::Result {
         write_problem(out, r)?;
     }
     writeln!(out, "</section>")?;
+    Ok(())
+}
 
+/// The expected failures and quarantine entries, when there are any.
+fn write_waivers(out: &mut String, report: &Report) -> std::fmt::Result {
     if !report.waivers.is_empty() {
         writeln!(
             out,
@@ -284,8 +315,11 @@ fn write_page(out: &mut String, report: &Report) -> std::fmt::Result {
         }
         writeln!(out, "</tbody>\n</table>\n</section>")?;
     }
+    Ok(())
+}
 
-    // Per-area tables.
+/// One table of results per area.
+fn write_areas(out: &mut String, report: &Report) -> std::fmt::Result {
     writeln!(out, "<section id=\"areas\">\n<h2>Results by area</h2>")?;
     for group in by_area(&report.results) {
         let passed = group
@@ -309,8 +343,12 @@ fn write_page(out: &mut String, report: &Report) -> std::fmt::Result {
         writeln!(out, "</tbody>\n</table>")?;
     }
     writeln!(out, "</section>")?;
+    Ok(())
+}
 
-    // Profile.
+/// The declared profile.
+fn write_profile(out: &mut String, report: &Report) -> std::fmt::Result {
+    let run = &report.run;
     writeln!(
         out,
         "<section id=\"profile\">\n<h2>Declared profile</h2>\n<table>\n<thead><tr><th>Axis</th><th>Declared</th><th>Class</th></tr></thead>\n<tbody>"
@@ -324,8 +362,12 @@ fn write_page(out: &mut String, report: &Report) -> std::fmt::Result {
         )?;
     }
     writeln!(out, "</tbody>\n</table>\n</section>")?;
+    Ok(())
+}
 
-    // Run metadata.
+/// The run's metadata, environment and what was swept.
+fn write_run(out: &mut String, report: &Report) -> std::fmt::Result {
+    let run = &report.run;
     writeln!(
         out,
         "<section id=\"run\">\n<h2>Run</h2>\n<dl class=\"meta\">"
@@ -360,6 +402,12 @@ fn write_page(out: &mut String, report: &Report) -> std::fmt::Result {
         writeln!(out, "<dt>{k}</dt><dd>{v}</dd>")?;
     }
     writeln!(out, "</dl>\n</section>\n</main>")?;
+    Ok(())
+}
+
+/// The footer: report format and suite version.
+fn write_footer(out: &mut String, report: &Report) -> std::fmt::Result {
+    let run = &report.run;
     writeln!(
         out,
         "<footer>Report format {} &middot; conformance suite {}</footer>\n</body>\n</html>",

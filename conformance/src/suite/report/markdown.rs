@@ -28,6 +28,20 @@ pub fn render(report: &Report) -> String {
 }
 
 fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
+    write_head(out, report)?;
+    write_run(out, report)?;
+    write_profile(out, report)?;
+    write_summary(out, report)?;
+    write_not_checked(out, report)?;
+    write_waivers(out, report)?;
+    write_problems(out, report)?;
+    write_areas(out, report)?;
+    write_environment(out, report)?;
+    Ok(())
+}
+
+/// The title, the verdict and the counts.
+fn write_head(out: &mut String, report: &Report) -> std::fmt::Result {
     let run = &report.run;
     let s = &report.summary;
     writeln!(out, "# Conformance report: {}\n", text(&run.provider))?;
@@ -59,7 +73,11 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
             s.waived
         )?;
     }
+    Ok(())
+}
 
+/// The run's metadata.
+fn write_run(out: &mut String, report: &Report) -> std::fmt::Result {
     writeln!(out, "| Run | |\n| --- | --- |")?;
     for (k, v) in run_rows(report) {
         let v = match v {
@@ -69,7 +87,12 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
         };
         writeln!(out, "| {k} | {v} |")?;
     }
+    Ok(())
+}
 
+/// The declared profile.
+fn write_profile(out: &mut String, report: &Report) -> std::fmt::Result {
+    let run = &report.run;
     writeln!(out)?;
     writeln!(out, "## Profile\n")?;
     writeln!(out, "| Axis | Declared | Class |\n| --- | --- | --- |")?;
@@ -81,7 +104,12 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
             class_label(Axis::class(axis))
         )?;
     }
+    Ok(())
+}
 
+/// The summary counts.
+fn write_summary(out: &mut String, report: &Report) -> std::fmt::Result {
+    let s = &report.summary;
     writeln!(out)?;
     writeln!(out, "## Summary\n")?;
     writeln!(out, "| Outcome | Rules |\n| --- | ---: |")?;
@@ -89,7 +117,11 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
         writeln!(out, "| {} | {n} |", outcome_label(o))?;
     }
     writeln!(out, "| **Total** | **{}** |", s.total())?;
+    Ok(())
+}
 
+/// What the run did not check, and why.
+fn write_not_checked(out: &mut String, report: &Report) -> std::fmt::Result {
     writeln!(out)?;
     writeln!(out, "## Not checked\n")?;
     if report.not_checked.is_empty() {
@@ -107,7 +139,11 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
         }
         writeln!(out)?;
     }
+    Ok(())
+}
 
+/// The expected failures and quarantine entries, when there are any.
+fn write_waivers(out: &mut String, report: &Report) -> std::fmt::Result {
     if !report.waivers.is_empty() {
         writeln!(out)?;
         writeln!(out, "## Expected failures and quarantine\n")?;
@@ -127,7 +163,11 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
             )?;
         }
     }
+    Ok(())
+}
 
+/// Every failure and error in full.
+fn write_problems(out: &mut String, report: &Report) -> std::fmt::Result {
     let problems = problems(&report.results);
     writeln!(out)?;
     writeln!(out, "## Failures and errors\n")?;
@@ -137,7 +177,11 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
     for r in problems {
         write_problem(out, r)?;
     }
+    Ok(())
+}
 
+/// One table of results per area.
+fn write_areas(out: &mut String, report: &Report) -> std::fmt::Result {
     writeln!(out, "## Results by area\n")?;
     for group in by_area(&report.results) {
         writeln!(out, "### {}\n", text(&group.title))?;
@@ -158,7 +202,12 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
         }
         writeln!(out)?;
     }
+    Ok(())
+}
 
+/// The environment and what was swept, when there is any.
+fn write_environment(out: &mut String, report: &Report) -> std::fmt::Result {
+    let run = &report.run;
     if !run.environment.is_empty() {
         writeln!(out, "## Environment\n")?;
         writeln!(out, "| Key | Value |\n| --- | --- |")?;
