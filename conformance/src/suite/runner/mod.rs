@@ -305,76 +305,27 @@ pub async fn run(
     let mut events = vec![Event::RunStarted(info.clone())];
     sink(&events[0]);
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
-    let gate = Arc::new(tokio::sync::Semaphore::new(opts.concurrency.max(1)));
-    let instances = opts
-        .max_instances
-        .map(|n| Arc::new(tokio::sync::Semaphore::new(n as usize)));
-    let mut handles = Vec::new();
-    // Cancelled when `--max-fail` failures are in: no rule starts after.
-    let halted = tokio_util::sync::CancellationToken::new();
-    let failures = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let sched = Arc::new(Schedule {
+        gate: tokio::sync::Semaphore::new(opts.concurrency.max(1)),
+        instances: opts
+            .max_instances
+            .map(|n| Arc::new(tokio::sync::Semaphore::new(n as usize))),
+        halted: tokio_util::sync::CancellationToken::new(),
+        failures: std::sync::atomic::AtomicU32::new(0),
+        fixture,
+        opts,
+        started,
+        run_id: info.run_id.clone(),
+    });
     // The rules tagged slow start first: a long rule that started last would run
     // alone at the end of the run.
-    let mut order: Vec<&'static Rule> = CATALOGUE.iter().filter(|r| opts.selects(r)).collect();
+    let mut order: Vec<&'static Rule> =
+        CATALOGUE.iter().filter(|r| sched.opts.selects(r)).collect();
     order.sort_by_key(|r| !super::tags::tags_of(r).contains(&"slow"));
-    for rule in order {
-        let (fixture, opts, tx, gate, run_id, instances, halted, failures) = (
-            fixture.clone(),
-            opts.clone(),
-            tx.clone(),
-            gate.clone(),
-            info.run_id.clone(),
-            instances.clone(),
-            halted.clone(),
-            failures.clone(),
-        );
-        handles.push(tokio::spawn(async move {
-            let _permit = gate.acquire_owned().await;
-            let stopped = opts.stopped(started).or_else(|| {
-                halted.is_cancelled().then(|| {
-                    format!(
-                        "not started: --max-fail {} was reached",
-                        opts.max_fail.unwrap_or(0)
-                    )
-                })
-            });
-            if let Some(why) = stopped {
-                let seed = opts.seed_of(rule.id);
-                let r = match applicability(fixture.as_ref(), rule) {
-                    Some((outcome, reason)) => skipped(rule, seed, outcome, reason),
-                    None => skipped(rule, seed, Outcome::Skipped, why),
-                };
-                let _ = tx.send(Event::CheckFinished(r));
-                return;
-            }
-            let runs = applicability(fixture.as_ref(), rule).is_none()
-                && skip_reason(rule, &opts.skip).is_none();
-            let mut _held = None;
-            if let (Some(budget), Some(max), true) = (&instances, opts.max_instances, runs) {
-                let need = super::budget::held(rule.id);
-                if need > max {
-                    let why = format!(
-                        "holds up to {need} instances at once; --max-instances {max} allows fewer"
-                    );
-                    let r = skipped(rule, opts.seed_of(rule.id), Outcome::Skipped, why);
-                    let _ = tx.send(Event::CheckFinished(r));
-                    return;
-                }
-                _held = budget.clone().acquire_many_owned(need).await.ok();
-            }
-            let _ = tx.send(Event::CheckStarted { id: rule.id.into() });
-            let result = run_rule(fixture, rule, &opts, &run_id).await;
-            // Counted before the permit is let go, so that no rule starts after the
-            // N-th failure.
-            if result.outcome.is_failure() {
-                let n = failures.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-                if opts.max_fail.is_some_and(|max| n >= max) {
-                    halted.cancel();
-                }
-            }
-            let _ = tx.send(Event::CheckFinished(result));
-        }));
-    }
+    let handles: Vec<_> = order
+        .into_iter()
+        .map(|rule| tokio::spawn(scheduled(rule, sched.clone(), tx.clone())))
+        .collect();
     drop(tx);
     let mut swept = Vec::new();
     while let Some(e) = rx.recv().await {
@@ -394,15 +345,92 @@ pub async fn run(
     sink(&finished);
     events.push(finished);
     let mut report = Report::from_events(&events).expect("the stream starts with RunStarted");
-    if halted.is_cancelled() {
+    if sched.halted.is_cancelled() {
         report.stopped_early = Some(format!(
             "--max-fail {}: {} rule(s) failed or errored, and no rule started after",
-            opts.max_fail.unwrap_or(0),
-            failures.load(std::sync::atomic::Ordering::SeqCst)
+            sched.opts.max_fail.unwrap_or(0),
+            sched.failures.load(std::sync::atomic::Ordering::SeqCst)
         ));
         report.refresh();
     }
     report
+}
+
+/// What the rules of one run share to decide when each may start.
+struct Schedule {
+    fixture: Arc<dyn Fixture>,
+    opts: RunOptions,
+    /// When the run started (`--max-wall`).
+    started: Instant,
+    run_id: String,
+    /// Rules running at once (`--concurrency`).
+    gate: tokio::sync::Semaphore,
+    /// Instances held at once (`--max-instances`).
+    instances: Option<Arc<tokio::sync::Semaphore>>,
+    /// Cancelled when `--max-fail` failures are in: no rule starts after.
+    halted: tokio_util::sync::CancellationToken,
+    failures: std::sync::atomic::AtomicU32,
+}
+
+/// One rule of a run: waits for its turn and for the instances it declares, runs
+/// unless the run was stopped, and sends its events.
+async fn scheduled(
+    rule: &'static Rule,
+    sched: Arc<Schedule>,
+    tx: tokio::sync::mpsc::UnboundedSender<Event>,
+) {
+    let Schedule {
+        fixture,
+        opts,
+        halted,
+        ..
+    } = &*sched;
+    let _permit = sched.gate.acquire().await;
+    let stopped = opts.stopped(sched.started).or_else(|| {
+        halted.is_cancelled().then(|| {
+            format!(
+                "not started: --max-fail {} was reached",
+                opts.max_fail.unwrap_or(0)
+            )
+        })
+    });
+    if let Some(why) = stopped {
+        let seed = opts.seed_of(rule.id);
+        let r = match applicability(fixture.as_ref(), rule) {
+            Some((outcome, reason)) => skipped(rule, seed, outcome, reason),
+            None => skipped(rule, seed, Outcome::Skipped, why),
+        };
+        let _ = tx.send(Event::CheckFinished(r));
+        return;
+    }
+    let runs =
+        applicability(fixture.as_ref(), rule).is_none() && skip_reason(rule, &opts.skip).is_none();
+    let mut _held = None;
+    if let (Some(budget), Some(max), true) = (&sched.instances, opts.max_instances, runs) {
+        let need = super::budget::held(rule.id);
+        if need > max {
+            let why =
+                format!("holds up to {need} instances at once; --max-instances {max} allows fewer");
+            let r = skipped(rule, opts.seed_of(rule.id), Outcome::Skipped, why);
+            let _ = tx.send(Event::CheckFinished(r));
+            return;
+        }
+        _held = budget.clone().acquire_many_owned(need).await.ok();
+    }
+    let _ = tx.send(Event::CheckStarted { id: rule.id.into() });
+    let result = run_rule(fixture.clone(), rule, opts, &sched.run_id).await;
+    // Counted before the permit is let go, so that no rule starts after the N-th
+    // failure.
+    if result.outcome.is_failure() {
+        let n = sched
+            .failures
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1;
+        if opts.max_fail.is_some_and(|max| n >= max) {
+            halted.cancel();
+        }
+    }
+    let _ = tx.send(Event::CheckFinished(result));
 }
 
 /// What the sweep after `r`'s check removed, as `RULE: what` lines for the report.
