@@ -276,26 +276,7 @@ pub fn execute(fixture: Arc<dyn Fixture>, plan: Plan) -> u8 {
             eprintln!("warning: another tracing subscriber is installed; nothing is captured");
         }
     }
-    let provider = fixture.provider_name();
-    let selected_rules: Vec<_> = CATALOGUE.iter().filter(|r| plan.opts.selects(r)).collect();
-    let total = selected_rules.len();
-    let runnable = selected_rules
-        .iter()
-        .filter(|r| {
-            applicability(fixture.as_ref(), r).is_none()
-                && skip_reason(r, &plan.opts.skip).is_none()
-        })
-        .count();
-    eprintln!(
-        "conformance: {provider} {}, {total} rules ({runnable} to run), seed {}{}",
-        fixture.provider_version(),
-        plan.opts.seed,
-        if plan.random_seed {
-            " (random; replay with --seed)"
-        } else {
-            ""
-        }
-    );
+    let to_run = announce(fixture.as_ref(), &plan);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -306,31 +287,7 @@ pub fn execute(fixture: Arc<dyn Fixture>, plan: Plan) -> u8 {
             return EXIT_ERROR;
         }
     };
-    let to_run: Vec<String> = selected_rules
-        .iter()
-        .filter(|r| {
-            applicability(fixture.as_ref(), r).is_none()
-                && skip_reason(r, &plan.opts.skip).is_none()
-        })
-        .map(|r| r.id.to_owned())
-        .collect();
-    let progress_sink = if std::io::stderr().is_terminal() {
-        Sink::Bar(indicatif::ProgressDrawTarget::stderr())
-    } else {
-        Sink::Lines(Box::new(std::io::stderr()), plan.heartbeat)
-    };
-    let progress = Progress::start(
-        progress_sink,
-        total,
-        to_run,
-        plan.opts.concurrency.max(1),
-        plan.previous
-            .iter()
-            .flat_map(|r| &r.results)
-            .filter(|r| !matches!(r.outcome, Outcome::Skipped | Outcome::NotApplicable))
-            .map(|r| (r.id.clone(), r.duration))
-            .collect(),
-    );
+    let progress = progress(&plan, to_run);
     let mut events = match &plan.events {
         None => None,
         Some(path) => match crate::suite::events::EventWriter::open(path) {
@@ -369,12 +326,73 @@ pub fn execute(fixture: Arc<dyn Fixture>, plan: Plan) -> u8 {
     if let Some(w) = events.as_mut() {
         w.finished(&report);
     }
-    if let Err(e) = write_rule_logs(&mut report, &plan.out) {
+    let code = write_outputs(&mut report, &plan);
+    eprintln!(
+        "{} in {} (seed {})",
+        report.verdict.as_str().to_uppercase(),
+        human_duration(started.elapsed()),
+        report.run.seed
+    );
+    code
+}
+
+/// Prints what the run is about to do; returns the rules that will run.
+fn announce(fixture: &dyn Fixture, plan: &Plan) -> Vec<String> {
+    let selected_rules: Vec<_> = CATALOGUE.iter().filter(|r| plan.opts.selects(r)).collect();
+    let to_run: Vec<String> = selected_rules
+        .iter()
+        .filter(|r| {
+            applicability(fixture, r).is_none() && skip_reason(r, &plan.opts.skip).is_none()
+        })
+        .map(|r| r.id.to_owned())
+        .collect();
+    eprintln!(
+        "conformance: {} {}, {} rules ({} to run), seed {}{}",
+        fixture.provider_name(),
+        fixture.provider_version(),
+        selected_rules.len(),
+        to_run.len(),
+        plan.opts.seed,
+        if plan.random_seed {
+            " (random; replay with --seed)"
+        } else {
+            ""
+        }
+    );
+    to_run
+}
+
+/// The live progress on stderr, its estimate from `--previous` when given.
+fn progress(plan: &Plan, to_run: Vec<String>) -> Progress {
+    let total = CATALOGUE.iter().filter(|r| plan.opts.selects(r)).count();
+    let progress_sink = if std::io::stderr().is_terminal() {
+        Sink::Bar(indicatif::ProgressDrawTarget::stderr())
+    } else {
+        Sink::Lines(Box::new(std::io::stderr()), plan.heartbeat)
+    };
+    Progress::start(
+        progress_sink,
+        total,
+        to_run,
+        plan.opts.concurrency.max(1),
+        plan.previous
+            .iter()
+            .flat_map(|r| &r.results)
+            .filter(|r| !matches!(r.outcome, Outcome::Skipped | Outcome::NotApplicable))
+            .map(|r| (r.id.clone(), r.duration))
+            .collect(),
+    )
+}
+
+/// Writes the rules' logs, the summary, the reports and the CI summary; returns the
+/// exit code (a payload found in a written report fails the run).
+fn write_outputs(report: &mut Report, plan: &Plan) -> u8 {
+    if let Err(e) = write_rule_logs(report, &plan.out) {
         eprintln!("warning: failed to write the rules' log files: {e}");
     }
-    eprint!("\n{}", summary_text(&report));
-    let mut code = exit_code(&report, plan.allow_partial);
-    match write_all(&report, &plan.out, &plan.formats) {
+    eprint!("\n{}", summary_text(report));
+    let mut code = exit_code(report, plan.allow_partial);
+    match write_all(report, &plan.out, &plan.formats) {
         Ok(paths) => {
             for p in &paths {
                 eprintln!("wrote {}", p.display());
@@ -392,7 +410,7 @@ pub fn execute(fixture: Arc<dyn Fixture>, plan: Plan) -> u8 {
         }
     }
     if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) {
-        let text = ci_summary(&report, plan.previous.as_ref());
+        let text = ci_summary(report, plan.previous.as_ref());
         let appended = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -406,11 +424,5 @@ pub fn execute(fixture: Arc<dyn Fixture>, plan: Plan) -> u8 {
             ),
         }
     }
-    eprintln!(
-        "{} in {} (seed {})",
-        report.verdict.as_str().to_uppercase(),
-        human_duration(started.elapsed()),
-        report.run.seed
-    );
     code
 }
