@@ -114,10 +114,18 @@ pub async fn every_procedure(b: &Backend, names: &RunNames) -> Result<Log, Strin
     Ok(log)
 }
 
+/// Every call of the session, in order: the connection's own, the host's, storage,
+/// domains, then a pool's lifecycle.
 async fn calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<(), String> {
-    let c = &b.client;
+    connection_calls(b, log).await?;
+    host_calls(b, log).await?;
+    storage_calls(b, names, log).await?;
+    domain_calls(b, names, log).await?;
+    pool_calls(b, names, log).await
+}
 
-    // Connection-level procedures, on a connection of their own.
+/// Connection-level procedures, on a connection of their own.
+async fn connection_calls(b: &Backend, log: &mut Log) -> Result<(), String> {
     let fresh = b.new_client().await?;
     let auth = log.ok(Procedure::AuthList, "auth list", fresh.auth_list().await)?;
     ensure!(!auth.is_empty(), "AUTH_LIST returned no scheme");
@@ -153,7 +161,12 @@ async fn calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<(), Strin
         after.as_ref().is_err_and(|e| e.is_closed()),
         "a call after CONNECT_CLOSE: {after:?}"
     );
+    Ok(())
+}
 
+/// The host: versions, name, capabilities, the bridge and the pools.
+async fn host_calls(b: &Backend, log: &mut Log) -> Result<(), String> {
+    let c = &b.client;
     let v = log.ok(
         Procedure::ConnectGetLibVersion,
         "lib version",
@@ -228,8 +241,12 @@ async fn calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<(), Strin
         "pool {} not listed",
         b.pool
     );
+    Ok(())
+}
 
-    // Storage.
+/// Volumes in the test pool: create, list, read, upload, download, delete.
+async fn storage_calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<(), String> {
+    let c = &b.client;
     let pool = log.ok(
         Procedure::StoragePoolLookupByName,
         "lookup pool",
@@ -369,8 +386,12 @@ async fn calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<(), Strin
         c.storage_vol_get_info(&vol).await,
         ErrorCode::NoStorageVol,
     )?;
+    Ok(())
+}
 
-    // Domains.
+/// A domain's life: define, start, read, stop, undefine.
+async fn domain_calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<(), String> {
+    let c = &b.client;
     let (dname, uuid) = &names.transient;
     let xml = bios_xml(dname, uuid);
     let dom = log.ok(
@@ -565,7 +586,7 @@ async fn calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<(), Strin
         c.domain_lookup_by_name(dname).await,
         ErrorCode::NoDomain,
     )?;
-    pool_calls(b, names, log).await
+    Ok(())
 }
 
 /// The pool lifecycle on a directory pool of its own, next to the test

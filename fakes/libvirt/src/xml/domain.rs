@@ -55,32 +55,12 @@ pub(crate) struct ParsedDomain {
 /// Reads a domain definition.
 pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
     let mut reader = Reader::from_str(xml);
-    let mut body = Writer::new(Vec::new());
     let mut path: Vec<String> = Vec::new();
     let mut ns: Vec<Vec<(String, String)>> = Vec::new();
     let mut text = String::new();
     let mut seen_root = false;
-    let mut skip_depth: Option<usize> = None;
-    let mut capture: Option<(usize, Writer<Vec<u8>>, String, String)> = None;
-
-    let mut name = None;
-    let mut uuid = None;
-    let mut uefi = false;
-    let mut nvram_path = None;
-    let mut nvram_template = None;
-    let mut agent_channel = false;
-    let mut max_mem_kib = 0;
-    let mut memory_kib = None;
-    let mut vcpus = 1;
-    let mut macs = Vec::new();
-    let mut disk_files = Vec::new();
-    let mut boot_disk = None;
-    let mut disk_device = String::new();
-    let mut metadata = Vec::new();
-    let mut title = None;
-    let mut description = None;
-    let mut mem_unit: Option<String> = None;
-    let mut pending_blank = String::new();
+    let mut facts = Facts::default();
+    let mut body = Body::default();
     let doc = Document::Domain;
 
     loop {
@@ -88,132 +68,27 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
         let ev = reader
             .read_event()
             .map_err(|e| doc.syntax(xml, reader.error_position(), e))?;
-        let is_start = matches!(ev, Event::Start(_));
         match &ev {
             Event::Start(e) | Event::Empty(e) => {
+                let is_start = matches!(ev, Event::Start(_));
                 let qname = e.name().as_ref().to_owned();
                 let depth = path.len();
                 doc.open(xml, at, depth, &mut seen_root, &qname)?;
                 doc.names(xml, at, e)?;
-                // Blank text between the root's children is kept only before
-                // the children the body keeps: the ones `render_domain` puts
-                // back bring their own.
-                if depth == 1 && capture.is_none() && skip_depth.is_none() {
-                    let dropped = matches!(
-                        qname.as_str(),
-                        "uuid" | "metadata" | "title" | "description"
-                    );
-                    let blank = std::mem::take(&mut pending_blank);
-                    if !dropped && !blank.is_empty() {
-                        body.write_event(Event::Text(BytesText::from_escaped(blank)))
-                            .map_err(|e| parse_error("domain definition", e))?;
-                    }
-                }
-                let mut decls = Vec::new();
-                for a in e.attributes().flatten() {
-                    let k = a.key.as_ref();
-                    // The URI as the document means it, references resolved.
-                    let uri = || {
-                        a.normalized_value(quick_xml::XmlVersion::Implicit1_0)
-                            .map(Cow::into_owned)
-                            .unwrap_or_default()
-                    };
-                    if let Some(prefix) = k.strip_prefix("xmlns:") {
-                        decls.push((prefix.to_owned(), uri()));
-                    } else if k == "xmlns" {
-                        decls.push((String::new(), uri()));
-                    }
-                }
+                let decls = declarations(e);
                 let parent = path.last().map(String::as_str).unwrap_or("");
                 let grand = if depth >= 2 {
                     path[depth - 2].as_str()
                 } else {
                     ""
                 };
-                match (grand, parent, qname.as_str()) {
-                    (_, "domain", "memory") | (_, "domain", "currentMemory") => {
-                        mem_unit = attr(e, "unit");
-                    }
-                    (_, "domain", "os") if attr(e, "firmware").as_deref() == Some("efi") => {
-                        uefi = true;
-                    }
-                    ("domain", "os", "loader") if attr(e, "type").as_deref() == Some("pflash") => {
-                        uefi = true;
-                    }
-                    ("domain", "os", "nvram") => {
-                        uefi = true;
-                        nvram_template = attr(e, "template");
-                    }
-                    ("domain", "devices", "disk") => {
-                        disk_device = attr(e, "device").unwrap_or_else(|| "disk".into());
-                    }
-                    ("devices", "disk", "source") => {
-                        if let Some(f) = attr(e, "file") {
-                            if boot_disk.is_none() && disk_device == "disk" {
-                                boot_disk = Some(f.clone());
-                            }
-                            disk_files.push(f);
-                        }
-                    }
-                    ("devices", "interface", "mac") => {
-                        if let Some(m) = attr(e, "address") {
-                            macs.push(m);
-                        }
-                    }
-                    ("devices", "channel", "target")
-                        if attr(e, "name").as_deref() == Some("org.qemu.guest_agent.0") =>
-                    {
-                        agent_channel = true;
-                    }
-                    _ => {}
-                }
-                if let Some((_, w, _, _)) = capture.as_mut() {
-                    w.write_event(ev.borrow())
-                        .map_err(|e| parse_error("metadata", e))?;
-                } else if depth == 2 && path[1] == "metadata" {
-                    let (prefix, _) = split_qname(&qname);
-                    let uri = resolve(&ns, &decls, prefix);
-                    let mut w = Writer::new(Vec::new());
-                    w.write_event(ev.borrow())
-                        .map_err(|e| parse_error("metadata", e))?;
-                    if is_start {
-                        capture = Some((depth, w, prefix.to_owned(), uri.unwrap_or_default()));
-                    } else {
-                        push_metadata(&mut metadata, w, prefix, uri.as_deref().unwrap_or(""))?;
-                    }
-                } else if skip_depth.is_none() {
-                    if depth == 1
-                        && matches!(
-                            qname.as_str(),
-                            "uuid" | "metadata" | "title" | "description"
-                        )
-                    {
-                        if is_start {
-                            skip_depth = Some(depth);
-                        }
-                    } else if depth == 0 {
-                        // Keep the attributes as written (libvirt quotes with
-                        // apostrophes); only the running id goes.
-                        let mut content = qname.clone();
-                        for a in e.attributes().flatten() {
-                            if a.key.as_ref() != "id" {
-                                let q = if a.value.contains('\'') { '"' } else { '\'' };
-                                content.push_str(&format!(" {}={q}{}{q}", a.key.as_ref(), a.value));
-                            }
-                        }
-                        let root = BytesStart::from_content(content, qname.len());
-                        let out = if is_start {
-                            Event::Start(root)
-                        } else {
-                            Event::Empty(root)
-                        };
-                        body.write_event(out)
-                            .map_err(|e| parse_error("domain definition", e))?;
-                    } else {
-                        body.write_event(ev.borrow())
-                            .map_err(|e| parse_error("domain definition", e))?;
-                    }
-                }
+                facts.start(grand, parent, &qname, e);
+                let place = Place {
+                    path: &path,
+                    ns: &ns,
+                    decls: &decls,
+                };
+                body.start(&ev, e, &qname, is_start, place, &mut facts.metadata)?;
                 if is_start {
                     path.push(qname);
                     ns.push(decls);
@@ -225,140 +100,342 @@ pub(crate) fn parse_domain(xml: &str) -> Result<ParsedDomain, VirError> {
                     return Err(doc.syntax(xml, reader.buffer_position(), "Unexpected end tag"));
                 };
                 ns.pop();
-                let depth = path.len();
-                if depth == 0 {
-                    let blank = std::mem::take(&mut pending_blank);
-                    if !blank.is_empty() {
-                        body.write_event(Event::Text(BytesText::from_escaped(blank)))
-                            .map_err(|e| parse_error("domain definition", e))?;
-                    }
-                }
                 let parent = path.last().map(String::as_str).unwrap_or("");
-                let value = std::mem::take(&mut text);
-                match (parent, qname.as_str()) {
-                    ("domain", "name") => name = Some(value.trim().to_owned()),
-                    ("domain", "uuid") => {
-                        let u = Uuid::parse_str(value.trim())
-                            .map_err(|_| VirError::malformed_uuid())?;
-                        uuid = Some(u);
-                    }
-                    ("domain", "title") => title = Some(value),
-                    ("domain", "description") => description = Some(value),
-                    ("domain", "memory") => {
-                        max_mem_kib = scaled(&value, mem_unit.as_deref(), "KiB")? / 1024;
-                    }
-                    ("domain", "currentMemory") => {
-                        memory_kib = Some(scaled(&value, mem_unit.as_deref(), "KiB")? / 1024);
-                    }
-                    ("domain", "vcpu") => {
-                        vcpus = value
-                            .trim()
-                            .parse()
-                            .map_err(|_| VirError::xml("maximum vcpus count must be an integer"))?;
-                    }
-                    ("os", "nvram") if !value.trim().is_empty() => {
-                        nvram_path = Some(value.trim().to_owned());
-                    }
-                    _ => {}
-                }
-                if let Some((cdepth, w, _, _)) = capture.as_mut() {
-                    w.write_event(ev.borrow())
-                        .map_err(|e| parse_error("metadata", e))?;
-                    if *cdepth == depth {
-                        let (_, w, prefix, uri) = capture.take().expect("capture is set");
-                        push_metadata(&mut metadata, w, &prefix, &uri)?;
-                    }
-                } else if let Some(sd) = skip_depth {
-                    if sd == depth {
-                        skip_depth = None;
-                    }
-                } else {
-                    body.write_event(ev.borrow())
-                        .map_err(|e| parse_error("domain definition", e))?;
-                }
+                facts.end(parent, &qname, std::mem::take(&mut text))?;
+                body.end(&ev, path.len(), &mut facts.metadata)?;
             }
             Event::Text(t) => {
                 let content = t.xml10_content();
                 text.push_str(&content);
-                let between_children = path.len() == 1 && capture.is_none() && skip_depth.is_none();
-                if between_children && content.trim().is_empty() {
+                if body.between_children(&path) && content.trim().is_empty() {
                     // Held until the next child shows whether it stays.
-                    pending_blank.push_str(t.as_ref());
+                    body.pending_blank.push_str(t.as_ref());
                 } else {
-                    flush_blank(&mut body, &mut pending_blank, between_children)?;
-                    write_other(&mut body, &mut capture, skip_depth, &path, ev.borrow())?;
+                    body.other(&path, ev.borrow())?;
                 }
             }
             Event::GeneralRef(r) => {
                 text.push_str(&ref_text(&r.xml10_content()));
-                let between_children = path.len() == 1 && capture.is_none() && skip_depth.is_none();
-                flush_blank(&mut body, &mut pending_blank, between_children)?;
-                write_other(&mut body, &mut capture, skip_depth, &path, ev.borrow())?;
+                body.other(&path, ev.borrow())?;
             }
             Event::CData(c) => {
                 text.push_str(&c.xml10_content());
-                let between_children = path.len() == 1 && capture.is_none() && skip_depth.is_none();
-                flush_blank(&mut body, &mut pending_blank, between_children)?;
-                write_other(&mut body, &mut capture, skip_depth, &path, ev.borrow())?;
+                body.other(&path, ev.borrow())?;
             }
             Event::Eof => break,
             Event::Comment(_) | Event::PI(_) | Event::Decl(_) | Event::DocType(_) => {}
         }
     }
     doc.finish(xml, reader.buffer_position(), path.last(), seen_root)?;
-    let name = match name {
-        Some(n) if !n.is_empty() => n,
-        _ => return Err(VirError::missing_name()),
-    };
-    let body = String::from_utf8(body.into_inner()).expect("writer output is utf-8");
-    Ok(ParsedDomain {
-        name,
-        uuid,
-        uefi,
-        nvram_path,
-        nvram_template,
-        agent_channel,
-        max_mem_kib,
-        memory_kib: memory_kib.unwrap_or(max_mem_kib),
-        vcpus,
-        macs,
-        disk_files,
-        boot_disk,
-        metadata,
-        title,
-        description,
-        body,
-    })
+    facts.finish(String::from_utf8(body.out.into_inner()).expect("writer output is utf-8"))
 }
 
-/// Writes blank text held between the root's children, when `now`.
-fn flush_blank(
-    body: &mut Writer<Vec<u8>>,
-    pending: &mut String,
-    now: bool,
-) -> Result<(), VirError> {
-    if now && !pending.is_empty() {
-        let blank = std::mem::take(pending);
-        body.write_event(Event::Text(BytesText::from_escaped(blank)))
-            .map_err(|e| parse_error("domain definition", e))?;
+/// The root's children that [`render_domain`] writes from the model, so the body
+/// drops them.
+fn rendered_child(qname: &str) -> bool {
+    matches!(qname, "uuid" | "metadata" | "title" | "description")
+}
+
+/// The namespace declarations on an element: (prefix, URI), the default one with an
+/// empty prefix; each URI as the document means it, references resolved.
+fn declarations(e: &BytesStart<'_>) -> Vec<(String, String)> {
+    let mut decls = Vec::new();
+    for a in e.attributes().flatten() {
+        let k = a.key.as_ref();
+        let uri = || {
+            a.normalized_value(quick_xml::XmlVersion::Implicit1_0)
+                .map(Cow::into_owned)
+                .unwrap_or_default()
+        };
+        if let Some(prefix) = k.strip_prefix("xmlns:") {
+            decls.push((prefix.to_owned(), uri()));
+        } else if k == "xmlns" {
+            decls.push((String::new(), uri()));
+        }
     }
-    Ok(())
+    decls
 }
 
-fn write_other(
-    body: &mut Writer<Vec<u8>>,
-    capture: &mut Option<(usize, Writer<Vec<u8>>, String, String)>,
+/// The facts the model keeps, read as the document is walked.
+#[derive(Default)]
+struct Facts {
+    name: Option<String>,
+    uuid: Option<Uuid>,
+    uefi: bool,
+    nvram_path: Option<String>,
+    nvram_template: Option<String>,
+    agent_channel: bool,
+    max_mem_kib: u64,
+    memory_kib: Option<u64>,
+    vcpus: Option<u16>,
+    macs: Vec<String>,
+    disk_files: Vec<String>,
+    boot_disk: Option<String>,
+    /// The `device` of the disk being read.
+    disk_device: String,
+    metadata: Vec<MetadataEntry>,
+    title: Option<String>,
+    description: Option<String>,
+    /// The `unit` of the memory element being read.
+    mem_unit: Option<String>,
+}
+
+impl Facts {
+    /// What an element's start tag says, by where it is (`grand` › `parent` › it).
+    fn start(&mut self, grand: &str, parent: &str, qname: &str, e: &BytesStart<'_>) {
+        match (grand, parent, qname) {
+            (_, "domain", "memory") | (_, "domain", "currentMemory") => {
+                self.mem_unit = attr(e, "unit");
+            }
+            (_, "domain", "os") if attr(e, "firmware").as_deref() == Some("efi") => {
+                self.uefi = true;
+            }
+            ("domain", "os", "loader") if attr(e, "type").as_deref() == Some("pflash") => {
+                self.uefi = true;
+            }
+            ("domain", "os", "nvram") => {
+                self.uefi = true;
+                self.nvram_template = attr(e, "template");
+            }
+            ("domain", "devices", "disk") => {
+                self.disk_device = attr(e, "device").unwrap_or_else(|| "disk".into());
+            }
+            ("devices", "disk", "source") => {
+                if let Some(f) = attr(e, "file") {
+                    if self.boot_disk.is_none() && self.disk_device == "disk" {
+                        self.boot_disk = Some(f.clone());
+                    }
+                    self.disk_files.push(f);
+                }
+            }
+            ("devices", "interface", "mac") => {
+                if let Some(m) = attr(e, "address") {
+                    self.macs.push(m);
+                }
+            }
+            ("devices", "channel", "target")
+                if attr(e, "name").as_deref() == Some("org.qemu.guest_agent.0") =>
+            {
+                self.agent_channel = true;
+            }
+            _ => {}
+        }
+    }
+
+    /// What an element's text says, once it ends (`parent` › it).
+    fn end(&mut self, parent: &str, qname: &str, value: String) -> Result<(), VirError> {
+        match (parent, qname) {
+            ("domain", "name") => self.name = Some(value.trim().to_owned()),
+            ("domain", "uuid") => {
+                let u = Uuid::parse_str(value.trim()).map_err(|_| VirError::malformed_uuid())?;
+                self.uuid = Some(u);
+            }
+            ("domain", "title") => self.title = Some(value),
+            ("domain", "description") => self.description = Some(value),
+            ("domain", "memory") => {
+                self.max_mem_kib = scaled(&value, self.mem_unit.as_deref(), "KiB")? / 1024;
+            }
+            ("domain", "currentMemory") => {
+                self.memory_kib = Some(scaled(&value, self.mem_unit.as_deref(), "KiB")? / 1024);
+            }
+            ("domain", "vcpu") => {
+                self.vcpus = Some(
+                    value
+                        .trim()
+                        .parse()
+                        .map_err(|_| VirError::xml("maximum vcpus count must be an integer"))?,
+                );
+            }
+            ("os", "nvram") if !value.trim().is_empty() => {
+                self.nvram_path = Some(value.trim().to_owned());
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The parsed domain, once the whole document was read into `body`.
+    fn finish(self, body: String) -> Result<ParsedDomain, VirError> {
+        let name = match self.name {
+            Some(n) if !n.is_empty() => n,
+            _ => return Err(VirError::missing_name()),
+        };
+        Ok(ParsedDomain {
+            name,
+            uuid: self.uuid,
+            uefi: self.uefi,
+            nvram_path: self.nvram_path,
+            nvram_template: self.nvram_template,
+            agent_channel: self.agent_channel,
+            max_mem_kib: self.max_mem_kib,
+            memory_kib: self.memory_kib.unwrap_or(self.max_mem_kib),
+            vcpus: self.vcpus.unwrap_or(1),
+            macs: self.macs,
+            disk_files: self.disk_files,
+            boot_disk: self.boot_disk,
+            metadata: self.metadata,
+            title: self.title,
+            description: self.description,
+            body,
+        })
+    }
+}
+
+/// Where an element starts: the open elements above it, their namespace
+/// declarations, and its own.
+#[derive(Clone, Copy)]
+struct Place<'a> {
+    path: &'a [String],
+    ns: &'a [Vec<(String, String)>],
+    decls: &'a [(String, String)],
+}
+
+/// The stored body being written, and the metadata element being captured.
+struct Body {
+    out: Writer<Vec<u8>>,
+    /// The `<metadata>` child being captured: its depth, its writer, prefix and URI.
+    capture: Option<(usize, Writer<Vec<u8>>, String, String)>,
+    /// The depth of a dropped child of the root, while inside it.
     skip_depth: Option<usize>,
-    path: &[String],
-    ev: Event<'_>,
-) -> Result<(), VirError> {
-    if let Some((_, w, _, _)) = capture.as_mut() {
-        w.write_event(ev).map_err(|e| parse_error("metadata", e))?;
-    } else if skip_depth.is_none() && !path.is_empty() {
-        body.write_event(ev)
-            .map_err(|e| parse_error("domain definition", e))?;
+    /// Blank text between the root's children, held until the next child shows
+    /// whether it stays.
+    pending_blank: String,
+}
+
+impl Default for Body {
+    fn default() -> Self {
+        Body {
+            out: Writer::new(Vec::new()),
+            capture: None,
+            skip_depth: None,
+            pending_blank: String::new(),
+        }
     }
-    Ok(())
+}
+
+impl Body {
+    fn write(&mut self, ev: Event<'_>) -> Result<(), VirError> {
+        self.out
+            .write_event(ev)
+            .map_err(|e| parse_error("domain definition", e))
+    }
+
+    /// Whether text now falls between the root's children, outside anything dropped.
+    fn between_children(&self, path: &[String]) -> bool {
+        path.len() == 1 && self.capture.is_none() && self.skip_depth.is_none()
+    }
+
+    /// An element starts at `place`: into the captured metadata, a new capture, the
+    /// body (the root without its running id), or nowhere (a child [`render_domain`]
+    /// writes from the model).
+    fn start(
+        &mut self,
+        ev: &Event<'_>,
+        e: &BytesStart<'_>,
+        qname: &str,
+        is_start: bool,
+        place: Place<'_>,
+        metadata: &mut Vec<MetadataEntry>,
+    ) -> Result<(), VirError> {
+        let depth = place.path.len();
+        // Blank text between the root's children is kept only before the children
+        // the body keeps: the ones `render_domain` puts back bring their own.
+        if depth == 1 && self.capture.is_none() && self.skip_depth.is_none() {
+            let blank = std::mem::take(&mut self.pending_blank);
+            if !rendered_child(qname) && !blank.is_empty() {
+                self.write(Event::Text(BytesText::from_escaped(blank)))?;
+            }
+        }
+        if let Some((_, w, _, _)) = self.capture.as_mut() {
+            w.write_event(ev.borrow())
+                .map_err(|e| parse_error("metadata", e))?;
+        } else if depth == 2 && place.path[1] == "metadata" {
+            let (prefix, _) = split_qname(qname);
+            let uri = resolve(place.ns, place.decls, prefix);
+            let mut w = Writer::new(Vec::new());
+            w.write_event(ev.borrow())
+                .map_err(|e| parse_error("metadata", e))?;
+            if is_start {
+                self.capture = Some((depth, w, prefix.to_owned(), uri.unwrap_or_default()));
+            } else {
+                push_metadata(metadata, w, prefix, uri.as_deref().unwrap_or(""))?;
+            }
+        } else if self.skip_depth.is_none() {
+            if depth == 1 && rendered_child(qname) {
+                if is_start {
+                    self.skip_depth = Some(depth);
+                }
+            } else if depth == 0 {
+                self.write(root_start(e, qname, is_start))?;
+            } else {
+                self.write(ev.borrow())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// An element ends, leaving `depth` elements open.
+    fn end(
+        &mut self,
+        ev: &Event<'_>,
+        depth: usize,
+        metadata: &mut Vec<MetadataEntry>,
+    ) -> Result<(), VirError> {
+        if depth == 0 {
+            let blank = std::mem::take(&mut self.pending_blank);
+            if !blank.is_empty() {
+                self.write(Event::Text(BytesText::from_escaped(blank)))?;
+            }
+        }
+        if let Some((cdepth, w, _, _)) = self.capture.as_mut() {
+            w.write_event(ev.borrow())
+                .map_err(|e| parse_error("metadata", e))?;
+            if *cdepth == depth {
+                let (_, w, prefix, uri) = self.capture.take().expect("capture is set");
+                push_metadata(metadata, w, &prefix, &uri)?;
+            }
+        } else if let Some(sd) = self.skip_depth {
+            if sd == depth {
+                self.skip_depth = None;
+            }
+        } else {
+            self.write(ev.borrow())?;
+        }
+        Ok(())
+    }
+
+    /// Text, a reference or CDATA: blank text held between the root's children goes
+    /// out first, then this goes where an element here would.
+    fn other(&mut self, path: &[String], ev: Event<'_>) -> Result<(), VirError> {
+        if self.between_children(path) && !self.pending_blank.is_empty() {
+            let blank = std::mem::take(&mut self.pending_blank);
+            self.write(Event::Text(BytesText::from_escaped(blank)))?;
+        }
+        if let Some((_, w, _, _)) = self.capture.as_mut() {
+            w.write_event(ev).map_err(|e| parse_error("metadata", e))?;
+        } else if self.skip_depth.is_none() && !path.is_empty() {
+            self.write(ev)?;
+        }
+        Ok(())
+    }
+}
+
+/// The root's start tag with its attributes as written (libvirt quotes with
+/// apostrophes); only the running id goes.
+fn root_start(e: &BytesStart<'_>, qname: &str, is_start: bool) -> Event<'static> {
+    let mut content = qname.to_owned();
+    for a in e.attributes().flatten() {
+        if a.key.as_ref() != "id" {
+            let q = if a.value.contains('\'') { '"' } else { '\'' };
+            content.push_str(&format!(" {}={q}{}{q}", a.key.as_ref(), a.value));
+        }
+    }
+    let root = BytesStart::from_content(content, qname.len());
+    if is_start {
+        Event::Start(root)
+    } else {
+        Event::Empty(root)
+    }
 }
 
 fn push_metadata(
