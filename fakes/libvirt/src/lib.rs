@@ -74,6 +74,7 @@
 
 mod boot;
 mod connection;
+pub mod control;
 mod domains;
 mod download;
 mod error;
