@@ -1,7 +1,8 @@
 //! The control API: every request over the control socket against a fake
 //! served in process (its effect read back through the in-process handle),
 //! bad requests refused with a reason and no change, and the `ctl` command
-//! end to end with virsh against the daemon.
+//! end to end with virsh against the daemon. Also the README's generated
+//! table of the procedures the daemon serves (`UPDATE_DOCS=1` rewrites it).
 
 mod support;
 
@@ -770,4 +771,58 @@ fn virsh_start_fails_once_with_a_fault_added_by_ctl() {
     let bad = daemon.ctl(&["set-state", "web", "dancing"]);
     assert_eq!(bad.code, Some(1));
     assert!(bad.stderr.contains("unknown domain state"), "{bad:?}");
+}
+
+/// The README's table of procedures, from the table the daemon dispatches.
+fn procedures_table() -> String {
+    let mut out = String::from(
+        "| number | API name (`vir…`) | `REMOTE_PROC_…` | notes |\n|---:|---|---|---|\n",
+    );
+    let mut all: Vec<Procedure> = Procedure::ALL.to_vec();
+    all.sort_by_key(|p| p.to_raw());
+    for p in all {
+        let mut notes = Vec::new();
+        if !p.needs_open() {
+            notes.push("answered before `ConnectOpen`");
+        }
+        if p.uses_storage_driver() {
+            notes.push("storage driver");
+        }
+        if p.is_upload_stream() {
+            notes.push("upload stream");
+        }
+        if p.is_download_stream() {
+            notes.push("download stream");
+        }
+        out.push_str(&format!(
+            "| {} | `{}` | `{}` | {} |\n",
+            p.to_raw(),
+            p.api_name(),
+            p.remote_name().unwrap_or("?"),
+            notes.join(", ")
+        ));
+    }
+    out
+}
+
+#[test]
+fn readme_table_of_procedures_is_current() {
+    const START: &str = "<!-- procedures: generated, do not edit -->\n";
+    const END: &str = "<!-- end of procedures -->";
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    let have = std::fs::read_to_string(&path).unwrap();
+    let (head, rest) = have
+        .split_once(START)
+        .expect("the README has the start marker");
+    let (_, tail) = rest.split_once(END).expect("the README has the end marker");
+    let want = format!("{head}{START}{}{END}{tail}", procedures_table());
+    if std::env::var_os("UPDATE_DOCS").is_some() {
+        std::fs::write(&path, &want).unwrap();
+        return;
+    }
+    assert!(
+        have == want,
+        "fakes/libvirt/README.md's table of procedures is stale; run \
+         `UPDATE_DOCS=1 cargo test -p libvirt-fake --test control`"
+    );
 }
