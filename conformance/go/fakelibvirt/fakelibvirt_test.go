@@ -327,13 +327,24 @@ func TestObservation(t *testing.T) {
 		t.Error("an unknown reachability was accepted")
 	}
 
-	// Restart and wedge: old connections are never answered again.
+	// Wedge and restart: a restart keeping connections leaves them silent,
+	// one without closes them.
 	l = opened(t, d)
 	must(t, d.Wedge(ctx))
 	if _, err := l.hostname(200 * time.Millisecond); err == nil {
 		t.Error("a wedged daemon answered")
 	}
-	must(t, d.Restart(ctx))
+	must(t, d.Restart(ctx, true))
+	l = opened(t, d)
+	must(t, d.Restart(ctx, true))
+	if _, err := l.hostname(200 * time.Millisecond); err == nil || closedErr(err) {
+		t.Errorf("a connection from before a restart: %v", err)
+	}
+	l = opened(t, d)
+	must(t, d.Restart(ctx, false))
+	if _, err := l.hostname(5 * time.Second); !closedErr(err) {
+		t.Errorf("a connection from before a restart that closes them: %v", err)
+	}
 	fresh := opened(t, d)
 	if _, err := fresh.hostname(5 * time.Second); err != nil {
 		t.Errorf("after restart: %v", err)

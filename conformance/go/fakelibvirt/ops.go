@@ -228,10 +228,11 @@ func (c *Client) SetDialMode(ctx context.Context, mode string) error {
 	return c.do(ctx, "set_dial_mode", nil, "mode", mode)
 }
 
-// Restart does what restarting libvirtd does: the host stays, connections
-// dialled before are never answered again, a wedge is cleared.
-func (c *Client) Restart(ctx context.Context) error {
-	return c.do(ctx, "restart", nil)
+// Restart does what restarting libvirtd does: the host stays, a wedge is
+// cleared, and the open connections are closed (keepConnections: they stay
+// open and are never answered again).
+func (c *Client) Restart(ctx context.Context, keepConnections bool) error {
+	return c.do(ctx, "restart", nil, "keep_connections", keepConnections)
 }
 
 // Wedge makes the daemon answer nothing until Restart.

@@ -367,8 +367,17 @@ fn the_daemon_restarted_wedged_and_refusing_dials() {
     let c = bed.conn();
     bed.ok(Request::Wedge {});
     assert!(bed.fake.is_wedged() && c.daemon_lost());
-    bed.ok(Request::Restart {});
-    assert!(!bed.fake.is_wedged() && c.daemon_lost());
+    bed.ok(Request::Restart {
+        keep_connections: true,
+    });
+    assert!(!bed.fake.is_wedged() && c.daemon_lost() && !c.is_closed());
+    match bed.ok(Request::Restart {
+        keep_connections: false,
+    }) {
+        Response::Closed { connections } => assert_eq!(connections, vec![c.id()]),
+        r => panic!("{r:?}"),
+    }
+    assert!(c.is_closed());
     let fresh = bed.conn();
     bed.rt.block_on(fresh.get_hostname()).unwrap();
     bed.ok(Request::SetLatency { millis: 20 });

@@ -55,8 +55,12 @@ pub enum CtlCommand {
         mode: String,
     },
     /// Restarts the daemon as libvirtd restarts: the state stays, open
-    /// connections are never answered again.
-    Restart,
+    /// connections are closed.
+    Restart {
+        /// Leave them open, never answered again.
+        #[arg(long)]
+        keep_connections: bool,
+    },
     /// Makes the daemon answer nothing until `restart`.
     Wedge,
     /// Holds the boot of a domain (of every domain without a name).
@@ -282,7 +286,9 @@ impl CtlCommand {
                     _ => DialModeSpec::Accept,
                 },
             },
-            C::Restart => Request::Restart {},
+            C::Restart { keep_connections } => Request::Restart {
+                keep_connections: *keep_connections,
+            },
             C::Wedge => Request::Wedge {},
             C::HoldBoot { name } => Request::HoldBoot {
                 name: name.clone(),

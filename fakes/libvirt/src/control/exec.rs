@@ -150,9 +150,16 @@ impl Control {
                 });
                 Ok(Response::Done)
             }
-            Request::Restart {} => {
+            Request::Restart { keep_connections } => {
                 fake.restart_daemon();
-                Ok(Response::Done)
+                let closed = if keep_connections {
+                    Vec::new()
+                } else {
+                    fake.close_connections(|_| true)
+                };
+                Ok(Response::Closed {
+                    connections: closed,
+                })
             }
             Request::Wedge {} => {
                 fake.wedge();

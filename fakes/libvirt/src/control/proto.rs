@@ -84,11 +84,19 @@ pub enum Request {
         /// `accept`, `refuse` or `black_hole`.
         mode: DialModeSpec,
     },
-    /// What killing and starting libvirtd again does (the state is kept).
-    Restart {},
+    /// What killing and starting libvirtd again does: the host's state is
+    /// kept, a wedge is cleared, and the open connections are closed, as the
+    /// end of libvirtd's process closes its sockets.
+    Restart {
+        /// Leave the open connections open and silent instead: they are
+        /// never answered again (the in-process handle's model).
+        #[serde(default)]
+        keep_connections: bool,
+    },
     /// Makes the daemon answer nothing more until `restart`.
     Wedge {},
-    /// Holds or releases the boot of one domain (by name) or of all.
+    /// Holds or releases the boot of one domain (by name, whether or not it
+    /// exists yet) or of all.
     HoldBoot {
         /// The domain; absent: every domain.
         #[serde(default)]
@@ -96,7 +104,8 @@ pub enum Request {
         /// Hold (true) or release (false).
         hold: bool,
     },
-    /// Sets the interfaces a domain reports from one address source.
+    /// Sets the interfaces a domain reports from one address source (the
+    /// domain must exist; so for the other address requests).
     SetAddresses {
         /// The domain.
         name: String,
