@@ -835,3 +835,232 @@ fn readme_table_of_procedures_is_current() {
          `UPDATE_DOCS=1 cargo test -p libvirt-fake --test control`"
     );
 }
+
+/// Each `ctl` command line sends the request it names.
+#[test]
+fn ctl_command_lines_become_their_requests() {
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        ctl: libvirt_fake::control::CtlArgs,
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let xml = dir.path().join("web.xml");
+    std::fs::write(&xml, XML).unwrap();
+    let define = format!("define {} --running", xml.display());
+    let error_rule = |code: Code, once, object: Option<&str>| Request::FaultAdd {
+        rule: RuleSpec {
+            trigger: TriggerSpec::Procedure {
+                name: "DomainCreate".into(),
+            },
+            fault: FaultSpec::Error {
+                error: ErrorSpec {
+                    code,
+                    domain: Some(Code::Name("qemu".into())),
+                    message: Some("m".into()),
+                },
+            },
+            once,
+            object: object.map(str::to_owned),
+            connection: None,
+        },
+    };
+    let simple = |trigger, fault| Request::FaultAdd {
+        rule: RuleSpec {
+            trigger,
+            fault,
+            once: false,
+            object: None,
+            connection: Some(3),
+        },
+    };
+    let cases: Vec<(&str, Request)> = vec![
+        ("ping", Request::Ping {}),
+        (
+            "fault add --procedure DomainCreate --error 55 --domain qemu --message m --once",
+            error_rule(Code::Number(55), true, None),
+        ),
+        (
+            "fault add --procedure DomainCreate --error VIR_ERR_NO_DOMAIN --domain qemu --message m --object web",
+            error_rule(Code::Name("VIR_ERR_NO_DOMAIN".into()), false, Some("web")),
+        ),
+        (
+            "fault add --nth 2 --delay-ms 40 --connection 3",
+            simple(
+                TriggerSpec::NthCall { n: 2 },
+                FaultSpec::Delay { millis: 40 },
+            ),
+        ),
+        (
+            "fault add --procedure DomainLookupByName --nth 2 --hang --connection 3",
+            simple(
+                TriggerSpec::NthCallOf {
+                    name: "DomainLookupByName".into(),
+                    n: 2,
+                },
+                FaultSpec::Hang,
+            ),
+        ),
+        (
+            "fault add --always --drop --connection 3",
+            simple(TriggerSpec::Always, FaultSpec::DropConnection),
+        ),
+        (
+            "fault add --always --lose-reply --connection 3",
+            simple(TriggerSpec::Always, FaultSpec::LoseReply),
+        ),
+        ("fault fired 4", Request::FaultFired { id: 4 }),
+        ("fault remove 4", Request::FaultRemove { id: 4 }),
+        ("fault clear", Request::FaultClear { release_hung: true }),
+        (
+            "fault clear --keep-hung",
+            Request::FaultClear {
+                release_hung: false,
+            },
+        ),
+        ("trace --since 7", Request::Trace { since: 7 }),
+        ("trace", Request::Trace { since: 0 }),
+        ("mark", Request::Mark {}),
+        ("connections", Request::Connections {}),
+        (
+            "close-connections 1 2",
+            Request::CloseConnections {
+                ids: Some(vec![1, 2]),
+            },
+        ),
+        ("close-connections", Request::CloseConnections { ids: None }),
+        (
+            "dial-mode black-hole",
+            Request::SetDialMode {
+                mode: DialModeSpec::BlackHole,
+            },
+        ),
+        (
+            "dial-mode refuse",
+            Request::SetDialMode {
+                mode: DialModeSpec::Refuse,
+            },
+        ),
+        (
+            "dial-mode accept",
+            Request::SetDialMode {
+                mode: DialModeSpec::Accept,
+            },
+        ),
+        (
+            "restart",
+            Request::Restart {
+                keep_connections: false,
+            },
+        ),
+        (
+            "restart --keep-connections",
+            Request::Restart {
+                keep_connections: true,
+            },
+        ),
+        ("wedge", Request::Wedge {}),
+        (
+            "hold-boot web",
+            Request::HoldBoot {
+                name: Some("web".into()),
+                hold: true,
+            },
+        ),
+        (
+            "release-boot",
+            Request::HoldBoot {
+                name: None,
+                hold: false,
+            },
+        ),
+        (
+            "set-ipv4 web 192.0.2.1",
+            Request::SetIpv4 {
+                name: "web".into(),
+                addr: "192.0.2.1".into(),
+            },
+        ),
+        (
+            "set-state web paused --reason 2",
+            Request::SetDomainState {
+                name: "web".into(),
+                state: "paused".into(),
+                reason: Some(2),
+            },
+        ),
+        (
+            "pool-capacity default 1024",
+            Request::SetPoolCapacity {
+                pool: "default".into(),
+                capacity: 1024,
+            },
+        ),
+        (
+            "pool-available default 512",
+            Request::SetPoolAvailable {
+                pool: "default".into(),
+                available: 512,
+            },
+        ),
+        (
+            define.as_str(),
+            Request::DefineDomain {
+                xml: XML.into(),
+                running: true,
+            },
+        ),
+        (
+            "remove-domain web",
+            Request::RemoveDomain { name: "web".into() },
+        ),
+        (
+            "vol-create default v 4096 --format qcow2",
+            Request::CreateVolume {
+                pool: "default".into(),
+                name: "v".into(),
+                capacity: 4096,
+                format: Some("qcow2".into()),
+            },
+        ),
+        (
+            "vol-remove default v",
+            Request::RemoveVolume {
+                pool: "default".into(),
+                name: "v".into(),
+            },
+        ),
+        ("inventory", Request::Inventory {}),
+        ("dump", Request::Dump {}),
+        (
+            r#"raw {"cmd":"set_arp_failure","fail":true}"#,
+            Request::SetArpFailure { fail: true },
+        ),
+    ];
+    for (line, want) in cases {
+        let mut argv = vec!["ctl", "--control", "/nowhere"];
+        match line.strip_prefix("raw ") {
+            Some(json) => argv.extend(["raw", json]),
+            None => argv.extend(line.split(' ')),
+        }
+        let cli = Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{line}: {e}"));
+        assert_eq!(cli.ctl.command.request().unwrap(), want, "{line}");
+    }
+    for (line, why) in [
+        ("fault add --procedure DomainCreate", "--error"),
+        ("fault add --error 55", "--procedure"),
+        ("fault add --always --nth 2 --hang", "cannot be used with"),
+        ("fault add --always --hang --drop", "cannot be used with"),
+        ("dial-mode sideways", "invalid value"),
+    ] {
+        let mut argv = vec!["ctl", "--control", "/nowhere"];
+        argv.extend(line.split(' '));
+        let e = Cli::try_parse_from(&argv).err().map(|e| e.to_string());
+        assert!(
+            e.as_deref().is_some_and(|e| e.contains(why)),
+            "{line}: {e:?} does not say {why:?}"
+        );
+    }
+}
