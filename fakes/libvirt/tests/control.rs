@@ -1064,3 +1064,17 @@ fn ctl_command_lines_become_their_requests() {
         );
     }
 }
+
+/// A domain that is defined but cannot start is taken out again: the
+/// refused request leaves nothing behind.
+#[test]
+fn a_planted_domain_that_cannot_start_is_not_left_defined() {
+    let mut bed = Bed::new();
+    let e = bed.refused(Request::DefineDomain {
+        xml: BOOT_XML.into(),
+        running: true,
+    });
+    // The define went through; the start found no disk file.
+    assert!(e.contains("web.qcow2"), "{e}");
+    assert!(bed.fake.domain("web").is_none(), "{e}");
+}

@@ -268,15 +268,27 @@ impl Control {
     }
 
     fn define(&self, xml: &str, running: bool) -> Result<Response, String> {
+        let before: Vec<String> = self
+            .fake
+            .domains()
+            .into_iter()
+            .map(|d| d.handle.name)
+            .collect();
         let dom = self.fake.define_domain(xml).map_err(vir)?;
-        if running {
-            self.fake
-                .set_domain_state(
-                    &dom.name,
-                    DomainState::Running,
-                    libvirt_wire::DOMAIN_RUNNING_BOOTED,
-                )
-                .map_err(vir)?;
+        let existed = before.contains(&dom.name);
+        if running
+            && let Err(e) = self.fake.set_domain_state(
+                &dom.name,
+                DomainState::Running,
+                libvirt_wire::DOMAIN_RUNNING_BOOTED,
+            )
+        {
+            // A request that fails changes nothing: take a new domain out (a
+            // redefinition of an existing one stays, as a define call's would).
+            if !existed {
+                self.fake.remove_domain(&dom.name);
+            }
+            return Err(vir(e));
         }
         Ok(Response::Domain {
             name: dom.name,

@@ -1,6 +1,6 @@
 //! The control protocol's messages: one [`Request`] per line from the client,
 //! one [`Reply`] per line back. This file is the protocol's whole schema; the
-//! README's "Control" section shows an example of each family.
+//! crate README's section on the control socket lists the requests.
 
 use serde::{Deserialize, Serialize};
 
