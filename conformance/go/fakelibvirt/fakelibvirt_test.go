@@ -133,6 +133,20 @@ func TestInventoryAndPlanting(t *testing.T) {
 	if before == nil || after == nil || *before == *after {
 		t.Errorf("the fingerprint did not change with the power state: %v %v", before, after)
 	}
+	// A mark written into the definition changes the fingerprint too.
+	config, live, err := d.DomainXML(ctx, "db")
+	must(t, err)
+	if !strings.Contains(config, "<name>db</name>") || !strings.Contains(live, " id=") {
+		t.Errorf("xml %q / %q", config, live)
+	}
+	marked := strings.Replace(config, "</domain>", "<description>owned</description></domain>", 1)
+	_, err = d.DefineDomain(ctx, marked, false)
+	must(t, err)
+	remarked, err := d.Inspect(ctx, "db", owner)
+	must(t, err)
+	if *remarked == *after {
+		t.Error("the fingerprint did not change with the definition")
+	}
 	must(t, d.SetDomainState(ctx, "db", "paused"))
 	inv, err := d.Inventory(ctx)
 	must(t, err)

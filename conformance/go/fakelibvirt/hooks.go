@@ -2,6 +2,7 @@ package fakelibvirt
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"sort"
 	"strings"
@@ -45,8 +46,9 @@ func (c *Client) Resources(ctx context.Context, owner Owner) ([]provider.Resourc
 }
 
 // Inspect is a fingerprint of everything of name: the domain's state and
-// definition and the volumes owner gives it; nil when nothing of that name
-// exists (provider.Planting's Inspect).
+// definitions (its mark in their metadata included) and the sizes of the
+// volumes owner gives it; nil when nothing of that name exists
+// (provider.Planting's Inspect).
 func (c *Client) Inspect(ctx context.Context, name string, owner Owner) (*string, error) {
 	inv, err := c.Inventory(ctx)
 	if err != nil {
@@ -55,7 +57,12 @@ func (c *Client) Inspect(ctx context.Context, name string, owner Owner) (*string
 	var parts []string
 	for _, d := range inv.Domains {
 		if d.Name == name {
-			parts = append(parts, fmt.Sprintf("domain %s state=%s/%d persistent=%t", d.UUID, d.State, d.Reason, d.Persistent))
+			config, live, err := c.DomainXML(ctx, name)
+			if err != nil {
+				return nil, err
+			}
+			sum := sha256.Sum256([]byte(config + "\x00" + live))
+			parts = append(parts, fmt.Sprintf("domain %s state=%s/%d persistent=%t xml=%x", d.UUID, d.State, d.Reason, d.Persistent, sum[:8]))
 		}
 	}
 	for _, p := range inv.Pools {

@@ -338,6 +338,17 @@ func (c *Client) Inventory(ctx context.Context) (Inventory, error) {
 	return r, err
 }
 
+// DomainXML returns a domain's persistent definition and, while it runs, its
+// running one (empty otherwise), metadata included.
+func (c *Client) DomainXML(ctx context.Context, name string) (config, live string, err error) {
+	var r struct {
+		Config string `json:"config"`
+		Live   string `json:"live"`
+	}
+	err = c.do(ctx, "domain_xml", &r, "name", name)
+	return r.Config, r.Live, err
+}
+
 // Dump returns the host as a state file, which a daemon started with
 // --state loads.
 func (c *Client) Dump(ctx context.Context) (json.RawMessage, error) {

@@ -510,8 +510,17 @@ fn domains_planted_steered_and_removed() {
     });
     assert!(addrs(&c, agent).is_ok());
 
+    match bed.ok(Request::DomainXml { name: "web".into() }) {
+        Response::Xml { config, live } => {
+            assert!(config.contains("<name>web</name>") && !config.contains(" id="));
+            assert!(live.unwrap().contains("<domain type='kvm' id="));
+        }
+        r => panic!("{r:?}"),
+    }
     bed.ok(Request::RemoveDomain { name: "web".into() });
     assert!(bed.fake.domain("web").is_none());
+    let e = bed.refused(Request::DomainXml { name: "web".into() });
+    assert!(e.contains("'web'"), "{e}");
     let _ = AddressSource::Agent;
 }
 
@@ -1034,6 +1043,7 @@ fn ctl_command_lines_become_their_requests() {
         ),
         ("inventory", Request::Inventory {}),
         ("dump", Request::Dump {}),
+        ("dump-xml web", Request::DomainXml { name: "web".into() }),
         (
             r#"raw {"cmd":"set_arp_failure","fail":true}"#,
             Request::SetArpFailure { fail: true },

@@ -138,6 +138,11 @@ pub enum CtlCommand {
     },
     /// Lists every domain, pool and volume.
     Inventory,
+    /// Prints a domain's XML (persistent, then running).
+    DumpXml {
+        /// The domain.
+        name: String,
+    },
     /// Prints the host as a state file (for `--state`).
     Dump,
     /// Sends one request as JSON, e.g. '{"cmd":"set_arp_failure","fail":true}'.
@@ -341,6 +346,7 @@ impl CtlCommand {
                 name: name.clone(),
             },
             C::Inventory => Request::Inventory {},
+            C::DumpXml { name } => Request::DomainXml { name: name.clone() },
             C::Dump => Request::Dump {},
             C::Raw { json } => super::proto::decode_request(json)?,
         })
@@ -382,6 +388,7 @@ pub fn run_ctl(args: &CtlArgs) -> Result<String, String> {
         (_, Response::Fault { id }) => format!("{id}\n"),
         (_, Response::Mark { mark }) => format!("{mark}\n"),
         (_, Response::State { state }) => pretty(&state),
+        (_, Response::Xml { config, live }) => format!("{config}{}", live.unwrap_or_default()),
         (_, r) => pretty(&r),
     })
 }

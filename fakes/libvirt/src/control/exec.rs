@@ -246,6 +246,7 @@ impl Control {
                 removed(fake.remove_volume(&pool, &name), "volume", &name)
             }
             Request::Inventory {} => Ok(Response::Inventory(inventory(fake))),
+            Request::DomainXml { name } => self.domain_xml(&name),
             Request::Dump {} => Ok(Response::State {
                 state: StateFile::dump(fake),
             }),
@@ -265,6 +266,20 @@ impl Control {
             Some(_) => Ok(()),
             None => Err(vir(VirError::no_domain_name(name))),
         }
+    }
+
+    fn domain_xml(&self, name: &str) -> Result<Response, String> {
+        let st = self.fake.state();
+        let h = st.lookup_by_name(name).map_err(vir)?;
+        let config = st
+            .get_xml_desc(&h, libvirt_wire::DOMAIN_XML_INACTIVE)
+            .map_err(vir)?;
+        let live = if h.id >= 0 {
+            Some(st.get_xml_desc(&h, 0).map_err(vir)?)
+        } else {
+            None
+        };
+        Ok(Response::Xml { config, live })
     }
 
     fn define(&self, xml: &str, running: bool) -> Result<Response, String> {

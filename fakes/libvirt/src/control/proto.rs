@@ -219,6 +219,12 @@ pub enum Request {
     },
     /// Every domain, pool and volume.
     Inventory {},
+    /// A domain's definitions as `virDomainGetXMLDesc` gives them, metadata
+    /// included.
+    DomainXml {
+        /// The domain.
+        name: String,
+    },
     /// The host in the state-file format (loadable with `--state`).
     Dump {},
     /// Sets the network round trip added to every call.
@@ -438,6 +444,14 @@ pub enum Response {
     },
     /// Everything on the host.
     Inventory(Inventory),
+    /// A domain's XML.
+    Xml {
+        /// The persistent definition (`VIR_DOMAIN_XML_INACTIVE`).
+        config: String,
+        /// The running definition, while it runs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        live: Option<String>,
+    },
     /// The host in the state-file format.
     State {
         /// The document.
