@@ -70,7 +70,8 @@ struct Args {
     /// `fake-libvirtd ctl --control PATH …` sends them.
     #[arg(long, value_name = "PATH", env = "FAKE_LIBVIRTD_CONTROL")]
     control: Option<PathBuf>,
-    /// Calls the trace keeps for the control API; older ones are forgotten.
+    /// Calls the trace keeps for the control API (with --control); older
+    /// ones are forgotten.
     #[arg(long, value_name = "N", default_value_t = 100_000)]
     trace_limit: usize,
 }
@@ -154,7 +155,13 @@ async fn run(args: Args) -> Result<(), String> {
         keepalive_count: args.keepalive_count,
         ..ServerOptions::default()
     };
-    fake.trace().set_limit(Some(args.trace_limit.max(1)));
+    // Only the control API reads the trace: without it, keep next to nothing.
+    let limit = if args.control.is_some() {
+        args.trace_limit.max(1)
+    } else {
+        1
+    };
+    fake.trace().set_limit(Some(limit));
     let _control = match &args.control {
         Some(path) => {
             let server = ControlServer::bind(path, std::sync::Arc::new(Control::new(fake.clone())))
