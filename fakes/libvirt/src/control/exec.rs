@@ -58,7 +58,10 @@ impl Control {
             .and_then(|i| i.checked_sub(1))
             .and_then(|i| f.get(i))
             .cloned()
-            .ok_or_else(|| format!("no fault with id {id} (ids run from 1 to {})", f.len()))
+            .ok_or_else(|| match f.len() {
+                0 => format!("no fault with id {id}: none was added"),
+                n => format!("no fault with id {id}: ids run from 1 to {n}"),
+            })
     }
 
     /// Carries out one request. A dispatch table: one arm per request.
