@@ -104,6 +104,9 @@ func TestInventoryAndPlanting(t *testing.T) {
 	if v, err := d.Ping(ctx); err != nil || v == "" {
 		t.Fatalf("ping: %q %v", v, err)
 	}
+	if d.URI() != "qemu+unix:///system?socket="+d.Socket {
+		t.Errorf("uri %q", d.URI())
+	}
 	uuid, err := d.DefineDomain(ctx, "<domain type='kvm'><name>db</name><memory>65536</memory></domain>", false)
 	must(t, err)
 	if len(uuid) != 36 {
@@ -331,7 +334,18 @@ func TestObservation(t *testing.T) {
 		_ = refused.conn.Close()
 	}
 	must(t, d.SetReachability(ctx, "Up"))
-	l = opened(t, d)
+	keep, drop := opened(t, d), opened(t, d)
+	conns, err = d.Connections(ctx)
+	must(t, err)
+	dropID := conns[len(conns)-1].ID
+	if closed, err := d.CloseConnections(ctx, dropID); err != nil || len(closed) != 1 || closed[0] != dropID {
+		t.Errorf("closing connection %d: %v %v", dropID, closed, err)
+	}
+	if err := drop.lookup("web"); !closedErr(err) {
+		t.Errorf("a call on a closed connection: %v", err)
+	}
+	must(t, keep.lookup("web"))
+	l = keep
 	_, err = d.CloseConnections(ctx)
 	must(t, err)
 	if err := l.lookup("web"); !closedErr(err) {
