@@ -253,7 +253,17 @@ func TestFaults(t *testing.T) {
 		_, err := l.hostname(10 * time.Second)
 		hung <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		calls, _, err := d.Trace(ctx, 0)
+		must(t, err)
+		if n := len(calls); n > 0 && calls[n-1].Fault == "hang" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the hung call never arrived")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 	closed, err := d.ClearFaults(ctx)
 	must(t, err)
 	if len(closed) != 1 {

@@ -220,7 +220,21 @@ fn faults_added_fired_removed_and_cleared_from_outside() {
         let hung = hung.clone();
         bed.rt.spawn(async move { hung.get_hostname().await })
     };
-    std::thread::sleep(Duration::from_millis(50));
+    let t = std::time::Instant::now();
+    while !bed
+        .fake
+        .trace()
+        .calls()
+        .iter()
+        .any(|c| c.fault.as_deref() == Some("hang"))
+    {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the call never arrived"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    std::thread::sleep(Duration::from_millis(20));
     assert!(!call.is_finished());
     match bed.ok(Request::FaultClear { release_hung: true }) {
         Response::Closed { connections } => assert_eq!(connections, vec![hung.id()]),
