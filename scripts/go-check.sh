@@ -4,9 +4,11 @@
 # beyond the standard library, so everything runs offline (GOPROXY=off).
 #
 #   1. installs Debian's golang-go when `go` is missing (needs root and apt);
-#   2. fails if `gofmt -l` lists any file, then runs `go vet` and `go test` per module;
-#   3. builds the Go template's server into target/go/go-template-serve;
-#   4. runs the conformance suite against it and writes target/ci-report/go-template,
+#   2. builds fake-libvirtd (cargo) and exports FAKE_LIBVIRTD, which the tests of
+#      conformance/go/fakelibvirt start (a prebuilt one is taken from $FAKE_LIBVIRTD);
+#   3. fails if `gofmt -l` lists any file, then runs `go vet` and `go test` per module;
+#   4. builds the Go template's server into target/go/go-template-serve;
+#   5. runs the conformance suite against it and writes target/ci-report/go-template,
 #      but only after a first run into a scratch directory gave the verdict pass.
 #
 # The suite binary is target/debug/conformance (or $CONFORMANCE_BIN); without it the
@@ -31,6 +33,14 @@ if ! command -v go >/dev/null 2>&1; then
         || { apt-get update -qq >/dev/null && apt-get install -y -qq golang-go >/dev/null; }
 fi
 echo "go-check: $(go version)"
+
+if [ -z "${FAKE_LIBVIRTD:-}" ]; then
+    cargo build -q -p libvirt-fake --bin fake-libvirtd
+    FAKE_LIBVIRTD="$root/${CARGO_TARGET_DIR:-target}/debug/fake-libvirtd"
+    case "${CARGO_TARGET_DIR:-}" in /*) FAKE_LIBVIRTD="$CARGO_TARGET_DIR/debug/fake-libvirtd" ;; esac
+fi
+export FAKE_LIBVIRTD
+echo "go-check: fake-libvirtd for the fixture package's tests: $FAKE_LIBVIRTD"
 
 unformatted="$(gofmt -l "${modules[@]}")"
 if [ -n "$unformatted" ]; then

@@ -47,6 +47,9 @@ pub(crate) struct Shared {
     /// Bumped by [`FakeLibvirt::restart_daemon`]; a connection dialled under an
     /// older generation is never answered again.
     generation: AtomicU64,
+    /// The open connections, kept once [`FakeLibvirt::track_connections`] was
+    /// called so they can be closed from outside.
+    tracked: Mutex<Option<Vec<FakeConnection>>>,
 }
 
 /// An in-memory libvirt host. Cloning is cheap; every clone sees the same
@@ -87,6 +90,7 @@ impl FakeLibvirt {
                 dial: Mutex::new(DialMode::Accept),
                 wedged: AtomicBool::new(false),
                 generation: AtomicU64::new(0),
+                tracked: Mutex::new(None),
             }),
         }
     }
@@ -104,11 +108,47 @@ impl FakeLibvirt {
             self.shared.trace.closed(id);
             return Err(CallError::Closed);
         }
-        Ok(FakeConnection::new(
-            self.clone(),
-            id,
-            mode == DialMode::BlackHole,
-        ))
+        let conn = FakeConnection::new(self.clone(), id, mode == DialMode::BlackHole);
+        if let Some(open) = self.tracked().as_mut() {
+            open.retain(|c| !c.is_closed());
+            open.push(conn.clone());
+        }
+        Ok(conn)
+    }
+
+    fn tracked(&self) -> MutexGuard<'_, Option<Vec<FakeConnection>>> {
+        self.shared
+            .tracked
+            .lock()
+            .expect("connection list poisoned")
+    }
+
+    /// Keeps a handle on every connection dialled from now on, so that
+    /// [`FakeLibvirt::close_connections`] can close them. A daemon does this;
+    /// a test that drops its fake with connections still open should not,
+    /// since each kept connection holds the fake.
+    pub fn track_connections(&self) {
+        self.tracked().get_or_insert_with(Vec::new);
+    }
+
+    /// Closes the open tracked connections whose id `which` accepts, as a
+    /// dropped network would: their calls in flight (a hung one included) fail
+    /// and their clients see the connection end. Returns the ids closed.
+    pub fn close_connections(&self, which: impl Fn(u64) -> bool) -> Vec<u64> {
+        let picked: Vec<FakeConnection> = match self.tracked().as_mut() {
+            Some(open) => {
+                open.retain(|c| !c.is_closed());
+                open.iter().filter(|c| which(c.id())).cloned().collect()
+            }
+            None => Vec::new(),
+        };
+        picked
+            .iter()
+            .map(|c| {
+                c.close();
+                c.id()
+            })
+            .collect()
     }
 
     /// Whether the daemon is lost: libvirtd 11.x, when an upload stream sends
@@ -123,7 +163,10 @@ impl FakeLibvirt {
         self.shared.wedged.load(Ordering::SeqCst)
     }
 
-    pub(crate) fn wedge(&self) {
+    /// Makes the daemon stop answering, as an upload past its declared length
+    /// does to libvirtd 11.x (see [`FakeLibvirt::is_wedged`]), until
+    /// [`FakeLibvirt::restart_daemon`].
+    pub fn wedge(&self) {
         self.shared.wedged.store(true, Ordering::SeqCst);
     }
 

@@ -14,7 +14,8 @@
 //! [`FakeLibvirt::duplex`] and [`FakeLibvirt::serve_unix`], so the provider's
 //! own RPC client is tested end to end without libvirtd. The `fake-libvirtd`
 //! binary serves it as a daemon that virsh and other libvirt clients use,
-//! starting from a [`StateFile`] (see the crate's README).
+//! starting from a [`StateFile`] (see the crate's README), and [`control`]
+//! steers such a daemon from outside its process.
 //!
 //! Neighbours: `conformance` runs its suite against `kvm2` on top of this
 //! crate; `libvirt-wire` owns the packet and XDR format. Nothing here depends
@@ -74,6 +75,7 @@
 
 mod boot;
 mod connection;
+pub mod control;
 mod domains;
 mod download;
 mod error;

@@ -29,17 +29,17 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::connection::FakeConnection;
 use crate::fake::FakeLibvirt;
 
 /// The whole state file.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct StateFile {
     /// What `ConnectGetHostname` answers (default `fake-host`).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hostname: Option<String>,
     /// Storage pools, each an active directory pool.
     #[serde(default)]
@@ -54,7 +54,7 @@ pub struct StateFile {
 }
 
 /// One storage pool.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct PoolSpec {
     /// The pool's name.
@@ -69,7 +69,7 @@ pub struct PoolSpec {
 }
 
 /// One volume of a pool.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct VolumeSpec {
     /// The volume's name (its file name in the pool).
@@ -77,19 +77,19 @@ pub struct VolumeSpec {
     /// Its capacity in bytes.
     pub capacity: u64,
     /// `raw` (default) or `qcow2`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub format: Option<String>,
 }
 
 /// One domain.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct DomainSpec {
     /// The domain XML, inline.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub xml: Option<String>,
     /// A file holding the domain XML, relative to the state file.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub xml_file: Option<PathBuf>,
     /// Whether the domain is started after it is defined.
     #[serde(default)]
@@ -137,6 +137,55 @@ impl StateFile {
             }
         }
         Ok(s)
+    }
+
+    /// The host as it is now, in this format, so that a daemon started from
+    /// the result has the same pools, volumes and domains. What the format
+    /// cannot say is left out: volume contents and backing files, inactive or
+    /// transient pools (they come back active and persistent), a paused domain
+    /// (it comes back running), a transient domain (it comes back persistent),
+    /// and everything set out of band (addresses, held boots, faults).
+    pub fn dump(fake: &FakeLibvirt) -> Self {
+        let st = fake.state();
+        let pools = st
+            .pools
+            .values()
+            .map(|p| PoolSpec {
+                name: p.name.clone(),
+                path: p.path.clone(),
+                capacity: p.capacity,
+                volumes: p
+                    .volumes
+                    .values()
+                    .map(|v| VolumeSpec {
+                        name: v.name.clone(),
+                        capacity: v.capacity,
+                        format: v.format.clone().filter(|f| f != "raw"),
+                    })
+                    .collect(),
+            })
+            .collect();
+        let mut domains: Vec<&crate::domains::Domain> = st.domains.values().collect();
+        domains.sort_by(|a, b| a.name.cmp(&b.name));
+        let domains = domains
+            .into_iter()
+            .filter_map(|d| {
+                let xml = st
+                    .get_xml_desc(&d.handle(), libvirt_wire::DOMAIN_XML_INACTIVE)
+                    .ok()?;
+                Some(DomainSpec {
+                    xml: Some(xml),
+                    xml_file: None,
+                    running: d.active(),
+                })
+            })
+            .collect();
+        StateFile {
+            hostname: Some(st.host.hostname.clone()),
+            pools,
+            domains,
+            base_dir: PathBuf::new(),
+        }
     }
 
     /// Reads and parses a state file.

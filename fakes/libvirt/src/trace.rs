@@ -2,6 +2,7 @@
 //! connection, time, injected fault) and one per dialled connection, so tests
 //! can count backend calls and dials and tell connections apart.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -12,7 +13,8 @@ use libvirt_wire::Procedure;
 /// One call that reached the fake.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TraceEntry {
-    /// Position in the trace, from 0.
+    /// Position in the trace, from 0; it keeps counting when older entries
+    /// are forgotten ([`Trace::clear_calls`], [`Trace::set_limit`]).
     pub seq: u64,
     /// The connection it came on.
     pub connection: u64,
@@ -42,7 +44,11 @@ pub struct ConnectionInfo {
 #[derive(Debug)]
 struct Log {
     started: Instant,
-    calls: Vec<TraceEntry>,
+    calls: VecDeque<TraceEntry>,
+    /// The `seq` of the first entry of `calls` (or of the next call).
+    first_seq: u64,
+    /// How many calls are kept at most; older ones are forgotten.
+    limit: Option<usize>,
     connections: Vec<ConnectionInfo>,
 }
 
@@ -57,7 +63,9 @@ impl Default for Trace {
         Trace {
             inner: Arc::new(Mutex::new(Log {
                 started: Instant::now(),
-                calls: Vec::new(),
+                calls: VecDeque::new(),
+                first_seq: 0,
+                limit: None,
                 connections: Vec::new(),
             })),
         }
@@ -90,9 +98,12 @@ impl Trace {
 
     pub(crate) fn record(&self, connection: u64, procedure: Procedure, fault: Option<String>) {
         let mut l = self.lock();
-        let seq = l.calls.len() as u64;
+        let seq = l.first_seq + l.calls.len() as u64;
         let since_start = l.started.elapsed();
-        l.calls.push(TraceEntry {
+        if l.limit.is_some_and(|n| l.calls.len() >= n) && l.calls.pop_front().is_some() {
+            l.first_seq += 1;
+        }
+        l.calls.push_back(TraceEntry {
             seq,
             connection,
             procedure,
@@ -107,7 +118,38 @@ impl Trace {
 
     /// Every call so far, in arrival order.
     pub fn calls(&self) -> Vec<TraceEntry> {
-        self.lock().calls.clone()
+        self.lock().calls.iter().cloned().collect()
+    }
+
+    /// The calls from position `since` on (a mark taken with
+    /// [`Trace::next_seq`]), and how many calls after `since` were already
+    /// forgotten.
+    pub fn calls_since(&self, since: u64) -> (Vec<TraceEntry>, u64) {
+        let l = self.lock();
+        let skip = since.saturating_sub(l.first_seq);
+        let calls = l
+            .calls
+            .iter()
+            .skip(usize::try_from(skip).unwrap_or(usize::MAX))
+            .cloned()
+            .collect();
+        (calls, l.first_seq.saturating_sub(since))
+    }
+
+    /// The position the next call will take: a mark for
+    /// [`Trace::calls_since`].
+    pub fn next_seq(&self) -> u64 {
+        let l = self.lock();
+        l.first_seq + l.calls.len() as u64
+    }
+
+    /// Keeps at most `limit` calls, forgetting the oldest (`None`: all).
+    pub fn set_limit(&self, limit: Option<usize>) {
+        let mut l = self.lock();
+        l.limit = limit;
+        while limit.is_some_and(|n| l.calls.len() > n) && l.calls.pop_front().is_some() {
+            l.first_seq += 1;
+        }
     }
 
     /// Calls of one procedure so far.
@@ -139,8 +181,10 @@ impl Trace {
         self.lock().connections.len() as u64
     }
 
-    /// Forgets every call and connection recorded so far (ids keep counting).
+    /// Forgets every call recorded so far (positions keep counting).
     pub fn clear_calls(&self) {
-        self.lock().calls.clear();
+        let mut l = self.lock();
+        l.first_seq += l.calls.len() as u64;
+        l.calls.clear();
     }
 }

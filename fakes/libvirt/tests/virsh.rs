@@ -28,11 +28,13 @@
 //! but not compared: the `destroy` after `shutdown` (a real guest without an
 //! OS ignores the ACPI request; the fake's guests obey at once).
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_fake-libvirtd");
+use support::{BIN, Daemon, Outcome, virsh};
 
 /// One virsh invocation of the session.
 struct Step {
@@ -41,14 +43,6 @@ struct Step {
     ok: bool,
     /// Whether its result is compared between the two sides.
     compared: bool,
-}
-
-/// What one virsh invocation gave.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Outcome {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
 }
 
 /// The names and files of one session, the same on both sides.
@@ -210,83 +204,6 @@ impl Session {
 fn set_mode(path: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
-}
-
-fn virsh(uri: &str, args: &[String]) -> Outcome {
-    let out = Command::new("virsh")
-        .arg("-c")
-        .arg(uri)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("virsh runs");
-    Outcome {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-/// A running `fake-libvirtd` on a socket and a loopback port of its own.
-struct Daemon {
-    child: Child,
-    socket: PathBuf,
-    port: u16,
-    started_in: Duration,
-}
-
-impl Daemon {
-    fn start(dir: &Path) -> Self {
-        let socket = dir.join("fake.sock");
-        let state = dir.join("empty.json");
-        std::fs::write(&state, "{}").unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let t = Instant::now();
-        let child = Command::new(BIN)
-            .arg("--socket")
-            .arg(&socket)
-            .arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--state")
-            .arg(&state)
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        while !socket.exists() || std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                t.elapsed() < Duration::from_secs(10),
-                "the daemon never listened"
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        Daemon {
-            child,
-            socket,
-            port,
-            started_in: t.elapsed(),
-        }
-    }
-
-    fn unix_uri(&self) -> String {
-        format!("qemu+unix:///system?socket={}", self.socket.display())
-    }
-
-    fn tcp_uri(&self) -> String {
-        format!("qemu+tcp://127.0.0.1:{}/system", self.port)
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let _ = self.child.wait();
-    }
 }
 
 /// The real libvirtd's URI, when the host's variables name its socket.

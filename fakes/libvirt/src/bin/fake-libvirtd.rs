@@ -10,6 +10,10 @@
 //!
 //! It logs one line per connection (info) and one per call (debug), and
 //! exits cleanly on SIGTERM or SIGINT, removing its socket.
+//!
+//! With `--control PATH` it also listens for control requests (faults,
+//! trace, restarts, planting, dumps; `libvirt_fake::control`), which
+//! `fake-libvirtd ctl --control PATH <command>` sends.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -17,6 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use libvirt_fake::control::{Control, ControlServer, CtlArgs, run_ctl};
 use libvirt_fake::{FakeLibvirt, HostConfig, ServerOptions, StateFile};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, UnixListener};
@@ -27,7 +32,11 @@ use tracing::{Instrument, info, info_span};
 #[derive(Debug, Parser)]
 #[command(name = "fake-libvirtd", version, about, long_about = None)]
 #[command(group(clap::ArgGroup::new("endpoint").required(true).multiple(true).args(["socket", "listen"])))]
+#[command(subcommand_negates_reqs = true, args_conflicts_with_subcommands = true)]
 struct Args {
+    /// Talk to a running daemon instead of being one.
+    #[command(subcommand)]
+    command: Option<Command>,
     /// Listen on a Unix socket at PATH (a stale socket file is replaced).
     #[arg(long, value_name = "PATH", env = "FAKE_LIBVIRTD_SOCKET")]
     socket: Option<PathBuf>,
@@ -57,6 +66,20 @@ struct Args {
     /// (libvirtd's keepalive_count).
     #[arg(long, value_name = "N", default_value_t = 5)]
     keepalive_count: u32,
+    /// Listen for control requests (JSON lines) on a Unix socket at PATH;
+    /// `fake-libvirtd ctl --control PATH …` sends them.
+    #[arg(long, value_name = "PATH", env = "FAKE_LIBVIRTD_CONTROL")]
+    control: Option<PathBuf>,
+    /// Calls the trace keeps for the control API (with --control); older
+    /// ones are forgotten.
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    trace_limit: usize,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Sends a control request to a running daemon (see `ctl --help`).
+    Ctl(CtlArgs),
 }
 
 /// libvirt 11.3.0, the version the fake's behaviour was measured on.
@@ -64,6 +87,18 @@ const LIB_VERSION: u64 = 11_003_000;
 
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
+    if let Some(Command::Ctl(ctl)) = &args.command {
+        return match run_ctl(ctl) {
+            Ok(out) => {
+                print!("{out}");
+                std::process::ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("fake-libvirtd ctl: {e}");
+                std::process::ExitCode::from(1)
+            }
+        };
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_new(&args.log)
@@ -119,6 +154,22 @@ async fn run(args: Args) -> Result<(), String> {
             .then(|| Duration::from_secs(args.keepalive_interval)),
         keepalive_count: args.keepalive_count,
         ..ServerOptions::default()
+    };
+    // Only the control API reads the trace: without it, keep next to nothing.
+    let limit = if args.control.is_some() {
+        args.trace_limit.max(1)
+    } else {
+        1
+    };
+    fake.trace().set_limit(Some(limit));
+    let _control = match &args.control {
+        Some(path) => {
+            let server = ControlServer::bind(path, std::sync::Arc::new(Control::new(fake.clone())))
+                .map_err(|e| format!("failed to listen on {}: {e}", path.display()))?;
+            info!(path = %path.display(), "listening for control requests");
+            Some(server)
+        }
+        None => None,
     };
     let ids = std::sync::Arc::new(AtomicU64::new(0));
     let mut tasks = tokio::task::JoinSet::new();
@@ -194,8 +245,6 @@ where
             let since = Instant::now();
             let result = fake.serve_with(io, opts).await;
             let seconds = since.elapsed().as_secs_f64();
-            // Nothing reads the daemon's call trace: keep it from growing.
-            fake.trace().clear_calls();
             match result {
                 Ok(()) => info!(seconds, "connection closed"),
                 Err(e) => info!(seconds, error = %e, "connection dropped"),
