@@ -1,6 +1,7 @@
 //! Checks of the General rules (GEN-*).
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
@@ -12,7 +13,7 @@ use crate::suite::checks::create::{create_steps, exists_once};
 use crate::suite::checks::steps::{made_since, sample_steps, trace_mark};
 use crate::suite::cx::{CheckError, CheckResult, Cx, describe, describe_result, kind_of};
 use crate::suite::props::{PropError, property};
-use crate::{Ctx, Error, Op, ProviderId};
+use crate::{Ctx, Error, Op, Provider, ProviderId};
 
 /// GEN-CANCEL
 pub async fn gen_cancel(cx: &Cx) -> CheckResult {
@@ -733,139 +734,33 @@ pub async fn gen_model(cx: &Cx) -> CheckResult {
         |steps| {
             let loc = loc.clone();
             async move {
-                let tag = cx.tag();
-                let names: Vec<String> = (0..3).map(|_| cx.name()).collect();
-                let ids: Vec<ProviderId> =
-                    names.iter().map(|n| cx.tb.id_for(&loc.name, n)).collect();
-                let mut model = [Model::Absent; 3];
-                let deleted = match cx.profile.delete_return() {
-                    DeleteReturn::Waits => Model::Absent,
-                    DeleteReturn::Early => Model::Going,
-                };
+                let mut run = ModelRun::new(cx, loc);
                 let mut p = cx.p.clone();
                 let mut log = Vec::new();
                 let result = async {
                     for (n, s) in steps.iter().enumerate() {
-                        let (s, faulty) = match s {
-                            Step::Fault(inner) => {
-                                cx.inject(FaultSpec {
-                                    location: Some(loc.name.clone()),
-                                    trigger: Trigger::Nth(1),
-                                    kind: FaultKind::Transient,
-                                })?;
-                                (inner.as_ref(), true)
-                            }
-                            Step::Lost(k, inner) => {
-                                cx.inject(FaultSpec {
-                                    location: Some(loc.name.clone()),
-                                    trigger: Trigger::Nth(*k),
-                                    kind: FaultKind::LostReply,
-                                })?;
-                                (inner.as_ref(), true)
-                            }
-                            s => (s, false),
-                        };
+                        let (s, faulty) = run.inject(s)?;
                         let at = format!(
                             "step {n} {s:?}{}",
                             if faulty { " with a fault" } else { "" }
                         );
-                        let bad = |msg: String| {
-                            Err(PropError::Fail(format!(
-                                "{at}: {msg}; steps so far {log:?}"
-                            )))
-                        };
-                        match s {
-                            Step::Create(i) => {
-                                let req = cx.tb.request(&names[*i], &tag, &loc);
-                                let r = p.create(&cx.ctx(), &req).await;
-                                match r {
-                                    Ok(id) if id == ids[*i] => model[*i] = Model::Present,
-                                    Ok(id) => return bad(format!("ID {id}, expected {}", ids[*i])),
-                                    Err(e) if faulty && e.is_transient() => {
-                                        model[*i] = Model::Unknown
-                                    }
-                                    Err(e) => return bad(describe(&e)),
-                                }
+                        let done = match s {
+                            Step::Create(i) => run.create(&p, *i, faulty).await,
+                            Step::Get(i) => run.get(&p, *i, faulty).await,
+                            Step::Delete(i) => run.delete(&p, *i, faulty).await,
+                            Step::List => run.list(&p, faulty).await,
+                            Step::Restart => {
+                                p = cx.tb.restart()?;
+                                Ok(())
                             }
-                            Step::Get(i) => {
-                                let r = p.get(&cx.ctx(), &ids[*i]).await;
-                                match (&r, model[*i]) {
-                                    (Ok(inst), Model::Present | Model::Unknown | Model::Going) => {
-                                        if inst.name != names[*i] || inst.tag != tag {
-                                            return bad(format!("wrong instance {inst:?}"));
-                                        }
-                                        if model[*i] != Model::Going {
-                                            model[*i] = Model::Present;
-                                        }
-                                    }
-                                    (Err(e), Model::Absent | Model::Unknown | Model::Going)
-                                        if e.is_not_found() =>
-                                    {
-                                        model[*i] = Model::Absent
-                                    }
-                                    (Err(e), _) if faulty && e.is_transient() => {}
-                                    _ => {
-                                        return bad(format!(
-                                            "{} while the model says {:?}",
-                                            describe_result(&r),
-                                            model[*i]
-                                        ));
-                                    }
-                                }
-                            }
-                            Step::Delete(i) => match p.delete(&cx.ctx(), &ids[*i]).await {
-                                Ok(()) => model[*i] = deleted,
-                                Err(e) if faulty && e.is_transient() => model[*i] = Model::Unknown,
-                                Err(e) => return bad(describe(&e)),
-                            },
-                            Step::List => match p.list_by_tag(&cx.ctx(), &tag).await {
-                                Ok(l) if l.unreachable.iter().any(|u| u.location == loc.name) => {
-                                    // A partial listing that names the location: allowed only under a
-                                    // fault, and it says nothing about the instances there.
-                                    if !faulty {
-                                        return bad(format!(
-                                            "{} named unreachable with no fault injected: {:?}",
-                                            loc.name, l.unreachable
-                                        ));
-                                    }
-                                }
-                                Ok(l) => {
-                                    for (i, m) in model.iter_mut().enumerate() {
-                                        let listed = l.instances.iter().any(|x| x.name == names[i]);
-                                        match (*m, listed) {
-                                            (Model::Present, false) => {
-                                                return bad(format!(
-                                                    "{} missing from the listing",
-                                                    names[i]
-                                                ));
-                                            }
-                                            (Model::Absent, true) => {
-                                                return bad(format!(
-                                                    "{} listed after its Delete",
-                                                    names[i]
-                                                ));
-                                            }
-                                            (Model::Unknown, l) => {
-                                                *m = if l { Model::Present } else { Model::Absent }
-                                            }
-                                            (Model::Going, false) => *m = Model::Absent,
-                                            _ => {}
-                                        }
-                                    }
-                                    if l.instances.iter().any(|x| !names.contains(&x.name)) {
-                                        return bad(format!(
-                                            "a stranger in the listing: {:?}",
-                                            l.instances
-                                        ));
-                                    }
-                                }
-                                Err(e) if faulty && e.is_transient() => {}
-                                Err(e) => return bad(describe(&e)),
-                            },
-                            Step::Restart => p = cx.tb.restart()?,
                             Step::Fault(_) | Step::Lost(..) => {
-                                unreachable!("faults are unwrapped above")
+                                unreachable!("faults are unwrapped by inject")
                             }
+                        };
+                        if let Err(msg) = done {
+                            return Err(PropError::Fail(format!(
+                                "{at}: {msg}; steps so far {log:?}"
+                            )));
                         }
                         faults.clear();
                         log.push(format!("{s:?}{}", if faulty { "!" } else { "" }));
@@ -874,35 +769,189 @@ pub async fn gen_model(cx: &Cx) -> CheckResult {
                 }
                 .await;
                 faults.clear();
-                for id in &ids {
-                    if let Err(e) = p.delete(&cx.ctx(), id).await {
-                        return Err(PropError::Fail(format!(
-                            "final Delete of {id}: {}",
-                            describe(&e)
-                        )));
-                    }
-                }
-                // With delete-return=early the last Deletes may still be under way.
-                cx.settle_deletions().await;
-                result?;
-                for n in &names {
-                    if let Some(left) = cx
-                        .inventory_for(
-                            "nothing left after the final Deletes (inventory)",
-                            &loc.name,
-                            n,
-                        )
-                        .await
-                        .map_err(|_| PropError::Harness("inventory failed".into()))?
-                        && !left.is_empty()
-                    {
-                        return Err(PropError::Fail(format!(
-                            "{n} left {left:?} after its final Delete"
-                        )));
-                    }
-                }
-                Ok(())
+                run.finish(&p, result).await
             }
         },
     )
+}
+
+/// One sequence of GEN-MODEL: three names at one location, what the model holds of
+/// each, and how each answer must agree with it.
+struct ModelRun<'a> {
+    cx: &'a Cx,
+    loc: crate::fixture::Location,
+    tag: String,
+    names: Vec<String>,
+    ids: Vec<ProviderId>,
+    model: [Model; 3],
+    /// What a successful Delete leaves, by the profile's `delete-return`.
+    deleted: Model,
+}
+
+impl<'a> ModelRun<'a> {
+    fn new(cx: &'a Cx, loc: crate::fixture::Location) -> ModelRun<'a> {
+        let tag = cx.tag();
+        let names: Vec<String> = (0..3).map(|_| cx.name()).collect();
+        let ids = names.iter().map(|n| cx.tb.id_for(&loc.name, n)).collect();
+        let deleted = match cx.profile.delete_return() {
+            DeleteReturn::Waits => Model::Absent,
+            DeleteReturn::Early => Model::Going,
+        };
+        ModelRun {
+            cx,
+            loc,
+            tag,
+            names,
+            ids,
+            model: [Model::Absent; 3],
+            deleted,
+        }
+    }
+
+    /// Injects the fault a step carries; returns the step it applies to and whether
+    /// there is one.
+    fn inject<'s>(&self, s: &'s Step) -> Result<(&'s Step, bool), PropError> {
+        let (trigger, kind, inner) = match s {
+            Step::Fault(inner) => (Trigger::Nth(1), FaultKind::Transient, inner),
+            Step::Lost(k, inner) => (Trigger::Nth(*k), FaultKind::LostReply, inner),
+            s => return Ok((s, false)),
+        };
+        self.cx.inject(FaultSpec {
+            location: Some(self.loc.name.clone()),
+            trigger,
+            kind,
+        })?;
+        Ok((inner.as_ref(), true))
+    }
+
+    async fn create(
+        &mut self,
+        p: &Arc<dyn Provider>,
+        i: usize,
+        faulty: bool,
+    ) -> Result<(), String> {
+        let req = self.cx.tb.request(&self.names[i], &self.tag, &self.loc);
+        match p.create(&self.cx.ctx(), &req).await {
+            Ok(id) if id == self.ids[i] => self.model[i] = Model::Present,
+            Ok(id) => return Err(format!("ID {id}, expected {}", self.ids[i])),
+            Err(e) if faulty && e.is_transient() => self.model[i] = Model::Unknown,
+            Err(e) => return Err(describe(&e)),
+        }
+        Ok(())
+    }
+
+    async fn get(&mut self, p: &Arc<dyn Provider>, i: usize, faulty: bool) -> Result<(), String> {
+        let r = p.get(&self.cx.ctx(), &self.ids[i]).await;
+        match (&r, self.model[i]) {
+            (Ok(inst), Model::Present | Model::Unknown | Model::Going) => {
+                if inst.name != self.names[i] || inst.tag != self.tag {
+                    return Err(format!("wrong instance {inst:?}"));
+                }
+                if self.model[i] != Model::Going {
+                    self.model[i] = Model::Present;
+                }
+            }
+            (Err(e), Model::Absent | Model::Unknown | Model::Going) if e.is_not_found() => {
+                self.model[i] = Model::Absent
+            }
+            (Err(e), _) if faulty && e.is_transient() => {}
+            _ => {
+                return Err(format!(
+                    "{} while the model says {:?}",
+                    describe_result(&r),
+                    self.model[i]
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    async fn delete(
+        &mut self,
+        p: &Arc<dyn Provider>,
+        i: usize,
+        faulty: bool,
+    ) -> Result<(), String> {
+        match p.delete(&self.cx.ctx(), &self.ids[i]).await {
+            Ok(()) => self.model[i] = self.deleted,
+            Err(e) if faulty && e.is_transient() => self.model[i] = Model::Unknown,
+            Err(e) => return Err(describe(&e)),
+        }
+        Ok(())
+    }
+
+    async fn list(&mut self, p: &Arc<dyn Provider>, faulty: bool) -> Result<(), String> {
+        let l = match p.list_by_tag(&self.cx.ctx(), &self.tag).await {
+            Ok(l) => l,
+            Err(e) if faulty && e.is_transient() => return Ok(()),
+            Err(e) => return Err(describe(&e)),
+        };
+        if l.unreachable.iter().any(|u| u.location == self.loc.name) {
+            // A partial listing that names the location: allowed only under a fault,
+            // and it says nothing about the instances there.
+            if !faulty {
+                return Err(format!(
+                    "{} named unreachable with no fault injected: {:?}",
+                    self.loc.name, l.unreachable
+                ));
+            }
+            return Ok(());
+        }
+        for (i, m) in self.model.iter_mut().enumerate() {
+            let listed = l.instances.iter().any(|x| x.name == self.names[i]);
+            match (*m, listed) {
+                (Model::Present, false) => {
+                    return Err(format!("{} missing from the listing", self.names[i]));
+                }
+                (Model::Absent, true) => {
+                    return Err(format!("{} listed after its Delete", self.names[i]));
+                }
+                (Model::Unknown, l) => *m = if l { Model::Present } else { Model::Absent },
+                (Model::Going, false) => *m = Model::Absent,
+                _ => {}
+            }
+        }
+        if l.instances.iter().any(|x| !self.names.contains(&x.name)) {
+            return Err(format!("a stranger in the listing: {:?}", l.instances));
+        }
+        Ok(())
+    }
+
+    /// Deletes the three names whatever the sequence did, then judges: the sequence's
+    /// own result first, then nothing of any name left in the inventory.
+    async fn finish(
+        &self,
+        p: &Arc<dyn Provider>,
+        result: Result<(), PropError>,
+    ) -> Result<(), PropError> {
+        for id in &self.ids {
+            if let Err(e) = p.delete(&self.cx.ctx(), id).await {
+                return Err(PropError::Fail(format!(
+                    "final Delete of {id}: {}",
+                    describe(&e)
+                )));
+            }
+        }
+        // With delete-return=early the last Deletes may still be under way.
+        self.cx.settle_deletions().await;
+        result?;
+        for n in &self.names {
+            if let Some(left) = self
+                .cx
+                .inventory_for(
+                    "nothing left after the final Deletes (inventory)",
+                    &self.loc.name,
+                    n,
+                )
+                .await
+                .map_err(|_| PropError::Harness("inventory failed".into()))?
+                && !left.is_empty()
+            {
+                return Err(PropError::Fail(format!(
+                    "{n} left {left:?} after its final Delete"
+                )));
+            }
+        }
+        Ok(())
+    }
 }
