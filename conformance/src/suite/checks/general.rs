@@ -7,13 +7,13 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use tracing::Level;
 
-use crate::fixture::{FaultKind, FaultSpec, Trigger, Verbosity};
+use crate::fixture::{FaultKind, FaultSpec, Faults, Trigger, Verbosity};
 use crate::profile::{Credentials, DeleteReturn, ListPartial};
 use crate::suite::checks::create::{create_steps, exists_once};
-use crate::suite::checks::steps::{made_since, sample_steps, trace_mark};
+use crate::suite::checks::steps::{Steps, made_since, sample_steps, trace_mark};
 use crate::suite::cx::{CheckError, CheckResult, Cx, describe, describe_result, kind_of};
 use crate::suite::props::{PropError, property};
-use crate::{Ctx, Error, Op, Provider, ProviderId};
+use crate::{CreateRequest, Ctx, Error, Op, Provider, ProviderId};
 
 /// GEN-CANCEL
 pub async fn gen_cancel(cx: &Cx) -> CheckResult {
@@ -22,69 +22,9 @@ pub async fn gen_cancel(cx: &Cx) -> CheckResult {
     let req = cx.request();
     let id = cx.create_ok(cx.p.as_ref(), &req, "Create").await?;
     cx.wait_running(cx.p.as_ref(), &id, "boot").await?;
-    let short = cx.timing.quiet * 2;
     for op in ["Get", "ListByTag", "Create", "Delete"] {
         for by_token in [false, true] {
-            let case = format!(
-                "{op} with a hung backend, {}",
-                if by_token {
-                    "token fired"
-                } else {
-                    "deadline passed"
-                }
-            );
-            let f = cx.inject(FaultSpec {
-                location: Some(loc.clone()),
-                trigger: Trigger::Always,
-                kind: FaultKind::Hang,
-            })?;
-            let ctx = if by_token {
-                let c = Ctx::new().in_span(cx.ctx().span().clone());
-                let t = c.token().clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(short).await;
-                    t.cancel();
-                });
-                c
-            } else {
-                cx.ctx_for(short).0
-            };
-            let t = Instant::now();
-            let kind = match op {
-                "Get" => kind_of(&cx.p.get(&ctx, &id).await),
-                "ListByTag" => match cx.p.list_by_tag(&ctx, &req.tag).await {
-                    // With list-partial=partial a listing that names the hung location
-                    // before the deadline is the promised answer.
-                    Ok(l)
-                        if cx.profile.list_partial() == ListPartial::Partial
-                            && l.unreachable.iter().any(|u| u.location == loc) =>
-                    {
-                        "Transient"
-                    }
-                    r => kind_of(&r),
-                },
-                "Create" => kind_of(&cx.p.create(&ctx, &cx.request()).await),
-                _ => kind_of(&cx.p.delete(&ctx, &id).await),
-            };
-            let took = t.elapsed();
-            let fired = faults.fired(f);
-            faults.clear();
-            if !fired {
-                return Err(CheckError::Harness(format!(
-                    "{case}: the hang did not fire"
-                )));
-            }
-            if kind != "Transient" {
-                cx.violate(&case, "Transient", kind);
-            }
-            if took > short + cx.timing.slack {
-                cx.violate(
-                    &case,
-                    format!("an answer within {short:?}"),
-                    format!("took {took:?}"),
-                );
-            }
-            cx.note(format!("{case}: {kind} in {took:?}"));
+            hung(cx, faults, &loc, &req, &id, op, by_token).await?;
         }
     }
     // Everything converges afterwards: the instance may be half deleted, so delete it.
@@ -97,65 +37,153 @@ pub async fn gen_cancel(cx: &Cx) -> CheckResult {
     // A Create cancelled after its k-th backend call, for every k, then retried.
     let steps = create_steps(cx).await?;
     for k in sample_steps(cx, &steps) {
-        let req = cx.request();
-        let f = cx.inject(FaultSpec {
-            location: Some(loc.clone()),
-            trigger: Trigger::Nth(k),
-            kind: FaultKind::Hang,
-        })?;
-        let mark = trace_mark(cx);
-        let ctx = cx.ctx();
-        let token = ctx.token().clone();
-        let t = Instant::now();
-        // The token fires as soon as the k-th call is held; a Create that ends
-        // first (it made fewer calls this time) ends the watch too.
-        let r = {
-            let create = cx.p.create(&ctx, &req);
-            tokio::pin!(create);
-            loop {
-                tokio::select! {
-                    r = &mut create => break r,
-                    _ = tokio::time::sleep(Duration::from_millis(2)) => {
-                        if faults.fired(f) || t.elapsed() > cx.timing.settle {
-                            token.cancel();
-                        }
+        cancelled_create(cx, faults, &loc, &steps, k).await?;
+    }
+    Ok(())
+}
+
+/// One operation against a backend that holds every call, ended by its deadline or
+/// its token (`by_token`): Transient, within the time it was given.
+async fn hung(
+    cx: &Cx,
+    faults: &dyn Faults,
+    loc: &str,
+    req: &CreateRequest,
+    id: &ProviderId,
+    op: &str,
+    by_token: bool,
+) -> CheckResult {
+    let short = cx.timing.quiet * 2;
+    let case = format!(
+        "{op} with a hung backend, {}",
+        if by_token {
+            "token fired"
+        } else {
+            "deadline passed"
+        }
+    );
+    let f = cx.inject(FaultSpec {
+        location: Some(loc.to_owned()),
+        trigger: Trigger::Always,
+        kind: FaultKind::Hang,
+    })?;
+    let ctx = if by_token {
+        let c = Ctx::new().in_span(cx.ctx().span().clone());
+        let t = c.token().clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(short).await;
+            t.cancel();
+        });
+        c
+    } else {
+        cx.ctx_for(short).0
+    };
+    let t = Instant::now();
+    let kind = match op {
+        "Get" => kind_of(&cx.p.get(&ctx, id).await),
+        "ListByTag" => match cx.p.list_by_tag(&ctx, &req.tag).await {
+            // With list-partial=partial a listing that names the hung location
+            // before the deadline is the promised answer.
+            Ok(l)
+                if cx.profile.list_partial() == ListPartial::Partial
+                    && l.unreachable.iter().any(|u| u.location == loc) =>
+            {
+                "Transient"
+            }
+            r => kind_of(&r),
+        },
+        "Create" => kind_of(&cx.p.create(&ctx, &cx.request()).await),
+        _ => kind_of(&cx.p.delete(&ctx, id).await),
+    };
+    let took = t.elapsed();
+    let fired = faults.fired(f);
+    faults.clear();
+    if !fired {
+        return Err(CheckError::Harness(format!(
+            "{case}: the hang did not fire"
+        )));
+    }
+    if kind != "Transient" {
+        cx.violate(&case, "Transient", kind);
+    }
+    if took > short + cx.timing.slack {
+        cx.violate(
+            &case,
+            format!("an answer within {short:?}"),
+            format!("took {took:?}"),
+        );
+    }
+    cx.note(format!("{case}: {kind} in {took:?}"));
+    Ok(())
+}
+
+/// A Create whose token fires once its k-th backend call is held: Transient (or done
+/// before the cancel), and a retry converges on one instance.
+async fn cancelled_create(
+    cx: &Cx,
+    faults: &dyn Faults,
+    loc: &str,
+    steps: &Steps,
+    k: u64,
+) -> CheckResult {
+    let req = cx.request();
+    let f = cx.inject(FaultSpec {
+        location: Some(loc.to_owned()),
+        trigger: Trigger::Nth(k),
+        kind: FaultKind::Hang,
+    })?;
+    let mark = trace_mark(cx);
+    let ctx = cx.ctx();
+    let token = ctx.token().clone();
+    let t = Instant::now();
+    // The token fires as soon as the k-th call is held; a Create that ends
+    // first (it made fewer calls this time) ends the watch too.
+    let r = {
+        let create = cx.p.create(&ctx, &req);
+        tokio::pin!(create);
+        loop {
+            tokio::select! {
+                r = &mut create => break r,
+                _ = tokio::time::sleep(Duration::from_millis(2)) => {
+                    if faults.fired(f) || t.elapsed() > cx.timing.settle {
+                        token.cancel();
                     }
                 }
             }
-        };
-        let took = t.elapsed();
-        let hit = faults.fired(f);
-        faults.clear();
-        if !hit {
-            let made = made_since(cx, mark, &loc);
-            let case = format!("cancel at step {k}");
-            steps.unfired(cx, &case, "Create", k, made, kind_of(&r));
-        } else if r.is_ok() {
-            cx.note(format!(
-                "cancel at step {k}: Create finished before the cancel"
-            ));
-        } else if !matches!(&r, Err(e) if e.is_transient()) {
-            cx.violate(
-                format!("cancel at step {k}"),
-                "Transient",
-                describe_result(&r),
-            );
         }
-        let id = cx
-            .create_ok(
-                cx.p.as_ref(),
-                &req,
-                &format!("retry after cancel at step {k}"),
-            )
-            .await?;
-        exists_once(cx, &req, &format!("cancel at step {k}")).await?;
-        cx.delete_ok(cx.p.as_ref(), &id, "cleanup").await?;
-        if hit {
-            cx.note(format!(
-                "cancel at step {k}: {} in {took:?}, retry converged",
-                kind_of(&r)
-            ));
-        }
+    };
+    let took = t.elapsed();
+    let hit = faults.fired(f);
+    faults.clear();
+    if !hit {
+        let made = made_since(cx, mark, loc);
+        let case = format!("cancel at step {k}");
+        steps.unfired(cx, &case, "Create", k, made, kind_of(&r));
+    } else if r.is_ok() {
+        cx.note(format!(
+            "cancel at step {k}: Create finished before the cancel"
+        ));
+    } else if !matches!(&r, Err(e) if e.is_transient()) {
+        cx.violate(
+            format!("cancel at step {k}"),
+            "Transient",
+            describe_result(&r),
+        );
+    }
+    let id = cx
+        .create_ok(
+            cx.p.as_ref(),
+            &req,
+            &format!("retry after cancel at step {k}"),
+        )
+        .await?;
+    exists_once(cx, &req, &format!("cancel at step {k}")).await?;
+    cx.delete_ok(cx.p.as_ref(), &id, "cleanup").await?;
+    if hit {
+        cx.note(format!(
+            "cancel at step {k}: {} in {took:?}, retry converged",
+            kind_of(&r)
+        ));
     }
     Ok(())
 }
