@@ -57,43 +57,10 @@ pub fn run_trials(
     allow_partial: bool,
     report_dir: Option<&std::path::Path>,
 ) -> u8 {
-    let mut opts = RunOptions::default();
-    if let Some(seed) = std::env::var("CONFORMANCE_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-    {
-        opts.seed = seed;
-    }
-    if let Some(cases) = std::env::var("CONFORMANCE_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-    {
-        opts.cases = cases;
-    }
-    if let Ok(entries) = std::env::var("CONFORMANCE_RULE_SEED") {
-        let entries: Vec<String> = entries.split(',').map(str::to_owned).collect();
-        match super::runner::parse_rule_seeds(&entries) {
-            Ok(seeds) => opts.rule_seeds = seeds,
-            Err(e) => {
-                eprintln!("conformance: CONFORMANCE_RULE_SEED: {e}");
-                return 2;
-            }
-        }
-    }
-    if let Ok(entries) = std::env::var("CONFORMANCE_SKIP") {
-        let patterns: Vec<String> = entries
-            .split(',')
-            .map(|p| p.trim().to_owned())
-            .filter(|p| !p.is_empty())
-            .collect();
-        for p in &patterns {
-            if let Err(e) = super::tags::check_pattern(p) {
-                eprintln!("conformance: CONFORMANCE_SKIP: {e}");
-                return 2;
-            }
-        }
-        opts.skip = patterns;
-    }
+    let opts = match options_from_env() {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
     if args.list && args.format != Some(FormatSetting::Terse) {
         for rule in CATALOGUE {
             let why = applicability(fixture.as_ref(), rule).or_else(|| {
@@ -158,32 +125,7 @@ pub fn run_trials(
         swept,
     });
     if let Some(report) = Report::from_events(&events) {
-        eprint!(
-            "{}",
-            super::cli::not_checked_text(&report)
-                .replace("not checked:", "conformance: not checked:")
-        );
-        eprintln!(
-            "conformance: {} verdict: {} ({} of {} catalogue rules ran)",
-            report.run.provider,
-            report.verdict,
-            report.results.len(),
-            CATALOGUE.len()
-        );
-        if let Some(dir) = report_dir {
-            write_fragment(&report, dir);
-            if report.results.len() == CATALOGUE.len() {
-                write_reports(&report, dir);
-            } else {
-                eprintln!(
-                    "conformance: this process ran {} of {} rules: `merge {}` makes the report \
-                     of the whole run from every process's fragment",
-                    report.results.len(),
-                    CATALOGUE.len(),
-                    dir.join(FRAGMENTS).display()
-                );
-            }
-        }
+        conclude(&report, report_dir);
     }
     if conclusion.has_failed() {
         return EXIT_TRIAL_FAILED;
@@ -205,6 +147,79 @@ pub fn run_trials(
         unproved.join("; ")
     );
     super::cli::EXIT_PARTIAL
+}
+
+/// The run's options from the `CONFORMANCE_*` variables; `Err` is the exit code of a
+/// bad one (named on stderr).
+fn options_from_env() -> Result<RunOptions, u8> {
+    let mut opts = RunOptions::default();
+    if let Some(seed) = std::env::var("CONFORMANCE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        opts.seed = seed;
+    }
+    if let Some(cases) = std::env::var("CONFORMANCE_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        opts.cases = cases;
+    }
+    if let Ok(entries) = std::env::var("CONFORMANCE_RULE_SEED") {
+        let entries: Vec<String> = entries.split(',').map(str::to_owned).collect();
+        match super::runner::parse_rule_seeds(&entries) {
+            Ok(seeds) => opts.rule_seeds = seeds,
+            Err(e) => {
+                eprintln!("conformance: CONFORMANCE_RULE_SEED: {e}");
+                return Err(2);
+            }
+        }
+    }
+    if let Ok(entries) = std::env::var("CONFORMANCE_SKIP") {
+        let patterns: Vec<String> = entries
+            .split(',')
+            .map(|p| p.trim().to_owned())
+            .filter(|p| !p.is_empty())
+            .collect();
+        for p in &patterns {
+            if let Err(e) = super::tags::check_pattern(p) {
+                eprintln!("conformance: CONFORMANCE_SKIP: {e}");
+                return Err(2);
+            }
+        }
+        opts.skip = patterns;
+    }
+    Ok(opts)
+}
+
+/// Prints what the run did not check and its verdict, and writes this process's
+/// fragment and, when it ran every rule, the reports.
+fn conclude(report: &Report, report_dir: Option<&std::path::Path>) {
+    eprint!(
+        "{}",
+        super::cli::not_checked_text(report).replace("not checked:", "conformance: not checked:")
+    );
+    eprintln!(
+        "conformance: {} verdict: {} ({} of {} catalogue rules ran)",
+        report.run.provider,
+        report.verdict,
+        report.results.len(),
+        CATALOGUE.len()
+    );
+    if let Some(dir) = report_dir {
+        write_fragment(report, dir);
+        if report.results.len() == CATALOGUE.len() {
+            write_reports(report, dir);
+        } else {
+            eprintln!(
+                "conformance: this process ran {} of {} rules: `merge {}` makes the report \
+                 of the whole run from every process's fragment",
+                report.results.len(),
+                CATALOGUE.len(),
+                dir.join(FRAGMENTS).display()
+            );
+        }
+    }
 }
 
 /// The rules among `results` that ran yet prove less than a pass: Skipped, or with
