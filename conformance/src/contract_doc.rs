@@ -59,6 +59,14 @@ at every location in turn on a fake backend, and at one location picked by the r
 /// The whole document.
 pub fn render() -> String {
     let mut out = String::from(PREAMBLE);
+    axes_section(&mut out);
+    hooks_section(&mut out);
+    rules_section(&mut out);
+    out
+}
+
+/// The profile axes, their illegal combinations and what each value promises.
+fn axes_section(out: &mut String) {
     out.push_str("\n## Profile axes\n\nA provider declares exactly one value per axis.\nBehaviour-checked axes change what rules expect, and the suite flags a declaration that behaviour contradicts; declared-only axes are reported, not checked.\n\n| axis | values (first = kvm2's) | class | rules whose expectation it changes |\n|---|---|---|---|\n");
     for a in Axis::ALL {
         let rules: Vec<_> = CATALOGUE
@@ -102,6 +110,10 @@ pub fn render() -> String {
             m.promise
         );
     }
+}
+
+/// Which rules each fixture hook enables.
+fn hooks_section(out: &mut String) {
     out.push_str("\n## Fixture hooks\n\nA provider author writes one fixture. Each optional hook enables the rules that need it; without it they are Skipped.\n\n| hook | rules |\n|---|---|\n");
     for h in Hook::ALL {
         let rules: Vec<_> = CATALOGUE
@@ -111,6 +123,10 @@ pub fn render() -> String {
             .collect();
         let _ = writeln!(out, "| {h} | {} |", rules.join(", "));
     }
+}
+
+/// Every rule by area, with its clauses and the mutants that break each.
+fn rules_section(out: &mut String) {
     out.push_str("\n## Rules\n\nUnder each rule, its clauses in its own words, each with the template provider's mutants that break it (the template's kill matrix shows the suite fails the rule under every one), or why the clause is not checked.\n");
     for area in Area::ALL {
         let _ = writeln!(out, "\n### {} ({}-*)\n", area.title(), area.prefix());
@@ -180,5 +196,4 @@ pub fn render() -> String {
             out.push('\n');
         }
     }
-    out
 }
