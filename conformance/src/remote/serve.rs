@@ -353,13 +353,31 @@ where
                 continue;
             }
         };
+        server.message(msg, &mut tasks);
+    }
+    server.shut_down(tasks).await;
+    sinks()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&conn);
+    drop(server);
+    match writer_task.await {
+        Ok(r) => r,
+        Err(e) => Err(std::io::Error::other(e)),
+    }
+}
+
+impl Server {
+    /// One message from the suite: a cancellation, a request (run on a task of its
+    /// own, a panic answered as one), an ignored notification, or an error.
+    fn message(self: &Arc<Self>, msg: Value, tasks: &mut tokio::task::JoinSet<()>) {
         let method = msg.get("method").and_then(Value::as_str).map(str::to_owned);
         let id = msg.get("id").cloned();
         let params = msg.get("params").cloned().unwrap_or(json!({}));
         match (method, id) {
             (Some(m), None) if m == CANCEL => {
                 if let Ok(p) = serde_json::from_value::<CancelParams>(params) {
-                    let token = server
+                    let token = self
                         .inflight
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
@@ -373,7 +391,7 @@ where
             // Unknown notifications are ignored, as JSON-RPC allows.
             (Some(_), None) => {}
             (Some(m), Some(id)) => {
-                let s = server.clone();
+                let s = self.clone();
                 tasks.spawn(async move {
                     // A method that panics is answered at once, as a panic, instead
                     // of leaving the suite to wait out its deadline.
@@ -393,7 +411,7 @@ where
                 });
                 while tasks.try_join_next().is_some() {}
             }
-            (None, _) => server.reply_err(
+            (None, _) => self.reply_err(
                 Value::Null,
                 Fail {
                     code: INVALID_REQUEST,
@@ -402,41 +420,33 @@ where
             ),
         }
     }
-    // The suite is gone: stop what runs, tear down what is open.
-    for t in server
-        .inflight
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .values()
-    {
-        t.cancel();
-    }
-    let _ = tokio::time::timeout(Duration::from_secs(5), async {
-        while tasks.join_next().await.is_some() {}
-    })
-    .await;
-    let open: Vec<Arc<dyn Testbed>> = server
-        .testbeds
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .drain()
-        .map(|(_, t)| t)
-        .collect();
-    for tb in open {
-        let _ = tb.teardown().await;
-    }
-    sinks()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(&conn);
-    drop(server);
-    match writer_task.await {
-        Ok(r) => r,
-        Err(e) => Err(std::io::Error::other(e)),
-    }
-}
 
-impl Server {
+    /// The suite is gone: stops what runs and tears down what is open.
+    async fn shut_down(&self, mut tasks: tokio::task::JoinSet<()>) {
+        for t in self
+            .inflight
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+        {
+            t.cancel();
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(5), async {
+            while tasks.join_next().await.is_some() {}
+        })
+        .await;
+        let open: Vec<Arc<dyn Testbed>> = self
+            .testbeds
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain()
+            .map(|(_, t)| t)
+            .collect();
+        for tb in open {
+            let _ = tb.teardown().await;
+        }
+    }
+
     fn reply_ok(&self, id: Value, result: Value) {
         let line = json!({"jsonrpc": "2.0", "id": id, "result": result});
         self.reply(&id, line);
