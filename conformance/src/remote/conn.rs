@@ -366,31 +366,7 @@ impl Conn {
             return Err("the provider sent a message without \"jsonrpc\": \"2.0\"".into());
         }
         if let Some(method) = m.get("method") {
-            let method = method.as_str().unwrap_or("");
-            let shown = shorten(method);
-            if m.contains_key("id") {
-                return Err(format!(
-                    "the provider sent a request ({shown}); in protocol v1 only the suite sends requests"
-                ));
-            }
-            let params = m.get("params").cloned().unwrap_or(Value::Null);
-            return match method {
-                SPAN_START => self.span_start(parse(SPAN_START, params)?),
-                SPAN_END => {
-                    let p: SpanEndParams = parse(SPAN_END, params)?;
-                    match self.lock().spans.remove(&p.span) {
-                        Some(_) => Ok(()),
-                        None => Err(format!(
-                            "the provider sent $/span/end for span {}, which is not open (never started, already ended, or its request already answered)",
-                            p.span
-                        )),
-                    }
-                }
-                EVENT => self.event(parse(EVENT, params)?),
-                _ => Err(format!(
-                    "the provider sent an unknown notification method {shown}"
-                )),
-            };
+            return self.on_notification(method.as_str().unwrap_or(""), &m);
         }
         let id = match m.get("id") {
             Some(Value::Number(n)) if n.as_u64().is_some() => n.as_u64().unwrap_or_default(),
@@ -400,6 +376,44 @@ impl Conn {
                     .into(),
             ),
         };
+        self.on_reply(id, &m)
+    }
+
+    /// A notification from the provider: span telemetry or an event; a request or an
+    /// unknown method breaks the protocol.
+    fn on_notification(
+        &self,
+        method: &str,
+        m: &serde_json::Map<String, Value>,
+    ) -> Result<(), String> {
+        let shown = shorten(method);
+        if m.contains_key("id") {
+            return Err(format!(
+                "the provider sent a request ({shown}); in protocol v1 only the suite sends requests"
+            ));
+        }
+        let params = m.get("params").cloned().unwrap_or(Value::Null);
+        match method {
+            SPAN_START => self.span_start(parse(SPAN_START, params)?),
+            SPAN_END => {
+                let p: SpanEndParams = parse(SPAN_END, params)?;
+                match self.lock().spans.remove(&p.span) {
+                    Some(_) => Ok(()),
+                    None => Err(format!(
+                        "the provider sent $/span/end for span {}, which is not open (never started, already ended, or its request already answered)",
+                        p.span
+                    )),
+                }
+            }
+            EVENT => self.event(parse(EVENT, params)?),
+            _ => Err(format!(
+                "the provider sent an unknown notification method {shown}"
+            )),
+        }
+    }
+
+    /// The reply to request `id`: handed to its waiting caller.
+    fn on_reply(&self, id: u64, m: &serde_json::Map<String, Value>) -> Result<(), String> {
         let answer = match (m.get("result"), m.get("error")) {
             (Some(r), None) => Ok(r.clone()),
             (None, Some(e)) => {
