@@ -310,67 +310,20 @@ impl Plan {
     /// the fixture.
     pub fn resolve(args: RunArgs, fixture: &dyn Fixture) -> Result<Plan, UsageError> {
         let defaults = RunOptions::default();
-        let rules: Vec<String> = args
-            .rules
-            .iter()
-            .map(|r| r.trim().to_owned())
-            .filter(|r| !r.is_empty())
-            .collect();
-        let patterns = |flag: &'static str, given: &[String]| {
-            let list: Vec<String> = given
-                .iter()
-                .map(|r| r.trim().to_owned())
-                .filter(|r| !r.is_empty())
-                .collect();
-            for r in &list {
-                check_pattern(r).map_err(|message| UsageError { flag, message })?;
-            }
-            Ok::<_, UsageError>(list)
-        };
-        let mut rules = patterns("--rules", &rules)?;
+        let mut rules = patterns("--rules", &args.rules)?;
         let skip = patterns("--skip", &args.skip)?;
-        let load = |flag: &'static str, path: &Option<PathBuf>| match path {
-            None => Ok(Vec::new()),
-            Some(p) => load_entries(p).map_err(|message| UsageError { flag, message }),
-        };
-        let expected_failures = load("--expected-failures", &args.expected_failures)?;
-        let quarantine = load("--quarantine", &args.quarantine)?;
-        let log_filter = args
-            .log_level
-            .clone()
-            .or_else(|| std::env::var("RUST_LOG").ok())
-            .map(|f| f.trim().to_owned())
-            .filter(|f| !f.is_empty());
-        if let Some(f) = &log_filter {
-            tracing_subscriber::EnvFilter::try_new(f).map_err(|e| UsageError {
-                flag: "--log-level",
-                message: format!("{f:?} is not a log filter: {e}"),
-            })?;
-        }
+        let expected_failures = entries("--expected-failures", &args.expected_failures)?;
+        let quarantine = entries("--quarantine", &args.quarantine)?;
+        let log_filter = log_filter(args.log_level.clone())?;
         let previous = match &args.previous {
             None => None,
-            Some(path) => {
-                Some(
-                    crate::suite::report::json::read(path).map_err(|message| UsageError {
-                        flag: "--previous",
-                        message,
-                    })?,
-                )
-            }
+            Some(path) => Some(read_report("--previous", path)?),
         };
         let mut seed_given = args.seed;
         if let Some(path) = &args.rerun_failed {
-            let flag = "--rerun-failed";
-            if !rules.is_empty() {
-                return Err(UsageError {
-                    flag,
-                    message: "selects the rules itself; drop --rules".into(),
-                });
-            }
-            let earlier = crate::suite::report::json::read(path)
-                .map_err(|message| UsageError { flag, message })?;
-            rules = rerun_selection(&earlier).map_err(|message| UsageError { flag, message })?;
-            seed_given = seed_given.or(Some(earlier.run.seed));
+            let (rerun, seed) = rerun_failed(path, &rules)?;
+            rules = rerun;
+            seed_given = seed_given.or(Some(seed));
         }
         let shard = match &args.shard {
             None => None,
@@ -383,18 +336,7 @@ impl Plan {
                 Some(shard_of(index, count, &rules, previous.as_ref()))
             }
         };
-        let mut formats = Vec::new();
-        for f in args.format {
-            if !formats.contains(&f) {
-                formats.push(f);
-            }
-        }
-        if formats.is_empty() {
-            return Err(UsageError {
-                flag: "--format",
-                message: "names no format".into(),
-            });
-        }
+        let formats = formats(&args.format)?;
         let (seed, random_seed) = match seed_given {
             Some(s) => (s, false),
             None => (uuid::Uuid::new_v4().as_u64_pair().0, true),
@@ -442,6 +384,82 @@ impl Plan {
             allow_partial: args.allow_partial,
         })
     }
+}
+
+/// The rule patterns a flag gives, trimmed, blanks dropped, each checked.
+fn patterns(flag: &'static str, given: &[String]) -> Result<Vec<String>, UsageError> {
+    let list: Vec<String> = given
+        .iter()
+        .map(|r| r.trim().to_owned())
+        .filter(|r| !r.is_empty())
+        .collect();
+    for r in &list {
+        check_pattern(r).map_err(|message| UsageError { flag, message })?;
+    }
+    Ok(list)
+}
+
+/// The expected-failure or quarantine entries in the file a flag names, if any.
+fn entries(flag: &'static str, path: &Option<PathBuf>) -> Result<Vec<Entry>, UsageError> {
+    match path {
+        None => Ok(Vec::new()),
+        Some(p) => load_entries(p).map_err(|message| UsageError { flag, message }),
+    }
+}
+
+/// The log filter from `--log-level` or `RUST_LOG`, checked; `None` when neither
+/// gives one.
+fn log_filter(given: Option<String>) -> Result<Option<String>, UsageError> {
+    let filter = given
+        .or_else(|| std::env::var("RUST_LOG").ok())
+        .map(|f| f.trim().to_owned())
+        .filter(|f| !f.is_empty());
+    if let Some(f) = &filter {
+        tracing_subscriber::EnvFilter::try_new(f).map_err(|e| UsageError {
+            flag: "--log-level",
+            message: format!("{f:?} is not a log filter: {e}"),
+        })?;
+    }
+    Ok(filter)
+}
+
+/// A report a flag names.
+fn read_report(flag: &'static str, path: &std::path::Path) -> Result<Report, UsageError> {
+    crate::suite::report::json::read(path).map_err(|message| UsageError { flag, message })
+}
+
+/// `--rerun-failed REPORT`: the rules that failed or errored there, and its seed.
+fn rerun_failed(
+    path: &std::path::Path,
+    rules: &[String],
+) -> Result<(Vec<String>, u64), UsageError> {
+    let flag = "--rerun-failed";
+    if !rules.is_empty() {
+        return Err(UsageError {
+            flag,
+            message: "selects the rules itself; drop --rules".into(),
+        });
+    }
+    let earlier = read_report(flag, path)?;
+    let rules = rerun_selection(&earlier).map_err(|message| UsageError { flag, message })?;
+    Ok((rules, earlier.run.seed))
+}
+
+/// The report formats asked for, each once, in the order given; at least one.
+fn formats(given: &[Format]) -> Result<Vec<Format>, UsageError> {
+    let mut formats = Vec::new();
+    for f in given {
+        if !formats.contains(f) {
+            formats.push(*f);
+        }
+    }
+    if formats.is_empty() {
+        return Err(UsageError {
+            flag: "--format",
+            message: "names no format".into(),
+        });
+    }
+    Ok(formats)
 }
 
 /// The rules that failed or errored in `earlier`, as `--rules` IDs; an error when
