@@ -62,15 +62,7 @@ pub fn run_trials(
         Err(code) => return code,
     };
     if args.list && args.format != Some(FormatSetting::Terse) {
-        for rule in CATALOGUE {
-            let why = applicability(fixture.as_ref(), rule).or_else(|| {
-                super::runner::skip_reason(rule, &opts.skip).map(|r| (Outcome::Skipped, r))
-            });
-            match why {
-                Some((o, why)) => println!("{}: test  # {}: {why}", rule.trial_name(), o.as_str()),
-                None => println!("{}: test", rule.trial_name()),
-            }
-        }
+        list_trials(fixture.as_ref(), &opts);
         return 0;
     }
     let runtime = Arc::new(
@@ -147,6 +139,19 @@ pub fn run_trials(
         unproved.join("; ")
     );
     super::cli::EXIT_PARTIAL
+}
+
+/// `--list`: every trial, with why it will not run when it will not.
+fn list_trials(fixture: &dyn Fixture, opts: &RunOptions) {
+    for rule in CATALOGUE {
+        let why = applicability(fixture, rule).or_else(|| {
+            super::runner::skip_reason(rule, &opts.skip).map(|r| (Outcome::Skipped, r))
+        });
+        match why {
+            Some((o, why)) => println!("{}: test  # {}: {why}", rule.trial_name(), o.as_str()),
+            None => println!("{}: test", rule.trial_name()),
+        }
+    }
 }
 
 /// The run's options from the `CONFORMANCE_*` variables; `Err` is the exit code of a
