@@ -79,30 +79,13 @@ pub fn run_trials(
     let trials = CATALOGUE
         .iter()
         .map(|rule| {
-            let (fixture, runtime, results, opts, run_id) = (
+            let run = (
                 fixture.clone(),
                 runtime.clone(),
-                results.clone(),
                 opts.clone(),
                 info.run_id.clone(),
             );
-            Trial::ignorable_test(rule.trial_name(), move || {
-                let r = runtime.block_on(run_rule(fixture, rule, &opts, &run_id));
-                let verdict = match r.outcome {
-                    Outcome::Pass => Ok(Completion::Completed),
-                    Outcome::Skipped | Outcome::NotApplicable => {
-                        Ok(Completion::ignored_with(format!(
-                            "{}: {}",
-                            r.outcome.as_str(),
-                            r.reason.clone().unwrap_or_default()
-                        )))
-                    }
-                    Outcome::Fail | Outcome::Error => Err(Failed::from(failure_text(&r))),
-                };
-                results.lock().unwrap().push(r);
-                verdict
-            })
-            .with_kind(provider.clone())
+            trial(rule, run, results.clone()).with_kind(provider.clone())
         })
         .collect();
     super::secrets::install_panic_hook();
@@ -139,6 +122,34 @@ pub fn run_trials(
         unproved.join("; ")
     );
     super::cli::EXIT_PARTIAL
+}
+
+/// One rule as a libtest trial: it runs the rule on the shared runtime and keeps its
+/// result; Skipped and NotApplicable are ignored trials, Fail and Error failed ones.
+fn trial(
+    rule: &'static crate::rules::Rule,
+    (fixture, runtime, opts, run_id): (
+        Arc<dyn Fixture>,
+        Arc<tokio::runtime::Runtime>,
+        RunOptions,
+        String,
+    ),
+    results: Arc<Mutex<Vec<RuleResult>>>,
+) -> Trial {
+    Trial::ignorable_test(rule.trial_name(), move || {
+        let r = runtime.block_on(run_rule(fixture, rule, &opts, &run_id));
+        let verdict = match r.outcome {
+            Outcome::Pass => Ok(Completion::Completed),
+            Outcome::Skipped | Outcome::NotApplicable => Ok(Completion::ignored_with(format!(
+                "{}: {}",
+                r.outcome.as_str(),
+                r.reason.clone().unwrap_or_default()
+            ))),
+            Outcome::Fail | Outcome::Error => Err(Failed::from(failure_text(&r))),
+        };
+        results.lock().unwrap().push(r);
+        verdict
+    })
 }
 
 /// `--list`: every trial, with why it will not run when it will not.
