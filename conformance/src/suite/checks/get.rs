@@ -187,6 +187,33 @@ pub async fn get_state(cx: &Cx) -> CheckResult {
     let id = cx.create_ok(cx.p.as_ref(), &req, "Create").await?;
     let inst = cx.wait_running(cx.p.as_ref(), &id, "boot").await?;
     let with_ip = cx.profile.ip_source() != IpSource::None;
+    running_address(cx, &inst, with_ip);
+    for (case, set, want, ip) in state_cases(with_ip) {
+        match set {
+            Set::Addrs(a) => sc.set_addresses(&loc, &req.name, a).await?,
+            Set::LookupFails(f) => sc.fail_address_lookup(&loc, &req.name, f).await?,
+            Set::Power(p) => sc.set_power(&loc, &req.name, p).await?,
+        }
+        let got = cx.get_ok(cx.p.as_ref(), &id, case).await?;
+        let want_ip = ip.map(|s| s.parse::<Ipv4Addr>().unwrap());
+        if got.state != want
+            || (want == State::Running && got.ipv4 != want_ip)
+            || (want != State::Running && got.ipv4.is_some_and(|a| !is_usable_ipv4(a)))
+        {
+            cx.violate(
+                case,
+                format!("{want:?} with address {want_ip:?}"),
+                format!("{:?} with address {:?}", got.state, got.ipv4),
+            );
+        }
+        cx.note(format!("{case}: {:?} {:?}", got.state, got.ipv4));
+    }
+    cx.delete_ok(cx.p.as_ref(), &id, "cleanup").await
+}
+
+/// A booted instance has a usable IPv4 address exactly when the profile's
+/// `ip-source` promises one.
+fn running_address(cx: &Cx, inst: &crate::Instance, with_ip: bool) {
     if with_ip && !inst.ipv4.is_some_and(is_usable_ipv4) {
         cx.violate(
             "Running",
@@ -204,13 +231,21 @@ pub async fn get_state(cx: &Cx) -> CheckResult {
             format!("{:?}", inst.ipv4),
         );
     }
+}
+
+/// What GET-STATE sets out of band.
+enum Set {
+    Addrs(Vec<IpAddr>),
+    LookupFails(bool),
+    Power(Power),
+}
+
+/// GET-STATE's cases, in order: what is set, the state Get must report, and the
+/// address it must report when Running. The address cases only when the profile's
+/// `ip-source` gives one.
+fn state_cases(with_ip: bool) -> Vec<(&'static str, Set, State, Option<&'static str>)> {
     let v4 = |s: &str| IpAddr::V4(s.parse::<Ipv4Addr>().unwrap());
-    enum Set {
-        Addrs(Vec<IpAddr>),
-        LookupFails(bool),
-        Power(Power),
-    }
-    let mut cases: Vec<(&str, Set, State, Option<&str>)> = Vec::new();
+    let mut cases = Vec::new();
     if with_ip {
         cases.push((
             "only loopback and link-local addresses",
@@ -257,27 +292,7 @@ pub async fn get_state(cx: &Cx) -> CheckResult {
     }
     cases.push(("paused", Set::Power(Power::Paused), State::Stopped, None));
     cases.push(("shut off", Set::Power(Power::Stopped), State::Stopped, None));
-    for (case, set, want, ip) in cases {
-        match set {
-            Set::Addrs(a) => sc.set_addresses(&loc, &req.name, a).await?,
-            Set::LookupFails(f) => sc.fail_address_lookup(&loc, &req.name, f).await?,
-            Set::Power(p) => sc.set_power(&loc, &req.name, p).await?,
-        }
-        let got = cx.get_ok(cx.p.as_ref(), &id, case).await?;
-        let want_ip = ip.map(|s| s.parse::<Ipv4Addr>().unwrap());
-        if got.state != want
-            || (want == State::Running && got.ipv4 != want_ip)
-            || (want != State::Running && got.ipv4.is_some_and(|a| !is_usable_ipv4(a)))
-        {
-            cx.violate(
-                case,
-                format!("{want:?} with address {want_ip:?}"),
-                format!("{:?} with address {:?}", got.state, got.ipv4),
-            );
-        }
-        cx.note(format!("{case}: {:?} {:?}", got.state, got.ipv4));
-    }
-    cx.delete_ok(cx.p.as_ref(), &id, "cleanup").await
+    cases
 }
 
 /// An arbitrary ID: noise, or a valid ID bent out of shape.
