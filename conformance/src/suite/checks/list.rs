@@ -3,9 +3,9 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use crate::fixture::{FaultKind, FaultSpec, Plant, Reachability, Trigger};
+use crate::fixture::{FaultKind, FaultSpec, Faults, Observation, Plant, Reachability, Trigger};
 use crate::profile::ListPartial;
-use crate::suite::cx::{CheckResult, Cx, describe, describe_result};
+use crate::suite::cx::{CheckError, CheckResult, Cx, describe, describe_result};
 use crate::{Listing, ProviderId, State};
 
 async fn list(cx: &Cx, tag: &str, at: &str) -> CheckResult<Listing> {
@@ -269,45 +269,8 @@ async fn vanishing_reads(cx: &Cx, tag: &str, first: ProviderId) -> CheckResult {
         cx.not_checked(WHAT, "the fixture lacks the faults or observation hook");
         return Ok(());
     };
-    let loc = cx.loc0().clone();
-    let counts = |from: usize| {
-        let mut n: BTreeMap<String, usize> = BTreeMap::new();
-        for c in obs.calls()[from..]
-            .iter()
-            .filter(|c| c.location == loc.name)
-        {
-            *n.entry(c.name.clone()).or_default() += 1;
-        }
-        n
-    };
     let mut ids = vec![first];
-    ids.push(
-        cx.create_ok(
-            cx.p.as_ref(),
-            &cx.tb.request(&cx.name(), tag, &loc),
-            "Create",
-        )
-        .await?,
-    );
-    let from = obs.calls().len();
-    list(cx, tag, "ListByTag of two instances").await?;
-    let two = counts(from);
-    ids.push(
-        cx.create_ok(
-            cx.p.as_ref(),
-            &cx.tb.request(&cx.name(), tag, &loc),
-            "Create",
-        )
-        .await?,
-    );
-    let from = obs.calls().len();
-    list(cx, tag, "ListByTag of three instances").await?;
-    let three = counts(from);
-    let reads: Vec<&String> = three
-        .iter()
-        .filter(|(name, n)| **n > two.get(*name).copied().unwrap_or(0))
-        .map(|(name, _)| name)
-        .collect();
+    let reads = per_instance_reads(cx, obs, tag, &mut ids).await?;
     let mut fired = 0;
     let answers = [
         (FaultKind::NotFound, "not-found"),
@@ -315,44 +278,8 @@ async fn vanishing_reads(cx: &Cx, tag: &str, first: ProviderId) -> CheckResult {
     ];
     for read in &reads {
         for (kind, answer) in answers.clone() {
-            let f = cx.inject(FaultSpec {
-                location: Some(loc.name.clone()),
-                trigger: Trigger::Named((*read).clone()),
-                kind,
-            })?;
-            let l = cx.p.list_by_tag(&cx.ctx(), tag).await;
-            let hit = faults.fired(f);
-            faults.clear();
-            if !hit {
-                cx.note(format!("{answer} on {read}: did not fire"));
-                continue;
-            }
-            fired += 1;
-            let case = format!("{read} answering {answer} for one instance");
-            match &l {
-                Ok(l) => {
-                    let listed = ids
-                        .iter()
-                        .filter(|id| l.instances.iter().any(|i| i.id == **id))
-                        .count();
-                    if listed + 1 < ids.len() {
-                        cx.violate(
-                            &case,
-                            format!(
-                                "the other instances listed (at least {} of {})",
-                                ids.len() - 1,
-                                ids.len()
-                            ),
-                            format!("{listed} listed: {l:?}"),
-                        );
-                    }
-                    cx.note(format!("{case}: listing of {listed}"));
-                }
-                Err(e) => cx.violate(
-                    &case,
-                    "the listing to succeed, skipping that instance",
-                    describe(e),
-                ),
+            if read_answers(cx, faults, tag, &ids, read, kind, answer).await? {
+                fired += 1;
             }
         }
     }
@@ -366,6 +293,94 @@ async fn vanishing_reads(cx: &Cx, tag: &str, first: ProviderId) -> CheckResult {
         cx.not_checked(WHAT, "no fault injected on a per-instance read fired");
     }
     Ok(())
+}
+
+/// The backend calls a listing makes once per instance: those it makes more of with
+/// three instances than with two (the instances it creates for that are added to
+/// `ids`).
+async fn per_instance_reads(
+    cx: &Cx,
+    obs: &dyn Observation,
+    tag: &str,
+    ids: &mut Vec<ProviderId>,
+) -> Result<Vec<String>, CheckError> {
+    let loc = cx.loc0().clone();
+    let counts = |from: usize| {
+        let mut n: BTreeMap<String, usize> = BTreeMap::new();
+        for c in obs.calls()[from..]
+            .iter()
+            .filter(|c| c.location == loc.name)
+        {
+            *n.entry(c.name.clone()).or_default() += 1;
+        }
+        n
+    };
+    let mut listed = Vec::new();
+    for what in ["ListByTag of two instances", "ListByTag of three instances"] {
+        let req = cx.tb.request(&cx.name(), tag, &loc);
+        ids.push(cx.create_ok(cx.p.as_ref(), &req, "Create").await?);
+        let from = obs.calls().len();
+        list(cx, tag, what).await?;
+        listed.push(counts(from));
+    }
+    let (two, three) = (&listed[0], &listed[1]);
+    Ok(three
+        .iter()
+        .filter(|(name, n)| **n > two.get(*name).copied().unwrap_or(0))
+        .map(|(name, _)| name.clone())
+        .collect())
+}
+
+/// One per-instance read answering `kind` once during a listing: the listing still
+/// succeeds with the other instances. Returns whether the fault fired.
+async fn read_answers(
+    cx: &Cx,
+    faults: &dyn Faults,
+    tag: &str,
+    ids: &[ProviderId],
+    read: &str,
+    kind: FaultKind,
+    answer: &str,
+) -> Result<bool, CheckError> {
+    let f = cx.inject(FaultSpec {
+        location: Some(cx.loc0().name.clone()),
+        trigger: Trigger::Named(read.to_owned()),
+        kind,
+    })?;
+    let l = cx.p.list_by_tag(&cx.ctx(), tag).await;
+    let hit = faults.fired(f);
+    faults.clear();
+    if !hit {
+        cx.note(format!("{answer} on {read}: did not fire"));
+        return Ok(false);
+    }
+    let case = format!("{read} answering {answer} for one instance");
+    match &l {
+        Ok(l) => {
+            let listed = ids
+                .iter()
+                .filter(|id| l.instances.iter().any(|i| i.id == **id))
+                .count();
+            if listed + 1 < ids.len() {
+                cx.violate(
+                    &case,
+                    format!(
+                        "the other instances listed (at least {} of {})",
+                        ids.len() - 1,
+                        ids.len()
+                    ),
+                    format!("{listed} listed: {l:?}"),
+                );
+            }
+            cx.note(format!("{case}: listing of {listed}"));
+        }
+        Err(e) => cx.violate(
+            &case,
+            "the listing to succeed, skipping that instance",
+            describe(e),
+        ),
+    }
+    Ok(true)
 }
 
 /// LST-AGREES
