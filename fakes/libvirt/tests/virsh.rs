@@ -28,11 +28,15 @@
 //! but not compared: the `destroy` after `shutdown` (a real guest without an
 //! OS ignores the ACPI request; the fake's guests obey at once).
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+mod support;
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_fake-libvirtd");
+use support::{
+    BIN, Daemon, capabilities_structure, domain_summary, mask_uuids, real_uri, set_mode,
+};
 
 /// One virsh invocation of the session.
 struct Step {
@@ -206,12 +210,6 @@ impl Session {
     }
 }
 
-#[cfg(unix)]
-fn set_mode(path: &Path, mode: u32) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
-}
-
 fn virsh(uri: &str, args: &[String]) -> Outcome {
     let out = Command::new("virsh")
         .arg("-c")
@@ -225,143 +223,6 @@ fn virsh(uri: &str, args: &[String]) -> Outcome {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
-}
-
-/// A running `fake-libvirtd` on a socket and a loopback port of its own.
-struct Daemon {
-    child: Child,
-    socket: PathBuf,
-    port: u16,
-    started_in: Duration,
-}
-
-impl Daemon {
-    fn start(dir: &Path) -> Self {
-        let socket = dir.join("fake.sock");
-        let state = dir.join("empty.json");
-        std::fs::write(&state, "{}").unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let t = Instant::now();
-        let child = Command::new(BIN)
-            .arg("--socket")
-            .arg(&socket)
-            .arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--state")
-            .arg(&state)
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        while !socket.exists() || std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                t.elapsed() < Duration::from_secs(10),
-                "the daemon never listened"
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        Daemon {
-            child,
-            socket,
-            port,
-            started_in: t.elapsed(),
-        }
-    }
-
-    fn unix_uri(&self) -> String {
-        format!("qemu+unix:///system?socket={}", self.socket.display())
-    }
-
-    fn tcp_uri(&self) -> String {
-        format!("qemu+tcp://127.0.0.1:{}/system", self.port)
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let _ = self.child.wait();
-    }
-}
-
-/// The real libvirtd's URI, when the host's variables name its socket.
-fn real_uri() -> Result<String, String> {
-    let socket = std::env::var("KVM2_TEST_SOCKET").map_err(|_| {
-        "KVM2_TEST_SOCKET is not set (scripts/libvirt-host.sh start; eval \"$(scripts/libvirt-host.sh env)\")"
-            .to_owned()
-    })?;
-    if !Path::new(&socket).exists() {
-        return Err(format!("KVM2_TEST_SOCKET={socket} does not exist"));
-    }
-    Ok(format!("qemu+unix:///system?socket={socket}"))
-}
-
-fn mask_uuids(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let b = s.as_bytes();
-    let mut i = 0;
-    while i < s.len() {
-        if i + 36 <= s.len()
-            && s.is_char_boundary(i)
-            && s.is_char_boundary(i + 36)
-            && uuid::Uuid::try_parse(&s[i..i + 36]).is_ok()
-            && b[i + 8] == b'-'
-        {
-            out.push_str("<uuid>");
-            i += 36;
-        } else {
-            let c = s[i..].chars().next().unwrap();
-            out.push(c);
-            i += c.len_utf8();
-        }
-    }
-    out
-}
-
-/// The facts a domain definition fixes, from `dumpxml`.
-fn domain_summary(xml: &str) -> String {
-    let attr = |tag: &str, name: &str| -> String {
-        xml.find(&format!("<{tag}"))
-            .and_then(|at| {
-                let rest = &xml[at..];
-                let end = rest.find('>')?;
-                let head = &rest[..end];
-                let key = format!("{name}='");
-                let v = head.find(&key)? + key.len();
-                Some(head[v..].split('\'').next()?.to_owned())
-            })
-            .unwrap_or_default()
-    };
-    let text = |tag: &str| -> String {
-        xml.find(&format!("<{tag}"))
-            .and_then(|at| {
-                let rest = &xml[at..];
-                let open = rest.find('>')? + 1;
-                let close = rest.find(&format!("</{tag}>"))?;
-                Some(rest[open..close].trim().to_owned())
-            })
-            .unwrap_or_default()
-    };
-    let memory: u64 = text("memory").parse().unwrap_or(0);
-    let kib = match attr("memory", "unit").as_str() {
-        "MiB" | "M" => memory << 10,
-        "GiB" | "G" => memory << 20,
-        "b" | "bytes" => memory >> 10,
-        _ => memory,
-    };
-    format!(
-        "type={} name={} memory_kib={kib} vcpu={} os={} arch={}",
-        attr("domain", "type"),
-        text("name"),
-        text("vcpu"),
-        text("type"),
-        attr("type", "arch"),
-    )
 }
 
 /// Masks a `Label: value` line's value.
@@ -408,20 +269,7 @@ fn normalise(s: &Session, cmd: &str, text: &str, sockets: &[String]) -> String {
             ],
             "<host>",
         ),
-        "capabilities" => {
-            let children: std::collections::BTreeSet<&str> = t
-                .lines()
-                .filter(|l| l.starts_with("  <") && !l.starts_with("  </"))
-                .map(|l| {
-                    l.trim()
-                        .trim_start_matches('<')
-                        .split(['>', ' '])
-                        .next()
-                        .unwrap_or("")
-                })
-                .collect();
-            format!("{} {children:?}", t.lines().next().unwrap_or(""))
-        }
+        "capabilities" => capabilities_structure(&t),
         "dumpxml" if t.contains("<domain") => domain_summary(&t),
         "dominfo" => mask_values(&mask_values(&t, &["Id"], "<id>"), &["CPU time"], "<time>")
             .replace("Id: <id>", "Id:             <id>"),
