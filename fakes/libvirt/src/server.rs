@@ -23,8 +23,8 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use libvirt_wire::{
     CallArgs, Encode, ErrorCode, ErrorDomain, Header, KEEPALIVE_PING, KEEPALIVE_PONG,
-    KEEPALIVE_PROGRAM, MessageType, Packet, REMOTE_PROGRAM, REMOTE_VERSION, RemoteError, Status,
-    WireError, dispatch, encode_error_reply, encode_packet, encode_reply,
+    KEEPALIVE_PROGRAM, MessageType, Packet, Procedure, REMOTE_PROGRAM, REMOTE_VERSION, RemoteError,
+    Status, WireError, dispatch, encode_error_reply, encode_packet, encode_reply,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::UnixListener;
@@ -302,7 +302,8 @@ async fn handle_packet(
         }
         (REMOTE_PROGRAM, MessageType::Call) if h.version == REMOTE_VERSION => {
             if h.status != Status::Ok {
-                send_error(tx, &h, &rpc_error("Unexpected message status"));
+                let detail = format!("Unexpected message status {}", h.status.to_raw());
+                send_error(tx, &h, &rpc_error(detail));
                 return;
             }
             // Like libvirtd, stop reading while the client's budget is spent.
@@ -348,7 +349,7 @@ async fn handle_call(
     permit: OwnedSemaphorePermit,
 ) {
     let h = pkt.header;
-    let args = match CallArgs::decode(h.remote_procedure(), &pkt.payload) {
+    let args = match decode_call(h.remote_procedure(), &pkt.payload) {
         Ok(a) => a,
         Err(WireError::UnknownProcedure(n)) => {
             tracing::debug!(procedure = n, serial = h.serial, "unknown procedure");
@@ -392,6 +393,20 @@ async fn handle_call(
         }
     }
     drop(permit);
+}
+
+/// A call's arguments as libvirtd reads them: its XDR decoder stops after
+/// the last field and never looks at what follows, so bytes after the
+/// arguments are ignored (measured on libvirtd 11.3, which answers such a
+/// call as if they were not there; go-libvirt and other hand-made clients
+/// may send them).
+fn decode_call(procedure: Procedure, payload: &[u8]) -> Result<CallArgs, WireError> {
+    match CallArgs::decode(procedure, payload) {
+        Err(WireError::TrailingBytes(n)) if n <= payload.len() => {
+            CallArgs::decode(procedure, &payload[..payload.len() - n])
+        }
+        other => other,
+    }
 }
 
 fn reply<T: Encode + ?Sized>(call: &Header, ret: &T) -> Result<Bytes, CallError> {

@@ -6,6 +6,7 @@ mod daemon;
 mod domains;
 mod faults;
 mod interfaces;
+mod lenient;
 mod metadata;
 mod pools;
 mod props;
