@@ -10,5 +10,8 @@ mod lenient;
 mod metadata;
 mod pools;
 mod props;
+mod robustness;
 mod storage;
+#[path = "../support/mod.rs"]
+mod support;
 mod wire;
