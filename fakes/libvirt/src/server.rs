@@ -17,6 +17,7 @@
 use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -28,7 +29,7 @@ use libvirt_wire::{
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::UnixListener;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 use tracing::Instrument;
@@ -67,8 +68,61 @@ const WAIT_BUFFER: usize = 1 << 20;
 /// The open streams of one connection by serial: where the STREAM packets
 /// of an upload go.
 pub(crate) type Streams = Arc<Mutex<HashMap<u32, mpsc::Sender<Packet>>>>;
-/// The connection's outgoing packets, written in order by one task.
-pub(crate) type Tx = mpsc::UnboundedSender<Bytes>;
+/// The connection's outgoing packets, written in order by one task, with a
+/// count of the bytes waiting to be written, so that a stream can wait for
+/// a slow reader instead of queueing a whole volume.
+#[derive(Clone)]
+pub(crate) struct Tx {
+    queue: mpsc::UnboundedSender<Bytes>,
+    backlog: Arc<Backlog>,
+}
+
+#[derive(Default)]
+struct Backlog {
+    bytes: AtomicUsize,
+    drained: Notify,
+}
+
+impl Tx {
+    fn new() -> (Tx, mpsc::UnboundedReceiver<Bytes>, Arc<Backlog>) {
+        let (queue, rx) = mpsc::unbounded_channel();
+        let backlog = Arc::<Backlog>::default();
+        let tx = Tx {
+            queue,
+            backlog: backlog.clone(),
+        };
+        (tx, rx, backlog)
+    }
+
+    /// Queues one packet; fails once the connection's writer is gone.
+    pub(crate) fn send(&self, packet: Bytes) -> Result<(), Bytes> {
+        let n = packet.len();
+        self.backlog.bytes.fetch_add(n, Ordering::SeqCst);
+        self.queue.send(packet).map_err(|e| {
+            self.backlog.bytes.fetch_sub(n, Ordering::SeqCst);
+            e.0
+        })
+    }
+
+    /// Waits until fewer than `limit` bytes wait to be written. False once
+    /// nothing will write them any more (the connection is gone).
+    pub(crate) async fn room(&self, limit: usize) -> bool {
+        loop {
+            let drained = self.backlog.drained.notified();
+            let mut drained = std::pin::pin!(drained);
+            drained.as_mut().enable();
+            if self.queue.is_closed() {
+                return false;
+            }
+            if self.backlog.bytes.load(Ordering::SeqCst) < limit {
+                return true;
+            }
+            // The writer wakes us after each write; the timeout notices a
+            // writer that was aborted with the connection.
+            let _ = tokio::time::timeout(Duration::from_millis(100), drained).await;
+        }
+    }
+}
 
 impl FakeLibvirt {
     /// Serves one client on `io` until it closes, sends `ConnectClose`, or a
@@ -163,10 +217,19 @@ impl Drop for UnixServer {
     }
 }
 
-async fn write_loop<W: AsyncWrite>(w: W, mut rx: mpsc::UnboundedReceiver<Bytes>) {
+async fn write_loop<W: AsyncWrite>(
+    w: W,
+    mut rx: mpsc::UnboundedReceiver<Bytes>,
+    backlog: Arc<Backlog>,
+) {
     let mut w = std::pin::pin!(w);
     while let Some(b) = rx.recv().await {
-        if w.write_all(&b).await.is_err() || w.flush().await.is_err() {
+        let failed = w.write_all(&b).await.is_err() || w.flush().await.is_err();
+        backlog.bytes.fetch_sub(b.len(), Ordering::SeqCst);
+        backlog.drained.notify_waiters();
+        if failed {
+            drop(rx);
+            backlog.drained.notify_waiters();
             return;
         }
     }
@@ -190,8 +253,8 @@ where
         conn.close();
         return Ok(());
     }
-    let (tx, rx) = mpsc::unbounded_channel::<Bytes>();
-    let writer = tokio::spawn(write_loop(wr, rx));
+    let (tx, rx, backlog) = Tx::new();
+    let writer = tokio::spawn(write_loop(wr, rx, backlog));
     let budget = Arc::new(Semaphore::new(opts.max_requests.max(1)));
     let streams: Streams = Arc::default();
     let mut buf = BytesMut::with_capacity(64 * 1024);
