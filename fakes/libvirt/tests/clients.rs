@@ -195,37 +195,11 @@ fn python_client() -> Result<Client, String> {
     Err("python3 cannot import libvirt (apt-get install python3-libvirt)".to_owned())
 }
 
-/// Where Debian's golang-github-digitalocean-go-libvirt-dev puts its sources.
-const GOPATH: &str = "/usr/share/gocode";
-
-/// The Go session program built offline in GOPATH mode against Debian's
+/// The Go session program, built offline in GOPATH mode against Debian's
 /// go-libvirt, or why it cannot be.
 fn go_client() -> Result<Client, String> {
-    if !Path::new(GOPATH)
-        .join("src/github.com/digitalocean/go-libvirt/libvirt.go")
-        .exists()
-    {
-        return Err(format!(
-            "go-libvirt is not in {GOPATH} (apt-get install golang-github-digitalocean-go-libvirt-dev)"
-        ));
-    }
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("libvirt-client-session");
-    let build = Command::new("go")
-        .args(["build", "-o"])
-        .arg(&out)
-        .arg(".")
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/clients/go"))
-        .env("GO111MODULE", "off")
-        .env("GOPATH", GOPATH)
-        .env("GOFLAGS", "")
-        .output()
-        .map_err(|e| format!("go is not installed ({e}; apt-get install golang-go)"))?;
-    if !build.status.success() {
-        return Err(format!(
-            "the Go session program does not build: {}",
-            String::from_utf8_lossy(&build.stderr)
-        ));
-    }
+    support::build_go_client(&out)?;
     Ok(Client {
         name: "go-libvirt",
         command: vec![out.display().to_string(), "session".to_owned()],

@@ -221,3 +221,36 @@ pub fn capabilities_structure(xml: &str) -> String {
         .collect();
     format!("{} {children:?}", xml.lines().next().unwrap_or(""))
 }
+
+/// Where Debian's golang-github-digitalocean-go-libvirt-dev puts its sources.
+pub const GOPATH: &str = "/usr/share/gocode";
+
+/// The go-libvirt program of `clients/go`, built offline in GOPATH mode
+/// against Debian's go-libvirt into `out`, or why it cannot be.
+pub fn build_go_client(out: &Path) -> Result<(), String> {
+    if !Path::new(GOPATH)
+        .join("src/github.com/digitalocean/go-libvirt/libvirt.go")
+        .exists()
+    {
+        return Err(format!(
+            "go-libvirt is not in {GOPATH} (apt-get install golang-github-digitalocean-go-libvirt-dev)"
+        ));
+    }
+    let build = Command::new("go")
+        .args(["build", "-o"])
+        .arg(out)
+        .arg(".")
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/clients/go"))
+        .env("GO111MODULE", "off")
+        .env("GOPATH", GOPATH)
+        .env("GOFLAGS", "")
+        .output()
+        .map_err(|e| format!("go is not installed ({e}; apt-get install golang-go)"))?;
+    if !build.status.success() {
+        return Err(format!(
+            "the Go client program does not build: {}",
+            String::from_utf8_lossy(&build.stderr)
+        ));
+    }
+    Ok(())
+}
