@@ -3,7 +3,12 @@
 //! in STREAM packets of status CONTINUE (at most 262 120 bytes each), then an
 //! empty CONTINUE packet that marks the end; the client's STREAM OK (its
 //! finish) is confirmed with a STREAM OK, and its STREAM ERROR (an abort)
-//! ends the stream the same way.
+//! ends the stream the same way, sent or not.
+//!
+//! The data is made packet by packet as the connection drains: only the
+//! uploaded bytes are held, zeros are made as they are sent, and at most
+//! [`WINDOW`] bytes wait in the connection's queue, so a client that reads
+//! slowly, or a large empty volume, costs the daemon no more than that.
 
 use bytes::BytesMut;
 use libvirt_wire::limits::LEGACY_PAYLOAD_MAX;
@@ -12,11 +17,31 @@ use tokio::sync::mpsc;
 
 use crate::server::{Streams, Tx, send};
 
+/// Bytes of a download that may wait to be written at once.
+const WINDOW: usize = 4 << 20;
+
+/// What a download sends: the uploaded bytes in range, then zeros up to
+/// `len`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DownloadData {
+    pub(crate) held: Vec<u8>,
+    pub(crate) len: u64,
+}
+
+impl DownloadData {
+    /// The whole range as bytes (the in-process API).
+    pub(crate) fn into_vec(self) -> Vec<u8> {
+        let mut out = self.held;
+        out.resize(usize::try_from(self.len).unwrap_or(usize::MAX), 0);
+        out
+    }
+}
+
 /// Registers the stream of an accepted download (so the client's finish is
 /// routed to it) and returns what sends its data, to be run once the REPLY
 /// is on its way.
 pub(crate) fn open_stream(
-    data: Vec<u8>,
+    data: DownloadData,
     call: Header,
     tx: &Tx,
     streams: &Streams,
@@ -28,13 +53,59 @@ pub(crate) fn open_stream(
         .insert(call.serial, stx);
     let (tx, streams) = (tx.clone(), streams.clone());
     Box::new(move || {
-        for chunk in data.chunks(LEGACY_PAYLOAD_MAX) {
-            send_data(&tx, &call, chunk);
-        }
-        // The end of the data: an empty CONTINUE packet.
-        send_data(&tx, &call, &[]);
-        tokio::spawn(finish_loop(srx, tx, call, streams));
+        tokio::spawn(async move {
+            let mut rx = srx;
+            if send_all(&data, &mut rx, &tx, &call).await {
+                finish_loop(rx, &tx, &call).await;
+            }
+            streams
+                .lock()
+                .expect("stream table poisoned")
+                .remove(&call.serial);
+        });
     })
+}
+
+/// Sends the data and the end mark, waiting for room in the connection's
+/// queue. Stops early when the client ends the stream (confirmed here) or
+/// the connection goes; true when the client has yet to finish.
+async fn send_all(
+    data: &DownloadData,
+    rx: &mut mpsc::Receiver<Packet>,
+    tx: &Tx,
+    call: &Header,
+) -> bool {
+    let zeros = vec![0u8; LEGACY_PAYLOAD_MAX];
+    let mut chunk = Vec::new();
+    let mut at = 0u64;
+    while at < data.len {
+        if let Ok(p) = rx.try_recv()
+            && p.header.status != Status::Continue
+        {
+            send(tx, &call.stream(Status::Ok), &());
+            return false;
+        }
+        if !tx.room(WINDOW).await {
+            return false;
+        }
+        let n = (data.len - at).min(LEGACY_PAYLOAD_MAX as u64) as usize;
+        let from = usize::try_from(at).unwrap_or(usize::MAX);
+        let held = data.held.get(from..).unwrap_or_default();
+        if held.len() >= n {
+            send_data(tx, call, &held[..n]);
+        } else if held.is_empty() {
+            send_data(tx, call, &zeros[..n]);
+        } else {
+            chunk.clear();
+            chunk.extend_from_slice(held);
+            chunk.resize(n, 0);
+            send_data(tx, call, &chunk);
+        }
+        at += n as u64;
+    }
+    // The end of the data: an empty CONTINUE packet.
+    send_data(tx, call, &[]);
+    true
 }
 
 fn send_data(tx: &Tx, call: &Header, data: &[u8]) {
@@ -45,19 +116,15 @@ fn send_data(tx: &Tx, call: &Header, data: &[u8]) {
 }
 
 /// Waits for the client's finish or abort and confirms it.
-async fn finish_loop(mut rx: mpsc::Receiver<Packet>, tx: Tx, call: Header, streams: Streams) {
+async fn finish_loop(mut rx: mpsc::Receiver<Packet>, tx: &Tx, call: &Header) {
     while let Some(p) = rx.recv().await {
         match p.header.status {
             // Flow data from a client on a download stream is ignored.
             Status::Continue => continue,
             _ => {
-                send(&tx, &call.stream(Status::Ok), &());
+                send(tx, &call.stream(Status::Ok), &());
                 break;
             }
         }
     }
-    streams
-        .lock()
-        .expect("stream table poisoned")
-        .remove(&call.serial);
 }

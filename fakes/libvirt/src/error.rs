@@ -55,7 +55,6 @@ fn prefix_format(code: ErrorCode) -> &'static str {
         ErrorCode::NoName => "missing name information in %s",
         ErrorCode::XmlError => "XML error: %s",
         ErrorCode::OperationDenied => "operation forbidden: %s",
-        ErrorCode::Rpc => "RPC error: %s",
         ErrorCode::NoDomain => "Domain not found: %s",
         ErrorCode::AuthFailed => "authentication failed: %s",
         ErrorCode::NoStoragePool => "Storage pool not found: %s",
@@ -68,6 +67,9 @@ fn prefix_format(code: ErrorCode) -> &'static str {
         ErrorCode::AccessDenied => "access denied: %s",
         ErrorCode::StorageVolExist => "storage volume %s exists already",
         ErrorCode::NoInterface => "Interface not found: %s",
+        // `VIR_ERR_RPC` (unknown procedure, undecodable payload, bad status)
+        // carries the bare detail: libvirtd 11.3 sends "unknown procedure: N",
+        // which the C client's fallbacks match by prefix.
         _ => "%s",
     }
 }

@@ -614,7 +614,7 @@ impl Handler for WireCall<'_> {
     async fn storage_vol_download(&self, a: StorageVolDownloadArgs) -> Result<(), CallError> {
         let data = self
             .conn
-            .storage_vol_download(&a.vol, a.offset, a.length, a.flags)
+            .storage_vol_download_data(&a.vol, a.offset, a.length, a.flags)
             .await?;
         let send = crate::download::open_stream(data, self.header, self.tx, self.streams);
         *self.after_reply.lock().expect("after-reply slot poisoned") = Some(send);

@@ -12,6 +12,7 @@ use libvirt_wire::{
 };
 
 use crate::connection::FakeConnection;
+use crate::download::DownloadData;
 use crate::error::{CallError, VirError};
 use crate::state::{State, check_flags};
 
@@ -76,16 +77,17 @@ impl State {
         })
     }
 
-    /// The bytes `vol-download` reads: the file is as long as a raw
-    /// volume's capacity (or what was uploaded past it); a qcow2 volume's
-    /// file holds only what was uploaded (the fake writes no qcow2 header).
-    fn vol_bytes(
+    /// What `vol-download` reads: the file is as long as a raw volume's
+    /// capacity (or what was uploaded past it); a qcow2 volume's file holds
+    /// only what was uploaded (the fake writes no qcow2 header). Only the
+    /// uploaded bytes in range are copied; the rest is zeros, made as sent.
+    fn vol_download_data(
         &self,
         h: &StorageVol,
         offset: u64,
         length: u64,
         flags_: u32,
-    ) -> Result<Vec<u8>, VirError> {
+    ) -> Result<DownloadData, VirError> {
         check_flags(
             flags_,
             STORAGE_VOL_DOWNLOAD_SPARSE_STREAM,
@@ -108,14 +110,15 @@ impl State {
         } else {
             start.saturating_add(length).min(size)
         };
-        let mut out = vec![0u8; usize::try_from(end - start).unwrap_or(0)];
-        // The uploaded bytes inside start..end; the rest of the file is zeros.
         let from = usize::try_from(start).unwrap_or(usize::MAX);
-        if let Some(held) = data.get(from..) {
-            let n = held.len().min(out.len());
-            out[..n].copy_from_slice(&held[..n]);
-        }
-        Ok(out)
+        let held = data.get(from..).unwrap_or_default();
+        let held = &held[..held
+            .len()
+            .min(usize::try_from(end - start).unwrap_or(usize::MAX))];
+        Ok(DownloadData {
+            held: held.to_vec(),
+            len: end - start,
+        })
     }
 }
 
@@ -315,10 +318,25 @@ impl FakeConnection {
         length: u64,
         flags_: u32,
     ) -> Result<Vec<u8>, CallError> {
+        let data = self
+            .storage_vol_download_data(vol, offset, length, flags_)
+            .await?;
+        Ok(data.into_vec())
+    }
+
+    /// `StorageVolDownload` as the daemon streams it: the uploaded bytes in
+    /// range and the length of the whole, zeros made as they are sent.
+    pub(crate) async fn storage_vol_download_data(
+        &self,
+        vol: &StorageVol,
+        offset: u64,
+        length: u64,
+        flags_: u32,
+    ) -> Result<DownloadData, CallError> {
         self.call_on(
             Procedure::StorageVolDownload,
             &[&vol.pool, &vol.name],
-            |st, _| st.vol_bytes(vol, offset, length, flags_),
+            |st, _| st.vol_download_data(vol, offset, length, flags_),
         )
         .await
     }

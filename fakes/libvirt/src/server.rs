@@ -17,18 +17,20 @@
 use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use libvirt_wire::{
     CallArgs, Encode, ErrorCode, ErrorDomain, Header, KEEPALIVE_PING, KEEPALIVE_PONG,
-    KEEPALIVE_PROGRAM, MessageType, Packet, REMOTE_PROGRAM, REMOTE_VERSION, RemoteError, Status,
-    WireError, dispatch, encode_error_reply, encode_packet, encode_reply,
+    KEEPALIVE_PROGRAM, MessageType, Packet, Procedure, REMOTE_PROGRAM, REMOTE_VERSION, RemoteError,
+    Status, WireError, dispatch, encode_error_reply, encode_packet, encode_reply,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::UnixListener;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 use tracing::Instrument;
@@ -63,12 +65,84 @@ impl Default for ServerOptions {
 
 /// Bytes read ahead while a packet waits for its turn.
 const WAIT_BUFFER: usize = 1 << 20;
+/// Free space the read buffer keeps at least.
+const MIN_FREE: usize = 16 << 10;
+/// The largest packet the read buffer grows for at once.
+const MAX_AHEAD: usize = 4 << 20;
+
+/// Makes room in the read buffer for the rest of the packet being read (a
+/// stream's 256 KiB data packet then arrives in one read rather than many)
+/// and at least [`MIN_FREE`] bytes, without growing it for a small call:
+/// while decoded packets still share the buffer, growing it allocates anew.
+fn make_room(buf: &mut BytesMut) {
+    let pending = match buf.get(..4) {
+        Some(len) => u32::from_be_bytes([len[0], len[1], len[2], len[3]]) as usize,
+        None => 0,
+    };
+    let want = pending.min(MAX_AHEAD).max(buf.len() + MIN_FREE);
+    if buf.capacity() < want {
+        buf.reserve(want - buf.len());
+    }
+}
 
 /// The open streams of one connection by serial: where the STREAM packets
 /// of an upload go.
 pub(crate) type Streams = Arc<Mutex<HashMap<u32, mpsc::Sender<Packet>>>>;
-/// The connection's outgoing packets, written in order by one task.
-pub(crate) type Tx = mpsc::UnboundedSender<Bytes>;
+/// The connection's outgoing packets, written in order by one task, with a
+/// count of the bytes waiting to be written, so that a stream can wait for
+/// a slow reader instead of queueing a whole volume.
+#[derive(Clone)]
+pub(crate) struct Tx {
+    queue: mpsc::UnboundedSender<Bytes>,
+    backlog: Arc<Backlog>,
+}
+
+#[derive(Default)]
+struct Backlog {
+    bytes: AtomicUsize,
+    drained: Notify,
+}
+
+impl Tx {
+    fn new() -> (Tx, mpsc::UnboundedReceiver<Bytes>, Arc<Backlog>) {
+        let (queue, rx) = mpsc::unbounded_channel();
+        let backlog = Arc::<Backlog>::default();
+        let tx = Tx {
+            queue,
+            backlog: backlog.clone(),
+        };
+        (tx, rx, backlog)
+    }
+
+    /// Queues one packet; fails once the connection's writer is gone.
+    pub(crate) fn send(&self, packet: Bytes) -> Result<(), Bytes> {
+        let n = packet.len();
+        self.backlog.bytes.fetch_add(n, Ordering::SeqCst);
+        self.queue.send(packet).map_err(|e| {
+            self.backlog.bytes.fetch_sub(n, Ordering::SeqCst);
+            e.0
+        })
+    }
+
+    /// Waits until fewer than `limit` bytes wait to be written. False once
+    /// nothing will write them any more (the connection is gone).
+    pub(crate) async fn room(&self, limit: usize) -> bool {
+        loop {
+            let drained = self.backlog.drained.notified();
+            let mut drained = std::pin::pin!(drained);
+            drained.as_mut().enable();
+            if self.queue.is_closed() {
+                return false;
+            }
+            if self.backlog.bytes.load(Ordering::SeqCst) < limit {
+                return true;
+            }
+            // The writer wakes us after each write; the timeout notices a
+            // writer that was aborted with the connection.
+            let _ = tokio::time::timeout(Duration::from_millis(100), drained).await;
+        }
+    }
+}
 
 impl FakeLibvirt {
     /// Serves one client on `io` until it closes, sends `ConnectClose`, or a
@@ -163,10 +237,19 @@ impl Drop for UnixServer {
     }
 }
 
-async fn write_loop<W: AsyncWrite>(w: W, mut rx: mpsc::UnboundedReceiver<Bytes>) {
+async fn write_loop<W: AsyncWrite>(
+    w: W,
+    mut rx: mpsc::UnboundedReceiver<Bytes>,
+    backlog: Arc<Backlog>,
+) {
     let mut w = std::pin::pin!(w);
     while let Some(b) = rx.recv().await {
-        if w.write_all(&b).await.is_err() || w.flush().await.is_err() {
+        let failed = w.write_all(&b).await.is_err() || w.flush().await.is_err();
+        backlog.bytes.fetch_sub(b.len(), Ordering::SeqCst);
+        backlog.drained.notify_waiters();
+        if failed {
+            drop(rx);
+            backlog.drained.notify_waiters();
             return;
         }
     }
@@ -181,8 +264,7 @@ where
         // A refused dial: close at once.
         return Ok(());
     };
-    let (rd, wr) = tokio::io::split(io);
-    let mut rd = std::pin::pin!(rd);
+    let (mut rd, wr) = tokio::io::split(io);
     if conn.is_black_hole() {
         // Accept and read, never answer.
         let mut sink = vec![0u8; 64 * 1024];
@@ -190,16 +272,51 @@ where
         conn.close();
         return Ok(());
     }
-    let (tx, rx) = mpsc::unbounded_channel::<Bytes>();
-    let writer = tokio::spawn(write_loop(wr, rx));
-    let budget = Arc::new(Semaphore::new(opts.max_requests.max(1)));
+    let (tx, rx, backlog) = Tx::new();
     let streams: Streams = Arc::default();
+    // Reading, the calls and writing are one task: a call's reply is
+    // written without waking another task (or another thread).
+    let mut writer = std::pin::pin!(write_loop(wr, rx, backlog));
+    let mut written = false;
+    let result = {
+        let mut reading = std::pin::pin!(read_loop(&conn, &mut rd, tx, &streams, &opts));
+        loop {
+            tokio::select! {
+                r = &mut reading => break r,
+                () = &mut writer, if !written => written = true,
+            }
+        }
+    };
+    let dropped = conn.was_dropped();
+    conn.close();
+    streams.lock().expect("stream table poisoned").clear();
+    // A dropped connection goes away with whatever was not yet written;
+    // otherwise what was queued (streams still sending included) is written.
+    if !dropped && !written {
+        writer.await;
+    }
+    result
+}
+
+/// Reads and answers one client until it goes, closes, or is dropped.
+async fn read_loop<R: AsyncRead + Unpin>(
+    conn: &FakeConnection,
+    rd: &mut R,
+    tx: Tx,
+    streams: &Streams,
+    opts: &ServerOptions,
+) -> io::Result<()> {
+    let budget = Arc::new(Semaphore::new(opts.max_requests.max(1)));
     let mut buf = BytesMut::with_capacity(64 * 1024);
     let mut closed = std::pin::pin!(conn.closed());
     let tick = opts.keepalive_interval.unwrap_or(Duration::from_secs(3600));
     let mut keepalive = tokio::time::interval_at(Instant::now() + tick, tick);
     let mut last_rx = Instant::now();
     let mut unanswered = 0u32;
+
+    // The calls in progress, driven by this task rather than spawned: a
+    // call's answer then costs no hop between threads.
+    let mut running = FuturesUnordered::new();
 
     let result = 'serve: loop {
         loop {
@@ -211,14 +328,15 @@ where
                         // A wedged or restarted daemon reads and never answers.
                         continue;
                     }
-                    let mut handled =
-                        std::pin::pin!(handle_packet(&conn, pkt, &tx, &budget, &streams));
+                    let mut handled = std::pin::pin!(handle_packet(pkt, &tx, &budget, streams));
                     // While the packet waits (for a free slot, or for room in
-                    // an upload), keep buffering a little so a client that
-                    // hangs up is noticed; nothing buffered is dispatched.
-                    loop {
+                    // an upload), the calls in progress go on, and a little
+                    // is buffered so a client that hangs up is noticed;
+                    // nothing buffered is dispatched.
+                    let call = loop {
                         tokio::select! {
-                            _ = &mut handled => break,
+                            call = &mut handled => break call,
+                            Some(()) = running.next(), if !running.is_empty() => {}
                             _ = &mut closed => break 'serve Ok(()),
                             n = rd.read_buf(&mut buf), if buf.len() < WAIT_BUFFER => match n {
                                 Ok(0) => break 'serve Ok(()),
@@ -226,6 +344,12 @@ where
                                 Err(e) => break 'serve Err(e),
                             },
                         }
+                    };
+                    if let Some((pkt, permit)) = call {
+                        running.push(
+                            handle_call(conn.clone(), pkt, tx.clone(), streams.clone(), permit)
+                                .in_current_span(),
+                        );
                     }
                 }
                 Ok(None) => break,
@@ -235,12 +359,14 @@ where
                 }
             }
         }
+        make_room(&mut buf);
         tokio::select! {
             n = rd.read_buf(&mut buf) => match n {
                 Ok(0) => break Ok(()),
                 Ok(_) => {}
                 Err(e) => break Err(e),
             },
+            Some(()) = running.next(), if !running.is_empty() => {}
             _ = &mut closed => break Ok(()),
             _ = keepalive.tick(), if opts.keepalive_interval.is_some() => {
                 if conn.keepalive_requested() && last_rx.elapsed() >= tick && !conn.daemon_lost() {
@@ -255,15 +381,11 @@ where
             }
         }
     };
-    let dropped = conn.was_dropped();
-    conn.close();
-    drop(tx);
-    streams.lock().expect("stream table poisoned").clear();
-    if dropped {
-        // A dropped connection goes away with whatever was not yet written.
-        writer.abort();
+    if !running.is_empty() {
+        // Calls in progress finish (or find the connection closed) as they
+        // would on a daemon whose client went away.
+        tokio::spawn(async move { while running.next().await.is_some() {} }.in_current_span());
     }
-    let _ = writer.await;
     result
 }
 
@@ -285,13 +407,14 @@ fn send_error(tx: &Tx, call: &Header, e: &VirError) {
     }
 }
 
+/// Answers what needs no call (keepalive, stream data, errors) and returns
+/// a call to run, with its slot of the client's budget.
 async fn handle_packet(
-    conn: &FakeConnection,
     pkt: Packet,
     tx: &Tx,
     budget: &Arc<Semaphore>,
     streams: &Streams,
-) {
+) -> Option<(Packet, OwnedSemaphorePermit)> {
     let h = pkt.header;
     match (h.program, h.kind) {
         (KEEPALIVE_PROGRAM, MessageType::Message) if h.procedure == KEEPALIVE_PING => {
@@ -302,17 +425,13 @@ async fn handle_packet(
         }
         (REMOTE_PROGRAM, MessageType::Call) if h.version == REMOTE_VERSION => {
             if h.status != Status::Ok {
-                send_error(tx, &h, &rpc_error("Unexpected message status"));
-                return;
+                let detail = format!("Unexpected message status {}", h.status.to_raw());
+                send_error(tx, &h, &rpc_error(detail));
+                return None;
             }
             // Like libvirtd, stop reading while the client's budget is spent.
-            let Ok(permit) = budget.clone().acquire_owned().await else {
-                return;
-            };
-            tokio::spawn(
-                handle_call(conn.clone(), pkt, tx.clone(), streams.clone(), permit)
-                    .in_current_span(),
-            );
+            let permit = budget.clone().acquire_owned().await.ok()?;
+            return Some((pkt, permit));
         }
         (REMOTE_PROGRAM, MessageType::Stream) => {
             let sender = streams
@@ -338,6 +457,7 @@ async fn handle_packet(
         // Replies, events and holes from a client are dropped unanswered.
         _ => {}
     }
+    None
 }
 
 async fn handle_call(
@@ -348,7 +468,7 @@ async fn handle_call(
     permit: OwnedSemaphorePermit,
 ) {
     let h = pkt.header;
-    let args = match CallArgs::decode(h.remote_procedure(), &pkt.payload) {
+    let args = match decode_call(h.remote_procedure(), &pkt.payload) {
         Ok(a) => a,
         Err(WireError::UnknownProcedure(n)) => {
             tracing::debug!(procedure = n, serial = h.serial, "unknown procedure");
@@ -392,6 +512,20 @@ async fn handle_call(
         }
     }
     drop(permit);
+}
+
+/// A call's arguments as libvirtd reads them: its XDR decoder stops after
+/// the last field and never looks at what follows, so bytes after the
+/// arguments are ignored (measured on libvirtd 11.3, which answers such a
+/// call as if they were not there; go-libvirt and other hand-made clients
+/// may send them).
+fn decode_call(procedure: Procedure, payload: &[u8]) -> Result<CallArgs, WireError> {
+    match CallArgs::decode(procedure, payload) {
+        Err(WireError::TrailingBytes(n)) if n <= payload.len() => {
+            CallArgs::decode(procedure, &payload[..payload.len() - n])
+        }
+        other => other,
+    }
 }
 
 fn reply<T: Encode + ?Sized>(call: &Header, ret: &T) -> Result<Bytes, CallError> {

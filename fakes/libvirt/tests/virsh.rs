@@ -30,11 +30,14 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use support::{BIN, Daemon, Outcome, virsh};
+use support::{
+    BIN, Daemon, Outcome, capabilities_structure, domain_summary, mask_uuids, real_uri, set_mode,
+    virsh,
+};
 
 /// One virsh invocation of the session.
 struct Step {
@@ -200,87 +203,6 @@ impl Session {
     }
 }
 
-#[cfg(unix)]
-fn set_mode(path: &Path, mode: u32) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
-}
-
-/// The real libvirtd's URI, when the host's variables name its socket.
-fn real_uri() -> Result<String, String> {
-    let socket = std::env::var("KVM2_TEST_SOCKET").map_err(|_| {
-        "KVM2_TEST_SOCKET is not set (scripts/libvirt-host.sh start; eval \"$(scripts/libvirt-host.sh env)\")"
-            .to_owned()
-    })?;
-    if !Path::new(&socket).exists() {
-        return Err(format!("KVM2_TEST_SOCKET={socket} does not exist"));
-    }
-    Ok(format!("qemu+unix:///system?socket={socket}"))
-}
-
-fn mask_uuids(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let b = s.as_bytes();
-    let mut i = 0;
-    while i < s.len() {
-        if i + 36 <= s.len()
-            && s.is_char_boundary(i)
-            && s.is_char_boundary(i + 36)
-            && uuid::Uuid::try_parse(&s[i..i + 36]).is_ok()
-            && b[i + 8] == b'-'
-        {
-            out.push_str("<uuid>");
-            i += 36;
-        } else {
-            let c = s[i..].chars().next().unwrap();
-            out.push(c);
-            i += c.len_utf8();
-        }
-    }
-    out
-}
-
-/// The facts a domain definition fixes, from `dumpxml`.
-fn domain_summary(xml: &str) -> String {
-    let attr = |tag: &str, name: &str| -> String {
-        xml.find(&format!("<{tag}"))
-            .and_then(|at| {
-                let rest = &xml[at..];
-                let end = rest.find('>')?;
-                let head = &rest[..end];
-                let key = format!("{name}='");
-                let v = head.find(&key)? + key.len();
-                Some(head[v..].split('\'').next()?.to_owned())
-            })
-            .unwrap_or_default()
-    };
-    let text = |tag: &str| -> String {
-        xml.find(&format!("<{tag}"))
-            .and_then(|at| {
-                let rest = &xml[at..];
-                let open = rest.find('>')? + 1;
-                let close = rest.find(&format!("</{tag}>"))?;
-                Some(rest[open..close].trim().to_owned())
-            })
-            .unwrap_or_default()
-    };
-    let memory: u64 = text("memory").parse().unwrap_or(0);
-    let kib = match attr("memory", "unit").as_str() {
-        "MiB" | "M" => memory << 10,
-        "GiB" | "G" => memory << 20,
-        "b" | "bytes" => memory >> 10,
-        _ => memory,
-    };
-    format!(
-        "type={} name={} memory_kib={kib} vcpu={} os={} arch={}",
-        attr("domain", "type"),
-        text("name"),
-        text("vcpu"),
-        text("type"),
-        attr("type", "arch"),
-    )
-}
-
 /// Masks a `Label: value` line's value.
 fn mask_values(s: &str, labels: &[&str], mask: &str) -> String {
     s.lines()
@@ -325,20 +247,7 @@ fn normalise(s: &Session, cmd: &str, text: &str, sockets: &[String]) -> String {
             ],
             "<host>",
         ),
-        "capabilities" => {
-            let children: std::collections::BTreeSet<&str> = t
-                .lines()
-                .filter(|l| l.starts_with("  <") && !l.starts_with("  </"))
-                .map(|l| {
-                    l.trim()
-                        .trim_start_matches('<')
-                        .split(['>', ' '])
-                        .next()
-                        .unwrap_or("")
-                })
-                .collect();
-            format!("{} {children:?}", t.lines().next().unwrap_or(""))
-        }
+        "capabilities" => capabilities_structure(&t),
         "dumpxml" if t.contains("<domain") => domain_summary(&t),
         "dominfo" => mask_values(&mask_values(&t, &["Id"], "<id>"), &["CPU time"], "<time>")
             .replace("Id: <id>", "Id:             <id>"),

@@ -6,8 +6,12 @@ mod daemon;
 mod domains;
 mod faults;
 mod interfaces;
+mod lenient;
 mod metadata;
 mod pools;
 mod props;
+mod robustness;
 mod storage;
+#[path = "../support/mod.rs"]
+mod support;
 mod wire;
