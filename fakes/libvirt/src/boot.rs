@@ -40,8 +40,8 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::content::VolumeContent;
     use crate::state::HostConfig;
-    use crate::upload::VolumeContent;
     use crate::xml::parse_domain;
 
     const DIR: &str = "/var/lib/libvirt/images";

@@ -15,7 +15,7 @@ use libvirt_wire::limits::LEGACY_PAYLOAD_MAX;
 use libvirt_wire::{Header, Packet, Status, encode_raw};
 use tokio::sync::mpsc;
 
-use crate::server::{Streams, Tx, send};
+use crate::streams::{Streams, Tx, send};
 
 /// Bytes of a download that may wait to be written at once.
 const WINDOW: usize = 4 << 20;

@@ -35,9 +35,9 @@ use libvirt_wire::{
     StorageVolDownloadArgs, StorageVolLookupByKeyArgs, StorageVolLookupByPathArgs,
 };
 
-use crate::connection::FakeConnection;
 use crate::error::CallError;
-use crate::server::{Streams, Tx};
+use crate::fake::connection::FakeConnection;
+use crate::streams::{Streams, Tx};
 
 /// One CALL being answered: the connection it came on, its header (the
 /// serial an upload stream carries) and the server's outgoing packets and

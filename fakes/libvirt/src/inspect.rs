@@ -11,9 +11,9 @@ use libvirt_wire::{
     StoragePool, StorageVol,
 };
 
-use crate::connection::FakeConnection;
 use crate::download::DownloadData;
 use crate::error::{CallError, VirError};
+use crate::fake::connection::FakeConnection;
 use crate::state::{State, check_flags};
 
 const DOMAIN_MESSAGE_ALL: u32 =

@@ -74,9 +74,8 @@
 #![deny(missing_docs)]
 
 mod boot;
-mod connection;
+mod content;
 pub mod control;
-mod domains;
 mod download;
 mod error;
 mod fake;
@@ -89,21 +88,21 @@ pub mod latency;
 mod server;
 mod state;
 mod state_file;
-mod storage;
+mod streams;
 mod trace;
 mod types;
 mod upload;
 mod xml;
 
-pub use connection::{FakeConnection, Upload};
-pub use domains::DomainSnapshot;
+pub use content::VolumeContent;
 pub use error::{CallError, VirError};
+pub use fake::connection::{FakeConnection, Upload};
 pub use fake::{DialMode, FakeLibvirt};
 pub use fault::{Fault, FaultHandle, FaultRule, Faults, Trigger};
 pub use server::{ServerOptions, UnixServer};
+pub use state::domains::DomainSnapshot;
+pub use state::storage::VolumeSnapshot;
 pub use state::{HostConfig, HostInterface};
 pub use state_file::{DomainSpec, PoolSpec, StateFile, VolumeSpec};
-pub use storage::VolumeSnapshot;
 pub use trace::{ConnectionInfo, Trace, TraceEntry};
 pub use types::{AddressSource, DomainInfo, MetadataEntry, PoolInfo, VolInfo};
-pub use upload::VolumeContent;

@@ -14,31 +14,31 @@
 //! uploads with STREAM packets, and closes the socket after `ConnectClose` or
 //! when a dropped-connection fault fires.
 
-use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use libvirt_wire::{
-    CallArgs, Encode, ErrorCode, ErrorDomain, Header, KEEPALIVE_PING, KEEPALIVE_PONG,
-    KEEPALIVE_PROGRAM, MessageType, Packet, Procedure, REMOTE_PROGRAM, REMOTE_VERSION, RemoteError,
-    Status, WireError, dispatch, encode_error_reply, encode_packet, encode_reply,
+    CallArgs, Encode, Header, KEEPALIVE_PING, KEEPALIVE_PONG, KEEPALIVE_PROGRAM, MessageType,
+    Packet, Procedure, REMOTE_PROGRAM, REMOTE_VERSION, RemoteError, Status, WireError, dispatch,
+    encode_error_reply, encode_reply,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::UnixListener;
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::connection::FakeConnection;
 use crate::error::{CallError, VirError};
 use crate::fake::FakeLibvirt;
+use crate::fake::connection::FakeConnection;
 use crate::handler::WireCall;
+use crate::streams::{Backlog, Streams, Tx, rpc_error, send};
 
 /// Settings of the fake daemon, defaulting to libvirtd's.
 #[derive(Debug, Clone)]
@@ -82,65 +82,6 @@ fn make_room(buf: &mut BytesMut) {
     let want = pending.min(MAX_AHEAD).max(buf.len() + MIN_FREE);
     if buf.capacity() < want {
         buf.reserve(want - buf.len());
-    }
-}
-
-/// The open streams of one connection by serial: where the STREAM packets
-/// of an upload go.
-pub(crate) type Streams = Arc<Mutex<HashMap<u32, mpsc::Sender<Packet>>>>;
-/// The connection's outgoing packets, written in order by one task, with a
-/// count of the bytes waiting to be written, so that a stream can wait for
-/// a slow reader instead of queueing a whole volume.
-#[derive(Clone)]
-pub(crate) struct Tx {
-    queue: mpsc::UnboundedSender<Bytes>,
-    backlog: Arc<Backlog>,
-}
-
-#[derive(Default)]
-struct Backlog {
-    bytes: AtomicUsize,
-    drained: Notify,
-}
-
-impl Tx {
-    fn new() -> (Tx, mpsc::UnboundedReceiver<Bytes>, Arc<Backlog>) {
-        let (queue, rx) = mpsc::unbounded_channel();
-        let backlog = Arc::<Backlog>::default();
-        let tx = Tx {
-            queue,
-            backlog: backlog.clone(),
-        };
-        (tx, rx, backlog)
-    }
-
-    /// Queues one packet; fails once the connection's writer is gone.
-    pub(crate) fn send(&self, packet: Bytes) -> Result<(), Bytes> {
-        let n = packet.len();
-        self.backlog.bytes.fetch_add(n, Ordering::SeqCst);
-        self.queue.send(packet).map_err(|e| {
-            self.backlog.bytes.fetch_sub(n, Ordering::SeqCst);
-            e.0
-        })
-    }
-
-    /// Waits until fewer than `limit` bytes wait to be written. False once
-    /// nothing will write them any more (the connection is gone).
-    pub(crate) async fn room(&self, limit: usize) -> bool {
-        loop {
-            let drained = self.backlog.drained.notified();
-            let mut drained = std::pin::pin!(drained);
-            drained.as_mut().enable();
-            if self.queue.is_closed() {
-                return false;
-            }
-            if self.backlog.bytes.load(Ordering::SeqCst) < limit {
-                return true;
-            }
-            // The writer wakes us after each write; the timeout notices a
-            // writer that was aborted with the connection.
-            let _ = tokio::time::timeout(Duration::from_millis(100), drained).await;
-        }
     }
 }
 
@@ -387,17 +328,6 @@ async fn read_loop<R: AsyncRead + Unpin>(
         tokio::spawn(async move { while running.next().await.is_some() {} }.in_current_span());
     }
     result
-}
-
-pub(crate) fn send<T: Encode + ?Sized>(tx: &Tx, header: &Header, body: &T) {
-    let mut out = BytesMut::new();
-    if encode_packet(&mut out, header, body).is_ok() {
-        let _ = tx.send(out.freeze());
-    }
-}
-
-pub(crate) fn rpc_error(detail: impl Into<String>) -> VirError {
-    VirError::new(ErrorCode::Rpc, ErrorDomain::Rpc, detail)
 }
 
 fn send_error(tx: &Tx, call: &Header, e: &VirError) {

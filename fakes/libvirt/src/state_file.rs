@@ -31,8 +31,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::connection::FakeConnection;
 use crate::fake::FakeLibvirt;
+use crate::fake::connection::FakeConnection;
 
 /// The whole state file.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
@@ -165,7 +165,7 @@ impl StateFile {
                     .collect(),
             })
             .collect();
-        let mut domains: Vec<&crate::domains::Domain> = st.domains.values().collect();
+        let mut domains: Vec<&crate::state::domains::Domain> = st.domains.values().collect();
         domains.sort_by(|a, b| a.name.cmp(&b.name));
         let domains = domains
             .into_iter()

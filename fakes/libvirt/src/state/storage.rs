@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
+use crate::content::VolumeContent;
 use crate::error::VirError;
 use crate::state::{QCOW2_EMPTY_ALLOCATION, State, check_flags};
 use crate::types::{PoolInfo, VolInfo};
-use crate::upload::VolumeContent;
 use crate::xml;
 use libvirt_wire::{
     CONNECT_LIST_STORAGE_POOLS_ACTIVE, CONNECT_LIST_STORAGE_POOLS_AUTOSTART,

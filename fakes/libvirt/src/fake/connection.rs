@@ -16,12 +16,12 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use uuid::Uuid;
 
+use crate::content::UploadSession;
 use crate::error::{CallError, VirError};
 use crate::fake::FakeLibvirt;
 use crate::fault::{Fault, FaultHandle};
 use crate::state::State;
 use crate::types::{DomainInfo, PoolInfo, VolInfo};
-use crate::upload::UploadSession;
 use libvirt_wire::{
     AuthType, CONNECT_GET_DOMAIN_CAPABILITIES_DISABLE_DEPRECATED_FEATURES, CONNECT_OPEN_ALL,
     Domain, DomainInterface, DomainState, ErrorCode, ErrorDomain, FEATURE_PROGRAM_KEEPALIVE,

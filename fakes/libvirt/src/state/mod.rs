@@ -5,14 +5,17 @@
 //! Nothing here knows about connections, faults or the wire; `fake` wraps it
 //! in a lock and `connection` tags each call with its procedure.
 
+pub(crate) mod domains;
+pub(crate) mod storage;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use uuid::Uuid;
 
-use crate::domains::Domain;
 use crate::error::VirError;
-use crate::storage::{Directory, Pool};
+use crate::state::domains::Domain;
+use crate::state::storage::{Directory, Pool};
 use crate::types::AddressSource;
 use libvirt_wire::{AuthType, DomainInterface};
 

@@ -6,18 +6,20 @@
 //! [`crate::FakeConnection`] obtained from [`FakeLibvirt::connect`]; hooks here
 //! bypass faults and the trace.
 
+pub(crate) mod connection;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::connection::FakeConnection;
-use crate::domains::DomainSnapshot;
 use crate::error::{CallError, VirError};
+use crate::fake::connection::FakeConnection;
 use crate::fault::Faults;
+use crate::state::domains::DomainSnapshot;
+use crate::state::storage::VolumeSnapshot;
 use crate::state::{HostConfig, State};
-use crate::storage::VolumeSnapshot;
 use crate::trace::Trace;
 use crate::types::{AddressSource, PoolInfo};
 use libvirt_wire::{

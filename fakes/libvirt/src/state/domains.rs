@@ -6,8 +6,8 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 use crate::error::VirError;
+use crate::state::storage::Volume;
 use crate::state::{NVRAM_DIR, State, auto_ip, check_flags, mac_for};
-use crate::storage::Volume;
 use crate::types::{AddressSource, DomainInfo, MetadataEntry};
 use crate::xml::{self, ParsedDomain};
 use libvirt_wire::{
