@@ -129,28 +129,36 @@ impl Kvm2 {
                 ))
             })
             .await;
-        match r {
-            Ok(Ok((reason, message, details))) => HostHealth {
-                location: host.name.clone(),
-                ready: reason == HealthReason::Ready,
-                reason,
-                message,
-                details,
-            },
-            Ok(Err((reason, message))) => unhealthy(host, reason, message),
-            Err(Interrupted::DeadlineExceeded) => unhealthy(
-                host,
-                HealthReason::Timeout,
-                "no answer before the deadline".into(),
-            ),
-            Err(Interrupted::Cancelled) => unhealthy(
-                host,
-                HealthReason::Timeout,
-                "the check was cancelled".into(),
-            ),
-        }
+        health_of(host, r)
     }
 }
+
+/// The health a check's outcome gives `host`: its answer, its failure, or why it did not finish.
+fn health_of(host: &HostConfig, r: Result<HostAnswer, Interrupted>) -> HostHealth {
+    match r {
+        Ok(Ok((reason, message, details))) => HostHealth {
+            location: host.name.clone(),
+            ready: reason == HealthReason::Ready,
+            reason,
+            message,
+            details,
+        },
+        Ok(Err((reason, message))) => unhealthy(host, reason, message),
+        Err(Interrupted::DeadlineExceeded) => unhealthy(
+            host,
+            HealthReason::Timeout,
+            "no answer before the deadline".into(),
+        ),
+        Err(Interrupted::Cancelled) => unhealthy(
+            host,
+            HealthReason::Timeout,
+            "the check was cancelled".into(),
+        ),
+    }
+}
+
+/// What a host's check answers: its reason, message and details, or the reason and message of a failure.
+type HostAnswer = Result<(HealthReason, String, BTreeMap<String, String>), (HealthReason, String)>;
 
 impl Checker for Kvm2 {
     fn check<'a>(&'a self, ctx: &'a Ctx) -> BoxFuture<'a, Vec<HostHealth>> {

@@ -344,6 +344,40 @@ impl Config {
         if self.name.trim().is_empty() {
             return Err(err("kvm2.name", "is empty"));
         }
+        self.validate_hosts()?;
+        if self.pool.trim().is_empty() {
+            return Err(err("kvm2.pool", "is empty"));
+        }
+        if self.bridge.trim().is_empty() {
+            return Err(err("kvm2.bridge", "is empty"));
+        }
+        self.validate_images()?;
+        if self.sizes.vcpus == 0 {
+            return Err(err("kvm2.sizes.vcpus", "must be at least 1"));
+        }
+        if self.sizes.memory_mib < 64 {
+            return Err(err("kvm2.sizes.memoryMib", "must be at least 64"));
+        }
+        if self.sizes.disk_gib == 0 {
+            return Err(err("kvm2.sizes.diskGib", "must be at least 1"));
+        }
+        for (zone, host) in &self.placement {
+            if !self.hosts.iter().any(|h| &h.name == host) {
+                return Err(err(
+                    format!("kvm2.placement.{zone}"),
+                    format!("names no configured host: {host:?}"),
+                ));
+            }
+        }
+        self.validate_timeouts()?;
+        if self.namespace.trim().is_empty() {
+            return Err(err("kvm2.namespace", "is empty"));
+        }
+        Ok(())
+    }
+
+    /// Checks the hosts: at least one, each with a distinct, well-formed name and its fields set.
+    fn validate_hosts(&self) -> Result<(), ConfigError> {
         if self.hosts.is_empty() {
             return Err(err("kvm2.hosts", "needs at least one host"));
         }
@@ -385,12 +419,11 @@ impl Config {
                 return Err(err(f("socket"), "must be an absolute path"));
             }
         }
-        if self.pool.trim().is_empty() {
-            return Err(err("kvm2.pool", "is empty"));
-        }
-        if self.bridge.trim().is_empty() {
-            return Err(err("kvm2.bridge", "is empty"));
-        }
+        Ok(())
+    }
+
+    /// Checks the images: at least one, each with a distinct name, an http(s) URL and a well-formed digest, and the default among them.
+    fn validate_images(&self) -> Result<(), ConfigError> {
         if self.images.is_empty() {
             return Err(err("kvm2.images", "needs at least one image"));
         }
@@ -419,23 +452,11 @@ impl Config {
         {
             return Err(err("kvm2.defaultImage", format!("names no image: {d:?}")));
         }
-        if self.sizes.vcpus == 0 {
-            return Err(err("kvm2.sizes.vcpus", "must be at least 1"));
-        }
-        if self.sizes.memory_mib < 64 {
-            return Err(err("kvm2.sizes.memoryMib", "must be at least 64"));
-        }
-        if self.sizes.disk_gib == 0 {
-            return Err(err("kvm2.sizes.diskGib", "must be at least 1"));
-        }
-        for (zone, host) in &self.placement {
-            if !self.hosts.iter().any(|h| &h.name == host) {
-                return Err(err(
-                    format!("kvm2.placement.{zone}"),
-                    format!("names no configured host: {host:?}"),
-                ));
-            }
-        }
+        Ok(())
+    }
+
+    /// Checks that every timeout is positive and the upload's is at most 20 minutes.
+    fn validate_timeouts(&self) -> Result<(), ConfigError> {
         let t = &self.timeouts;
         for (field, d) in [
             ("dial", t.dial),
@@ -451,9 +472,6 @@ impl Config {
         }
         if t.upload > Duration::from_secs(20 * 60) {
             return Err(err("kvm2.timeouts.upload", "must be at most 20m"));
-        }
-        if self.namespace.trim().is_empty() {
-            return Err(err("kvm2.namespace", "is empty"));
         }
         Ok(())
     }

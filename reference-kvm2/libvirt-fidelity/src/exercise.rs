@@ -13,7 +13,7 @@ use libvirt_wire::{
     CONNECT_LIST_DOMAINS_ACTIVE, ConnectListAllStoragePoolsArgs, DOMAIN_AFFECT_CONFIG,
     DOMAIN_DEFINE_VALIDATE, DOMAIN_INTERFACE_ADDRESSES_SRC_AGENT,
     DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE, DOMAIN_METADATA_ELEMENT, DOMAIN_UNDEFINE_NVRAM,
-    DOMAIN_XML_INACTIVE, DomainState, ErrorCode, Procedure, STORAGE_POOL_CREATE_WITH_BUILD,
+    DOMAIN_XML_INACTIVE, Domain, DomainState, ErrorCode, Procedure, STORAGE_POOL_CREATE_WITH_BUILD,
     StoragePoolDefineXmlArgs, StoragePoolState, calls,
 };
 
@@ -247,127 +247,11 @@ async fn host_calls(b: &Backend, log: &mut Log) -> Result<(), String> {
 /// Volumes in the test pool: create, list, read, upload, download, delete.
 async fn storage_calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<(), String> {
     let c = &b.client;
-    let pool = log.ok(
-        Procedure::StoragePoolLookupByName,
-        "lookup pool",
-        c.storage_pool_lookup_by_name(&b.pool).await,
-    )?;
-    let info = log.ok(
-        Procedure::StoragePoolGetInfo,
-        "pool info",
-        c.storage_pool_get_info(&pool).await,
-    )?;
-    ensure!(
-        StoragePoolState::from_raw(i32::from(info.state)) == StoragePoolState::Running
-            && info.available <= info.capacity,
-        "pool info {info:?}"
-    );
-    log.ok(
-        Procedure::StoragePoolRefresh,
-        "refresh pool",
-        c.storage_pool_refresh(&pool).await,
-    )?;
+    let pool = test_pool(c, &b.pool, log).await?;
     let name = format!("{}-ex.img", names.prefix);
-    let vol = log.ok(
-        Procedure::StorageVolCreateXml,
-        "create volume",
-        c.storage_vol_create_xml(&pool, &raw_volume_xml(&name, 1 << 20), 0)
-            .await,
-    )?;
-    let found = log.ok(
-        Procedure::StorageVolLookupByName,
-        "lookup volume",
-        c.storage_vol_lookup_by_name(&pool, &name).await,
-    )?;
-    ensure!(found == vol, "lookup gave {found:?}, create gave {vol:?}");
-    let listed = log.ok(
-        Procedure::StoragePoolListAllVolumes,
-        "list volumes",
-        c.storage_pool_list_all_volumes(&pool).await,
-    )?;
-    ensure!(listed.contains(&vol), "{name} not listed");
-    let path = log.ok(
-        Procedure::StorageVolGetPath,
-        "volume path",
-        c.storage_vol_get_path(&vol).await,
-    )?;
-    ensure!(
-        path.ends_with(&format!("/{name}")),
-        "path {path} does not end with the name"
-    );
-
-    // Upload three ways: write + finish, a reader, a stream of pieces; and
-    // an abort, which keeps what was sent.
-    let data = pattern(100_000, 11);
-    let mut up = log.ok(
-        Procedure::StorageVolUpload,
-        "open upload",
-        c.storage_vol_upload(&vol, 0, 0, 0).await,
-    )?;
-    up.write(Bytes::from(data.clone()))
-        .await
-        .map_err(|e| format!("upload write: {e}"))?;
-    let sent = up
-        .finish()
-        .await
-        .map_err(|e| format!("upload finish: {e}"))?;
-    ensure!(sent == data.len() as u64, "sent {sent}");
-    let back = b.read_volume(&name, &path, data.len())?;
-    ensure!(back == data, "bytes read back differ from the upload");
-    let down = log.ok(
-        Procedure::StorageVolDownload,
-        "download what was uploaded",
-        async {
-            c.storage_vol_download(&vol, 0, data.len() as u64, 0)
-                .await?
-                .read_all()
-                .await
-        }
-        .await,
-    )?;
-    ensure!(down == data, "bytes downloaded differ from the upload");
-
-    let second = pattern(50_000, 12);
-    let up = c
-        .storage_vol_upload(&vol, 100_000, 50_000, 0)
-        .await
-        .map_err(|e| format!("upload at an offset: {e}"))?;
-    up.send_reader(std::io::Cursor::new(second.clone()))
-        .await
-        .map_err(|e| format!("upload from a reader: {e}"))?;
-    let back = b.read_volume(&name, &path, 150_000)?;
-    ensure!(
-        back[..100_000] == data[..] && back[100_000..] == second[..],
-        "bytes after an upload at an offset differ"
-    );
-
-    let pieces: Vec<Result<Bytes, std::io::Error>> = (0..4)
-        .map(|i| Ok(Bytes::from(pattern(10_000, 20 + i))))
-        .collect();
-    let up = c
-        .storage_vol_upload(&vol, 0, 0, 0)
-        .await
-        .map_err(|e| format!("upload of a stream: {e}"))?;
-    let n = up
-        .send_stream(stream::iter(pieces))
-        .await
-        .map_err(|e| format!("upload of a stream: {e}"))?;
-    ensure!(n == 40_000, "stream sent {n}");
-
-    let mut up = c
-        .storage_vol_upload(&vol, 0, 0, 0)
-        .await
-        .map_err(|e| format!("upload to abort: {e}"))?;
-    up.write(Bytes::from_static(b"abort me"))
-        .await
-        .map_err(|e| format!("write before abort: {e}"))?;
-    up.abort().await.map_err(|e| format!("abort: {e}"))?;
-    log.note(
-        Procedure::StorageVolUpload,
-        "write, reader, stream and abort",
-        "ok",
-    );
-
+    let (vol, path) = new_volume(c, &pool, &name, log).await?;
+    let data = upload_and_download(b, &vol, &name, &path, log).await?;
+    upload_other_ways(b, &vol, &name, &path, &data, log).await?;
     let vinfo = log.ok(
         Procedure::StorageVolGetInfo,
         "volume info",
@@ -389,10 +273,191 @@ async fn storage_calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<(
     Ok(())
 }
 
+/// Looks up the test pool, checks that it runs, and refreshes it.
+async fn test_pool(
+    c: &Client,
+    name: &str,
+    log: &mut Log,
+) -> Result<libvirt_wire::StoragePool, String> {
+    let pool = log.ok(
+        Procedure::StoragePoolLookupByName,
+        "lookup pool",
+        c.storage_pool_lookup_by_name(name).await,
+    )?;
+    let info = log.ok(
+        Procedure::StoragePoolGetInfo,
+        "pool info",
+        c.storage_pool_get_info(&pool).await,
+    )?;
+    ensure!(
+        StoragePoolState::from_raw(i32::from(info.state)) == StoragePoolState::Running
+            && info.available <= info.capacity,
+        "pool info {info:?}"
+    );
+    log.ok(
+        Procedure::StoragePoolRefresh,
+        "refresh pool",
+        c.storage_pool_refresh(&pool).await,
+    )?;
+    Ok(pool)
+}
+
+/// Creates the volume `name` in `pool`, finds it by name and in the pool's list,
+/// and returns it with its path.
+async fn new_volume(
+    c: &Client,
+    pool: &libvirt_wire::StoragePool,
+    name: &str,
+    log: &mut Log,
+) -> Result<(libvirt_wire::StorageVol, String), String> {
+    let vol = log.ok(
+        Procedure::StorageVolCreateXml,
+        "create volume",
+        c.storage_vol_create_xml(pool, &raw_volume_xml(name, 1 << 20), 0)
+            .await,
+    )?;
+    let found = log.ok(
+        Procedure::StorageVolLookupByName,
+        "lookup volume",
+        c.storage_vol_lookup_by_name(pool, name).await,
+    )?;
+    ensure!(found == vol, "lookup gave {found:?}, create gave {vol:?}");
+    let listed = log.ok(
+        Procedure::StoragePoolListAllVolumes,
+        "list volumes",
+        c.storage_pool_list_all_volumes(pool).await,
+    )?;
+    ensure!(listed.contains(&vol), "{name} not listed");
+    let path = log.ok(
+        Procedure::StorageVolGetPath,
+        "volume path",
+        c.storage_vol_get_path(&vol).await,
+    )?;
+    ensure!(
+        path.ends_with(&format!("/{name}")),
+        "path {path} does not end with the name"
+    );
+    Ok((vol, path))
+}
+
+/// Uploads a pattern with write + finish, reads it back from the volume and
+/// downloads it; returns the pattern.
+async fn upload_and_download(
+    b: &Backend,
+    vol: &libvirt_wire::StorageVol,
+    name: &str,
+    path: &str,
+    log: &mut Log,
+) -> Result<Vec<u8>, String> {
+    let c = &b.client;
+    // Upload three ways: write + finish, a reader, a stream of pieces; and
+    // an abort, which keeps what was sent.
+    let data = pattern(100_000, 11);
+    let mut up = log.ok(
+        Procedure::StorageVolUpload,
+        "open upload",
+        c.storage_vol_upload(vol, 0, 0, 0).await,
+    )?;
+    up.write(Bytes::from(data.clone()))
+        .await
+        .map_err(|e| format!("upload write: {e}"))?;
+    let sent = up
+        .finish()
+        .await
+        .map_err(|e| format!("upload finish: {e}"))?;
+    ensure!(sent == data.len() as u64, "sent {sent}");
+    let back = b.read_volume(name, path, data.len())?;
+    ensure!(back == data, "bytes read back differ from the upload");
+    let down = log.ok(
+        Procedure::StorageVolDownload,
+        "download what was uploaded",
+        async {
+            c.storage_vol_download(vol, 0, data.len() as u64, 0)
+                .await?
+                .read_all()
+                .await
+        }
+        .await,
+    )?;
+    ensure!(down == data, "bytes downloaded differ from the upload");
+    Ok(data)
+}
+
+/// Uploads at an offset from a reader, as a stream of pieces, and one that is
+/// aborted.
+async fn upload_other_ways(
+    b: &Backend,
+    vol: &libvirt_wire::StorageVol,
+    name: &str,
+    path: &str,
+    data: &[u8],
+    log: &mut Log,
+) -> Result<(), String> {
+    let c = &b.client;
+    let second = pattern(50_000, 12);
+    let up = c
+        .storage_vol_upload(vol, 100_000, 50_000, 0)
+        .await
+        .map_err(|e| format!("upload at an offset: {e}"))?;
+    up.send_reader(std::io::Cursor::new(second.clone()))
+        .await
+        .map_err(|e| format!("upload from a reader: {e}"))?;
+    let back = b.read_volume(name, path, 150_000)?;
+    ensure!(
+        back[..100_000] == data[..] && back[100_000..] == second[..],
+        "bytes after an upload at an offset differ"
+    );
+
+    let pieces: Vec<Result<Bytes, std::io::Error>> = (0..4)
+        .map(|i| Ok(Bytes::from(pattern(10_000, 20 + i))))
+        .collect();
+    let up = c
+        .storage_vol_upload(vol, 0, 0, 0)
+        .await
+        .map_err(|e| format!("upload of a stream: {e}"))?;
+    let n = up
+        .send_stream(stream::iter(pieces))
+        .await
+        .map_err(|e| format!("upload of a stream: {e}"))?;
+    ensure!(n == 40_000, "stream sent {n}");
+
+    let mut up = c
+        .storage_vol_upload(vol, 0, 0, 0)
+        .await
+        .map_err(|e| format!("upload to abort: {e}"))?;
+    up.write(Bytes::from_static(b"abort me"))
+        .await
+        .map_err(|e| format!("write before abort: {e}"))?;
+    up.abort().await.map_err(|e| format!("abort: {e}"))?;
+    log.note(
+        Procedure::StorageVolUpload,
+        "write, reader, stream and abort",
+        "ok",
+    );
+    Ok(())
+}
+
 /// A domain's life: define, start, read, stop, undefine.
 async fn domain_calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<(), String> {
     let c = &b.client;
     let (dname, uuid) = &names.transient;
+    let dom = define_domain(c, dname, uuid, log).await?;
+    metadata_calls(c, &dom, log).await?;
+    let running = start_suspend_resume(c, &dom, log).await?;
+    running_reads(c, &running, dname, log).await?;
+    stop_and_restart(c, &dom, &running, log).await?;
+    domain_queries(c, &dom, log).await?;
+    destroy_and_undefine(c, &dom, dname, log).await
+}
+
+/// Defines the domain (twice), looks it up by name and uuid, and checks that it
+/// is shut off.
+async fn define_domain(
+    c: &Client,
+    dname: &str,
+    uuid: &libvirt_wire::Uuid,
+    log: &mut Log,
+) -> Result<Domain, String> {
     let xml = bios_xml(dname, uuid);
     let dom = log.ok(
         Procedure::DomainDefineXmlFlags,
@@ -426,11 +491,16 @@ async fn domain_calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<()
         state == DomainState::Shutoff && reason == 0,
         "state {state:?}/{reason}"
     );
+    Ok(dom)
+}
+
+/// Sets an element of metadata in the config and reads it back.
+async fn metadata_calls(c: &Client, dom: &Domain, log: &mut Log) -> Result<(), String> {
     log.ok(
         Procedure::DomainSetMetadata,
         "set metadata (config)",
         c.domain_set_metadata(
-            &dom,
+            dom,
             DOMAIN_METADATA_ELEMENT,
             Some("<mark uid=\"u\"><tag>t</tag></mark>"),
             Some("ex"),
@@ -442,17 +512,23 @@ async fn domain_calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<()
     let meta = log.ok(
         Procedure::DomainGetMetadata,
         "get metadata",
-        c.domain_get_metadata(&dom, DOMAIN_METADATA_ELEMENT, Some(META_URI), 0)
+        c.domain_get_metadata(dom, DOMAIN_METADATA_ELEMENT, Some(META_URI), 0)
             .await,
     )?;
     ensure!(
         squeeze_xml(&meta) == "<mark uid=\"u\"><tag>t</tag></mark>",
         "metadata came back as {meta:?}"
     );
+    Ok(())
+}
+
+/// Starts the domain, checks its info, suspends and resumes it; returns the
+/// running domain.
+async fn start_suspend_resume(c: &Client, dom: &Domain, log: &mut Log) -> Result<Domain, String> {
     let running = log.ok(
         Procedure::DomainCreateWithFlags,
         "start",
-        c.domain_create_with_flags(&dom, 0).await,
+        c.domain_create_with_flags(dom, 0).await,
     )?;
     ensure!(running.id >= 1, "started domain has id {}", running.id);
     let dinfo = log.ok(
@@ -492,6 +568,17 @@ async fn domain_calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<()
         .await
         .map_err(|e| format!("state after resume: {e}"))?;
     ensure!(state == DomainState::Running, "after resume: {state:?}");
+    Ok(running)
+}
+
+/// Reads the running domain: the active list, its live and inactive XML, its
+/// addresses.
+async fn running_reads(
+    c: &Client,
+    running: &Domain,
+    dname: &str,
+    log: &mut Log,
+) -> Result<(), String> {
     let active = log.ok(
         Procedure::ConnectListAllDomains,
         "list active",
@@ -505,40 +592,51 @@ async fn domain_calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<()
     let live = log.ok(
         Procedure::DomainGetXmlDesc,
         "live XML",
-        c.domain_get_xml_desc(&running, 0).await,
+        c.domain_get_xml_desc(running, 0).await,
     )?;
     let summary = summarise(&live)?;
     ensure!(
-        summary.name.as_deref() == Some(dname.as_str()) && summary.has_id,
+        summary.name.as_deref() == Some(dname) && summary.has_id,
         "live XML lacks name or id: {summary}"
     );
     let inactive = log.ok(
         Procedure::DomainGetXmlDesc,
         "inactive XML",
-        c.domain_get_xml_desc(&running, DOMAIN_XML_INACTIVE).await,
+        c.domain_get_xml_desc(running, DOMAIN_XML_INACTIVE).await,
     )?;
     ensure!(!summarise(&inactive)?.has_id, "inactive XML has an id");
     log.fails(
         Procedure::DomainInterfaceAddresses,
         "agent addresses without an agent",
-        c.domain_interface_addresses(&running, DOMAIN_INTERFACE_ADDRESSES_SRC_AGENT, 0)
+        c.domain_interface_addresses(running, DOMAIN_INTERFACE_ADDRESSES_SRC_AGENT, 0)
             .await,
         ErrorCode::ArgumentUnsupported,
     )?;
     log.answers(
         Procedure::DomainInterfaceAddresses,
         "lease addresses",
-        c.domain_interface_addresses(&running, DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE, 0)
+        c.domain_interface_addresses(running, DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE, 0)
             .await,
     )?;
+    Ok(())
+}
+
+/// Asks for a shutdown, destroys the domain if it is still up, and starts it
+/// again.
+async fn stop_and_restart(
+    c: &Client,
+    dom: &Domain,
+    running: &Domain,
+    log: &mut Log,
+) -> Result<(), String> {
     log.ok(
         Procedure::DomainShutdownFlags,
         "shutdown request",
-        c.domain_shutdown_flags(&running, 0).await,
+        c.domain_shutdown_flags(running, 0).await,
     )?;
     // A guest may comply with the shutdown at once (the fake's do): a stop
     // that finds it already stopped is fine.
-    let stopped = c.domain_destroy_flags(&running, 0).await;
+    let stopped = c.domain_destroy_flags(running, 0).await;
     match &stopped {
         Err(e)
             if e.as_remote()
@@ -553,16 +651,26 @@ async fn domain_calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<()
     log.ok(
         Procedure::DomainCreate,
         "start again",
-        c.domain_create(&dom).await,
+        c.domain_create(dom).await,
     )?;
-    domain_queries(c, &dom, log).await?;
+    Ok(())
+}
+
+/// Destroys the domain, checks that it is off, undefines it and checks that it
+/// is gone.
+async fn destroy_and_undefine(
+    c: &Client,
+    dom: &Domain,
+    dname: &str,
+    log: &mut Log,
+) -> Result<(), String> {
     log.ok(
         Procedure::DomainDestroy,
         "destroy",
-        c.domain_destroy(&dom).await,
+        c.domain_destroy(dom).await,
     )?;
     let (state, reason) = c
-        .domain_get_state(&dom)
+        .domain_get_state(dom)
         .await
         .map_err(|e| format!("state after destroy: {e}"))?;
     ensure!(
@@ -572,13 +680,13 @@ async fn domain_calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<()
     log.fails(
         Procedure::DomainShutdown,
         "shutdown while off",
-        c.domain_shutdown(&dom).await,
+        c.domain_shutdown(dom).await,
         ErrorCode::OperationInvalid,
     )?;
     log.ok(
         Procedure::DomainUndefineFlags,
         "undefine",
-        c.domain_undefine_flags(&dom, DOMAIN_UNDEFINE_NVRAM).await,
+        c.domain_undefine_flags(dom, DOMAIN_UNDEFINE_NVRAM).await,
     )?;
     log.fails(
         Procedure::DomainLookupByName,
@@ -597,15 +705,28 @@ async fn pool_calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<(), 
     let name = format!("{}-expool", names.prefix);
     let dir = pool_dir(&parent, &names.prefix, "exdir");
     let xml = dir_pool_xml(&name, &dir);
+    let pool = define_and_start_pool(c, &xml, &dir, log).await?;
+    volume_and_pool_deletion(c, &pool, &names.prefix, log).await?;
+    transient_pool_calls(c, &xml, &name, log).await
+}
+
+/// Defines the pool (and fails to define it twice), builds and starts it, and
+/// checks its XML's path.
+async fn define_and_start_pool(
+    c: &Client,
+    xml: &str,
+    dir: &str,
+    log: &mut Log,
+) -> Result<libvirt_wire::StoragePool, String> {
     let pool = log.ok(
         Procedure::StoragePoolDefineXml,
         "define pool",
-        c.storage_pool_define_xml(&xml).await,
+        c.storage_pool_define_xml(xml).await,
     )?;
     log.fails(
         Procedure::StoragePoolDefineXml,
         "define the name again",
-        c.storage_pool_define_xml(&xml).await,
+        c.storage_pool_define_xml(xml).await,
         ErrorCode::OperationFailed,
     )?;
     log.ok(
@@ -624,54 +745,72 @@ async fn pool_calls(b: &Backend, names: &RunNames, log: &mut Log) -> Result<(), 
         c.storage_pool_get_xml_desc(&pool).await,
     )?;
     ensure!(
-        pool_target_path(&pxml).as_deref() == Some(dir.as_str()),
+        pool_target_path(&pxml).as_deref() == Some(dir),
         "pool XML has another path: {pxml}"
     );
+    Ok(pool)
+}
+
+/// Makes a volume in the pool, fails to delete the pool while it holds the
+/// volume, then deletes the volume, the pool and its definition.
+async fn volume_and_pool_deletion(
+    c: &Client,
+    pool: &libvirt_wire::StoragePool,
+    prefix: &str,
+    log: &mut Log,
+) -> Result<(), String> {
     let vol = log.ok(
         Procedure::StorageVolCreateXml,
         "volume in the new pool",
-        c.storage_vol_create_xml(
-            &pool,
-            &raw_volume_xml(&format!("{}-p.img", names.prefix), 4096),
-            0,
-        )
-        .await,
+        c.storage_vol_create_xml(pool, &raw_volume_xml(&format!("{prefix}-p.img"), 4096), 0)
+            .await,
     )?;
     log.ok(
         Procedure::StoragePoolDestroy,
         "stop pool",
-        c.storage_pool_destroy(&pool).await,
+        c.storage_pool_destroy(pool).await,
     )?;
     log.fails(
         Procedure::StoragePoolDelete,
         "delete a pool that holds a volume",
-        c.storage_pool_delete(&pool).await,
+        c.storage_pool_delete(pool).await,
         ErrorCode::SystemError,
     )?;
-    c.storage_pool_create(&pool)
+    c.storage_pool_create(pool)
         .await
         .map_err(|e| format!("restart pool: {e}"))?;
     c.storage_vol_delete(&vol, 0)
         .await
         .map_err(|e| format!("delete the volume: {e}"))?;
-    c.storage_pool_destroy(&pool)
+    c.storage_pool_destroy(pool)
         .await
         .map_err(|e| format!("stop pool again: {e}"))?;
     log.ok(
         Procedure::StoragePoolDelete,
         "delete pool",
-        c.storage_pool_delete(&pool).await,
+        c.storage_pool_delete(pool).await,
     )?;
     log.ok(
         Procedure::StoragePoolUndefine,
         "undefine pool",
-        c.storage_pool_undefine(&pool).await,
+        c.storage_pool_undefine(pool).await,
     )?;
+    Ok(())
+}
+
+/// Creates a transient pool from the same XML under another name, stops it, and
+/// checks that it is gone.
+async fn transient_pool_calls(
+    c: &Client,
+    xml: &str,
+    name: &str,
+    log: &mut Log,
+) -> Result<(), String> {
     let transient = log.ok(
         Procedure::StoragePoolCreateXml,
         "create a transient pool",
         c.call::<calls::StoragePoolCreateXml>(&StoragePoolDefineXmlArgs {
-            xml: xml.replace(&name, &format!("{name}-t")),
+            xml: xml.replace(name, &format!("{name}-t")),
             flags: STORAGE_POOL_CREATE_WITH_BUILD,
         })
         .await
@@ -696,6 +835,13 @@ async fn domain_queries(
     dom: &libvirt_wire::Domain,
     log: &mut Log,
 ) -> Result<(), String> {
+    host_queries(c, dom, log).await?;
+    domain_state_queries(c, dom, log).await
+}
+
+/// The driver type, the node's info and security model, the domain's label, and
+/// registering a close callback.
+async fn host_queries(c: &Client, dom: &Domain, log: &mut Log) -> Result<(), String> {
     let kind = log.ok(
         Procedure::ConnectGetType,
         "driver type",
@@ -725,6 +871,12 @@ async fn domain_queries(
         "unregister close callback",
         c.connect_unregister_close_callback().await,
     )?;
+    Ok(())
+}
+
+/// The domain's OS type, whether it is active and persistent, its autostart,
+/// managed save image, snapshots and messages.
+async fn domain_state_queries(c: &Client, dom: &Domain, log: &mut Log) -> Result<(), String> {
     let os = log.ok(
         Procedure::DomainGetOsType,
         "os type",

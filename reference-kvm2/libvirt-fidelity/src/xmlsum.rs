@@ -141,57 +141,103 @@ fn node(e: &BytesStart<'_>, parent_ns: Option<&str>) -> Node {
     }
 }
 
+/// What the reading of a domain XML holds from one event to the next.
+#[derive(Default)]
+struct Walk {
+    out: DomainSummary,
+    path: Vec<String>,
+    text: String,
+    unit: Option<String>,
+    // Open metadata elements (a stack), and the finished top-level ones.
+    meta: Vec<Node>,
+}
+
+impl Walk {
+    /// An opening or empty element: a metadata node, or a fact of the domain.
+    fn start(&mut self, e: &BytesStart<'_>, empty: bool) {
+        let name = local(e);
+        let a = attrs(e);
+        let path = &self.path;
+        let parent = path.last().map(String::as_str);
+        let in_meta = path.len() >= 2 && path[1] == "metadata" && path[0] == "domain";
+        if in_meta {
+            let n = node(e, self.meta.last().and_then(|m| m.ns.as_deref()));
+            if empty {
+                match self.meta.last_mut() {
+                    Some(p) => p.children.push(n),
+                    None => self.out.metadata.push(n.render()),
+                }
+            } else {
+                self.meta.push(n);
+            }
+        } else {
+            match (parent, name.as_str()) {
+                (None, "domain") => {
+                    self.out.kind = a.get("type").cloned();
+                    self.out.has_id = a.contains_key("id");
+                }
+                (Some("domain"), "os") => self.out.firmware = a.get("firmware").cloned(),
+                (Some("os"), "type") => self.out.arch = a.get("arch").cloned(),
+                (Some("domain"), "memory") => self.unit = a.get("unit").cloned(),
+                _ => {}
+            }
+        }
+        if !empty {
+            self.path.push(name);
+            self.text.clear();
+        }
+    }
+
+    /// Text, to the open metadata element or else to the element's own text.
+    fn push_text(&mut self, s: &str) {
+        match self.meta.last_mut() {
+            Some(m) => m.text.push_str(s),
+            None => self.text.push_str(s),
+        }
+    }
+
+    /// A closing element: a finished metadata node, or a value of the domain.
+    fn end(&mut self) {
+        let name = self.path.pop().unwrap_or_default();
+        let path = &self.path;
+        let parent = path.last().map(String::as_str);
+        if path.len() >= 2 && path[1] == "metadata" && path[0] == "domain" {
+            if let Some(done) = self.meta.pop() {
+                match self.meta.last_mut() {
+                    Some(p) => p.children.push(done),
+                    None => self.out.metadata.push(done.render()),
+                }
+            }
+        } else if parent == Some("domain") {
+            let t = self.text.trim().to_owned();
+            let out = &mut self.out;
+            match name.as_str() {
+                "name" => out.name = Some(t),
+                "uuid" => out.uuid = Some(t),
+                "title" => out.title = Some(t),
+                "memory" => out.memory_kib = kib(&t, self.unit.as_deref()),
+                "vcpu" => out.vcpu = Some(t),
+                _ => {}
+            }
+        }
+        self.text.clear();
+    }
+}
+
 /// Summarises a domain XML document.
 pub fn summarise(xml: &str) -> Result<DomainSummary, String> {
     let mut reader = Reader::from_str(xml);
-    let mut out = DomainSummary::default();
-    let mut path: Vec<String> = Vec::new();
-    let mut text = String::new();
-    let mut unit: Option<String> = None;
-    // Open metadata elements (a stack), and the finished top-level ones.
-    let mut meta: Vec<Node> = Vec::new();
+    let mut walk = Walk::default();
     loop {
         let ev = reader.read_event().map_err(|e| format!("bad XML: {e}"))?;
         match ev {
             Event::Start(ref e) | Event::Empty(ref e) => {
                 let empty = matches!(ev, Event::Empty(_));
-                let name = local(e);
-                let a = attrs(e);
-                let parent = path.last().map(String::as_str);
-                let in_meta = path.len() >= 2 && path[1] == "metadata" && path[0] == "domain";
-                if in_meta {
-                    let n = node(e, meta.last().and_then(|m| m.ns.as_deref()));
-                    if empty {
-                        match meta.last_mut() {
-                            Some(p) => p.children.push(n),
-                            None => out.metadata.push(n.render()),
-                        }
-                    } else {
-                        meta.push(n);
-                    }
-                } else {
-                    match (parent, name.as_str()) {
-                        (None, "domain") => {
-                            out.kind = a.get("type").cloned();
-                            out.has_id = a.contains_key("id");
-                        }
-                        (Some("domain"), "os") => out.firmware = a.get("firmware").cloned(),
-                        (Some("os"), "type") => out.arch = a.get("arch").cloned(),
-                        (Some("domain"), "memory") => unit = a.get("unit").cloned(),
-                        _ => {}
-                    }
-                }
-                if !empty {
-                    path.push(name);
-                    text.clear();
-                }
+                walk.start(e, empty);
             }
             Event::Text(t) => {
                 let s = t.xml10_content();
-                match meta.last_mut() {
-                    Some(m) => m.text.push_str(&s),
-                    None => text.push_str(&s),
-                }
+                walk.push_text(&s);
             }
             Event::GeneralRef(r) => {
                 let name = r.xml10_content();
@@ -203,38 +249,14 @@ pub fn summarise(xml: &str) -> Result<DomainSummary, String> {
                     "apos" => "'",
                     _ => "?",
                 };
-                match meta.last_mut() {
-                    Some(m) => m.text.push_str(s),
-                    None => text.push_str(s),
-                }
+                walk.push_text(s);
             }
-            Event::End(_) => {
-                let name = path.pop().unwrap_or_default();
-                let parent = path.last().map(String::as_str);
-                if path.len() >= 2 && path[1] == "metadata" && path[0] == "domain" {
-                    if let Some(done) = meta.pop() {
-                        match meta.last_mut() {
-                            Some(p) => p.children.push(done),
-                            None => out.metadata.push(done.render()),
-                        }
-                    }
-                } else if parent == Some("domain") {
-                    let t = text.trim().to_owned();
-                    match name.as_str() {
-                        "name" => out.name = Some(t),
-                        "uuid" => out.uuid = Some(t),
-                        "title" => out.title = Some(t),
-                        "memory" => out.memory_kib = kib(&t, unit.as_deref()),
-                        "vcpu" => out.vcpu = Some(t),
-                        _ => {}
-                    }
-                }
-                text.clear();
-            }
+            Event::End(_) => walk.end(),
             Event::Eof => break,
             _ => {}
         }
     }
+    let out = walk.out;
     if out.kind.is_none() && out.name.is_none() {
         return Err("not a domain document".into());
     }

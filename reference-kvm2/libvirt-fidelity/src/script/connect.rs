@@ -76,7 +76,6 @@ pub(super) async fn second_open(b: &Backend, names: &RunNames, rec: &mut Recorde
             return;
         }
     };
-    let uri = crate::target::URI;
     rec.call("auth list", Procedure::AuthList, c.auth_list().await, |t| {
         format!("{t:?}")
     });
@@ -99,6 +98,12 @@ pub(super) async fn second_open(b: &Backend, names: &RunNames, rec: &mut Recorde
         Procedure::AuthPolkit,
         polkit,
     );
+    open_again_and_close(b, names, &c, rec).await;
+}
+
+/// Opens the connection up to three times, asks what it answers in between, closes it and calls once more.
+async fn open_again_and_close(b: &Backend, names: &RunNames, c: &Client, rec: &mut Recorder) {
+    let uri = crate::target::URI;
     rec.call("open", Procedure::ConnectOpen, c.open(uri).await, show_unit);
     rec.call(
         "open again",
@@ -153,6 +158,13 @@ pub(super) async fn second_open(b: &Backend, names: &RunNames, rec: &mut Recorde
 pub(super) async fn connect(b: &Backend, rec: &mut Recorder) {
     let c = &b.client;
     rec.sequence("connect");
+    identity_calls(c, rec).await;
+    capabilities_calls(c, rec).await;
+    features_and_pools(b, rec).await;
+}
+
+/// The authentication schemes, the URI, the versions and the host name.
+async fn identity_calls(c: &Client, rec: &mut Recorder) {
     rec.call("auth list", Procedure::AuthList, c.auth_list().await, |t| {
         format!("{t:?}")
     });
@@ -180,6 +192,10 @@ pub(super) async fn connect(b: &Backend, rec: &mut Recorder) {
         c.connect_get_hostname().await,
         |h| format!("non-empty: {}", !h.is_empty()),
     );
+}
+
+/// The host's and the domain capabilities, also with an unknown flag.
+async fn capabilities_calls(c: &Client, rec: &mut Recorder) {
     rec.call(
         "capabilities",
         Procedure::ConnectGetCapabilities,
@@ -229,6 +245,11 @@ pub(super) async fn connect(b: &Backend, rec: &mut Recorder) {
         flagged,
         |r| format!("{} bytes", r.capabilities.len()),
     );
+}
+
+/// The keepalive and an unknown feature, and the list of pools.
+async fn features_and_pools(b: &Backend, rec: &mut Recorder) {
+    let c = &b.client;
     rec.call(
         "keepalive feature",
         Procedure::ConnectSupportsFeature,

@@ -81,16 +81,28 @@ pub(super) async fn transient(b: &Backend, names: &RunNames, rec: &mut Recorder)
     ) else {
         return;
     };
+    undefine_while_running(c, names, &running, rec).await;
+    suspend_and_resume(c, &running, rec).await;
+}
+
+/// Undefines the running domain, looks for it, and sets metadata on it now that it is transient.
+async fn undefine_while_running(
+    c: &Client,
+    names: &RunNames,
+    running: &Domain,
+    rec: &mut Recorder,
+) {
+    let name = &names.transient.0;
     rec.call(
         "undefine while running",
         Procedure::DomainUndefineFlags,
-        c.domain_undefine_flags(&running, 0).await,
+        c.domain_undefine_flags(running, 0).await,
         show_unit,
     );
     rec.call(
         "state after undefine",
         Procedure::DomainGetState,
-        c.domain_get_state(&running).await,
+        c.domain_get_state(running).await,
         show_state,
     );
     rec.call(
@@ -109,7 +121,7 @@ pub(super) async fn transient(b: &Backend, names: &RunNames, rec: &mut Recorder)
         "set metadata config on a transient domain",
         Procedure::DomainSetMetadata,
         c.domain_set_metadata(
-            &running,
+            running,
             DOMAIN_METADATA_ELEMENT,
             Some(&metadata("t")),
             Some("fid"),
@@ -123,7 +135,7 @@ pub(super) async fn transient(b: &Backend, names: &RunNames, rec: &mut Recorder)
         "set metadata current on a transient domain",
         Procedure::DomainSetMetadata,
         c.domain_set_metadata(
-            &running,
+            running,
             DOMAIN_METADATA_ELEMENT,
             Some(&metadata("t")),
             Some("fid"),
@@ -133,52 +145,56 @@ pub(super) async fn transient(b: &Backend, names: &RunNames, rec: &mut Recorder)
         .await,
         show_unit,
     );
+}
+
+/// Resumes, suspends (twice) and resumes the transient domain, then asks it to shut down.
+async fn suspend_and_resume(c: &Client, running: &Domain, rec: &mut Recorder) {
     rec.call(
         "resume running",
         Procedure::DomainResume,
-        c.domain_resume(&running).await,
+        c.domain_resume(running).await,
         show_unit,
     );
     rec.call(
         "suspend",
         Procedure::DomainSuspend,
-        c.domain_suspend(&running).await,
+        c.domain_suspend(running).await,
         show_unit,
     );
     rec.call(
         "state suspended",
         Procedure::DomainGetState,
-        c.domain_get_state(&running).await,
+        c.domain_get_state(running).await,
         show_state,
     );
     rec.call(
         "info suspended",
         Procedure::DomainGetInfo,
-        c.domain_get_info(&running).await,
+        c.domain_get_info(running).await,
         show_info,
     );
     rec.call(
         "suspend again",
         Procedure::DomainSuspend,
-        c.domain_suspend(&running).await,
+        c.domain_suspend(running).await,
         show_unit,
     );
     rec.call(
         "state after suspending again",
         Procedure::DomainGetState,
-        c.domain_get_state(&running).await,
+        c.domain_get_state(running).await,
         show_state,
     );
     rec.call(
         "resume",
         Procedure::DomainResume,
-        c.domain_resume(&running).await,
+        c.domain_resume(running).await,
         show_unit,
     );
     rec.call(
         "state resumed",
         Procedure::DomainGetState,
-        c.domain_get_state(&running).await,
+        c.domain_get_state(running).await,
         show_state,
     );
     // A guest with no operating system ignores the request; the fake's guests
@@ -186,7 +202,7 @@ pub(super) async fn transient(b: &Backend, names: &RunNames, rec: &mut Recorder)
     rec.call(
         "shutdown",
         Procedure::DomainShutdownFlags,
-        c.domain_shutdown_flags(&running, 0).await,
+        c.domain_shutdown_flags(running, 0).await,
         show_unit,
     );
 }

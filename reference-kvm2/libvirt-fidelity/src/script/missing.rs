@@ -16,24 +16,35 @@ pub(super) async fn missing_files(
     let c = &b.client;
     rec.sequence("missing files");
     let p = &names.prefix;
+    let Some((root, top_name, top)) = overlays(c, pool, p, rec).await else {
+        return;
+    };
+    let disk_name = format!("{p}-disk.img");
+    let nodisk = failing_starts(c, p, &root, &top_name, &disk_name, rec).await;
+    start_once_the_disk_exists(c, pool, &disk_name, nodisk, top, rec).await;
+}
+
+/// Makes an overlay of a base volume, deletes the base and overlays it again; returns the pool's directory, the overlay's name and the overlay.
+async fn overlays(
+    c: &Client,
+    pool: &StoragePool,
+    p: &str,
+    rec: &mut Recorder,
+) -> Option<(String, String, Option<StorageVol>)> {
     let base_name = format!("{p}-base.img");
-    let Some(base) = rec.call(
+    let base = rec.call(
         "create base",
         Procedure::StorageVolCreateXml,
         c.storage_vol_create_xml(pool, &raw_volume_xml(&base_name, RAW_CAPACITY), 0)
             .await,
         show_vol,
-    ) else {
-        return;
-    };
-    let Some(base_path) = rec.call(
+    )?;
+    let base_path = rec.call(
         "base path",
         Procedure::StorageVolGetPath,
         c.storage_vol_get_path(&base).await,
         |p| p.clone(),
-    ) else {
-        return;
-    };
+    )?;
     let root = base_path.rsplit_once('/').map_or("", |(r, _)| r).to_owned();
     rec.norm.replace(root.clone(), "<pool-root>");
     let top_name = format!("{p}-top.qcow2");
@@ -61,9 +72,19 @@ pub(super) async fn missing_files(
         .await,
         show_vol,
     );
+    Some((root, top_name, top))
+}
 
+/// Starts that must fail, each on a domain of its own; returns the domain whose disk is missing.
+async fn failing_starts(
+    c: &Client,
+    p: &str,
+    root: &str,
+    top_name: &str,
+    disk_name: &str,
+    rec: &mut Recorder,
+) -> Option<Domain> {
     // Starts that must fail, each on a domain of its own.
-    let disk_name = format!("{p}-disk.img");
     let disk_path = format!("{root}/{disk_name}");
     let cases = [
         (
@@ -130,12 +151,23 @@ pub(super) async fn missing_files(
             );
         }
     }
+    nodisk
+}
 
+/// The disk appears: the same domain starts; then the domain and the volumes go.
+async fn start_once_the_disk_exists(
+    c: &Client,
+    pool: &StoragePool,
+    disk_name: &str,
+    nodisk: Option<Domain>,
+    top: Option<StorageVol>,
+    rec: &mut Recorder,
+) {
     // The disk appears: the same domain starts.
     let disk = rec.call(
         "create the disk",
         Procedure::StorageVolCreateXml,
-        c.storage_vol_create_xml(pool, &raw_volume_xml(&disk_name, RAW_CAPACITY), 0)
+        c.storage_vol_create_xml(pool, &raw_volume_xml(disk_name, RAW_CAPACITY), 0)
             .await,
         show_vol,
     );
@@ -192,52 +224,62 @@ pub(super) async fn missing_domain(b: &Backend, names: &RunNames, rec: &mut Reco
         uuid: *uuid,
         id: -1,
     };
+    ghost_lifecycle(c, &ghost, rec).await;
+    ghost_metadata_and_addresses(c, &ghost, rec).await;
+}
+
+/// Asks a domain that does not exist for its state, info and XML, and to start, stop and go.
+async fn ghost_lifecycle(c: &Client, ghost: &Domain, rec: &mut Recorder) {
     rec.call(
         "state",
         Procedure::DomainGetState,
-        c.domain_get_state(&ghost).await,
+        c.domain_get_state(ghost).await,
         show_state,
     );
     rec.call(
         "info",
         Procedure::DomainGetInfo,
-        c.domain_get_info(&ghost).await,
+        c.domain_get_info(ghost).await,
         show_info,
     );
     rec.call(
         "xml",
         Procedure::DomainGetXmlDesc,
-        c.domain_get_xml_desc(&ghost, 0).await,
+        c.domain_get_xml_desc(ghost, 0).await,
         show_xml,
     );
     rec.call(
         "start",
         Procedure::DomainCreateWithFlags,
-        c.domain_create_with_flags(&ghost, 0).await,
+        c.domain_create_with_flags(ghost, 0).await,
         show_dom,
     );
     rec.call(
         "destroy",
         Procedure::DomainDestroy,
-        c.domain_destroy(&ghost).await,
+        c.domain_destroy(ghost).await,
         show_unit,
     );
     rec.call(
         "shutdown",
         Procedure::DomainShutdownFlags,
-        c.domain_shutdown_flags(&ghost, 0).await,
+        c.domain_shutdown_flags(ghost, 0).await,
         show_unit,
     );
     rec.call(
         "undefine",
         Procedure::DomainUndefineFlags,
-        c.domain_undefine_flags(&ghost, DOMAIN_UNDEFINE_NVRAM).await,
+        c.domain_undefine_flags(ghost, DOMAIN_UNDEFINE_NVRAM).await,
         show_unit,
     );
+}
+
+/// Reads and writes a missing domain's metadata and asks for its addresses.
+async fn ghost_metadata_and_addresses(c: &Client, ghost: &Domain, rec: &mut Recorder) {
     rec.call(
         "get metadata",
         Procedure::DomainGetMetadata,
-        c.domain_get_metadata(&ghost, DOMAIN_METADATA_ELEMENT, Some(META_URI), 0)
+        c.domain_get_metadata(ghost, DOMAIN_METADATA_ELEMENT, Some(META_URI), 0)
             .await,
         |m| m.clone(),
     );
@@ -245,7 +287,7 @@ pub(super) async fn missing_domain(b: &Backend, names: &RunNames, rec: &mut Reco
         "set metadata",
         Procedure::DomainSetMetadata,
         c.domain_set_metadata(
-            &ghost,
+            ghost,
             DOMAIN_METADATA_ELEMENT,
             Some(&metadata("x")),
             Some("fid"),
@@ -258,7 +300,7 @@ pub(super) async fn missing_domain(b: &Backend, names: &RunNames, rec: &mut Reco
     rec.call(
         "addresses",
         Procedure::DomainInterfaceAddresses,
-        c.domain_interface_addresses(&ghost, DOMAIN_INTERFACE_ADDRESSES_SRC_AGENT, 0)
+        c.domain_interface_addresses(ghost, DOMAIN_INTERFACE_ADDRESSES_SRC_AGENT, 0)
             .await,
         |v| show_ifaces(v),
     );

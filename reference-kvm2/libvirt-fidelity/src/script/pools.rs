@@ -76,15 +76,30 @@ async fn pool_steps(
 pub(super) async fn pool_lifecycle(b: &Backend, names: &RunNames, rec: &mut Recorder) {
     let c = &b.client;
     rec.sequence("pool lifecycle");
+    let Some(parent) = test_pool_parent(b, rec).await else {
+        return;
+    };
+    let name = format!("{}-pool", names.prefix);
+    let dir = pool_dir(&parent, &names.prefix, "dir");
+    let xml = dir_pool_xml(&name, &dir);
+    let Some(pool) = define_pool(c, &name, &dir, &xml, rec).await else {
+        return;
+    };
+    let vol_name = format!("{}-in-pool.img", names.prefix);
+    first_life(c, &names.prefix, &pool, &name, &vol_name, rec).await;
+    redefine_and_delete(c, &names.prefix, &xml, &vol_name, rec).await;
+}
+
+/// Looks up the test pool and its directory; returns the directory the pools are made in.
+async fn test_pool_parent(b: &Backend, rec: &mut Recorder) -> Option<String> {
+    let c = &b.client;
     let test_pool = rec.call(
         "lookup the test pool",
         Procedure::StoragePoolLookupByName,
         c.storage_pool_lookup_by_name(&b.pool).await,
         show_pool,
     );
-    let Some(test_pool) = test_pool else {
-        return;
-    };
+    let test_pool = test_pool?;
     let test_xml = rec.call(
         "xml of the test pool",
         Procedure::StoragePoolGetXmlDesc,
@@ -93,35 +108,41 @@ pub(super) async fn pool_lifecycle(b: &Backend, names: &RunNames, rec: &mut Reco
     );
     let Some(root) = test_xml.as_deref().and_then(pool_target_path) else {
         rec.skip("define", Procedure::StoragePoolDefineXml, NO_HANDLE);
-        return;
+        return None;
     };
     rec.norm.replace(root.clone(), "<pool-root>");
     let parent = root
         .rsplit_once('/')
         .map_or("/".to_owned(), |(p, _)| p.to_owned());
     rec.norm.replace(format!("{parent}/"), "<pools>/");
-    let name = format!("{}-pool", names.prefix);
-    let dir = pool_dir(&parent, &names.prefix, "dir");
-    let xml = dir_pool_xml(&name, &dir);
-    let Some(pool) = rec.call(
+    Some(parent)
+}
+
+/// Defines the pool, then the definitions refused beside it, and looks it up.
+async fn define_pool(
+    c: &Client,
+    name: &str,
+    dir: &str,
+    xml: &str,
+    rec: &mut Recorder,
+) -> Option<StoragePool> {
+    let pool = rec.call(
         "define",
         Procedure::StoragePoolDefineXml,
-        c.storage_pool_define_xml(&xml).await,
+        c.storage_pool_define_xml(xml).await,
         show_pool,
-    ) else {
-        return;
-    };
+    )?;
     rec.norm.replace(pool.uuid.to_string(), "<uuid:pool-1>");
     rec.call(
         "define again",
         Procedure::StoragePoolDefineXml,
-        c.storage_pool_define_xml(&xml).await,
+        c.storage_pool_define_xml(xml).await,
         show_pool,
     );
     rec.call(
         "define another name on the same directory",
         Procedure::StoragePoolDefineXml,
-        c.storage_pool_define_xml(&dir_pool_xml(&format!("{name}-twin"), &dir))
+        c.storage_pool_define_xml(&dir_pool_xml(&format!("{name}-twin"), dir))
             .await,
         show_pool,
     );
@@ -143,14 +164,26 @@ pub(super) async fn pool_lifecycle(b: &Backend, names: &RunNames, rec: &mut Reco
     rec.call(
         "lookup defined",
         Procedure::StoragePoolLookupByName,
-        c.storage_pool_lookup_by_name(&name).await,
+        c.storage_pool_lookup_by_name(name).await,
         show_pool,
     );
+    Some(pool)
+}
+
+/// The defined pool built, started, given a volume, stopped and undefined, with the refusals on the way.
+async fn first_life(
+    c: &Client,
+    prefix: &str,
+    pool: &StoragePool,
+    name: &str,
+    vol_name: &str,
+    rec: &mut Recorder,
+) {
     pool_steps(
         c,
         rec,
-        &pool,
-        &names.prefix,
+        pool,
+        prefix,
         &[
             ("info defined", PoolOp::Info),
             ("xml defined", PoolOp::Xml),
@@ -168,19 +201,18 @@ pub(super) async fn pool_lifecycle(b: &Backend, names: &RunNames, rec: &mut Reco
         ],
     )
     .await;
-    let vol_name = format!("{}-in-pool.img", names.prefix);
     rec.call(
         "create volume",
         Procedure::StorageVolCreateXml,
-        c.storage_vol_create_xml(&pool, &raw_volume_xml(&vol_name, RAW_CAPACITY), 0)
+        c.storage_vol_create_xml(pool, &raw_volume_xml(vol_name, RAW_CAPACITY), 0)
             .await,
         show_vol,
     );
     pool_steps(
         c,
         rec,
-        &pool,
-        &names.prefix,
+        pool,
+        prefix,
         &[
             ("list volumes", PoolOp::Volumes),
             ("undefine while running", PoolOp::Undefine),
@@ -197,26 +229,36 @@ pub(super) async fn pool_lifecycle(b: &Backend, names: &RunNames, rec: &mut Reco
     rec.call(
         "lookup undefined",
         Procedure::StoragePoolLookupByName,
-        c.storage_pool_lookup_by_name(&name).await,
+        c.storage_pool_lookup_by_name(name).await,
         show_pool,
     );
     pool_steps(
         c,
         rec,
-        &pool,
-        &names.prefix,
+        pool,
+        prefix,
         &[
             ("info undefined", PoolOp::Info),
             ("undefine again", PoolOp::Undefine),
         ],
     )
     .await;
+}
+
+/// A new definition over the left directory finds the volume; then the volume, the directory and the pool go.
+async fn redefine_and_delete(
+    c: &Client,
+    prefix: &str,
+    xml: &str,
+    vol_name: &str,
+    rec: &mut Recorder,
+) {
     // The directory and the volume's file are still there: a new
     // definition at the same path finds them once it runs.
     let Some(again) = rec.call(
         "define again on the same directory",
         Procedure::StoragePoolDefineXml,
-        c.storage_pool_define_xml(&xml).await,
+        c.storage_pool_define_xml(xml).await,
         show_pool,
     ) else {
         return;
@@ -226,7 +268,7 @@ pub(super) async fn pool_lifecycle(b: &Backend, names: &RunNames, rec: &mut Reco
         c,
         rec,
         &again,
-        &names.prefix,
+        prefix,
         &[
             ("start redefined", PoolOp::Start),
             ("list volumes of the redefined pool", PoolOp::Volumes),
@@ -236,7 +278,7 @@ pub(super) async fn pool_lifecycle(b: &Backend, names: &RunNames, rec: &mut Reco
     let vol = rec.call(
         "lookup the volume again",
         Procedure::StorageVolLookupByName,
-        c.storage_vol_lookup_by_name(&again, &vol_name).await,
+        c.storage_vol_lookup_by_name(&again, vol_name).await,
         show_vol,
     );
     if let Some(vol) = &vol {
@@ -251,7 +293,7 @@ pub(super) async fn pool_lifecycle(b: &Backend, names: &RunNames, rec: &mut Reco
         c,
         rec,
         &again,
-        &names.prefix,
+        prefix,
         &[
             ("destroy redefined", PoolOp::Destroy),
             ("delete", PoolOp::Delete),
@@ -281,59 +323,83 @@ pub(super) async fn transient_pool(b: &Backend, names: &RunNames, rec: &mut Reco
     let name = format!("{}-transient", names.prefix);
     let dir = pool_dir(&parent, &names.prefix, "tdir");
     let xml = dir_pool_xml(&name, &dir);
+    let Some(pool) = create_transient(c, &name, &xml, rec).await else {
+        return;
+    };
+    while_running_and_after(c, &names.prefix, &pool, &name, &xml, rec).await;
+    sweep_left_directory(c, &names.prefix, &xml, rec).await;
+}
+
+/// Creates the transient pool, refused first without its directory, then with a build.
+async fn create_transient(
+    c: &Client,
+    name: &str,
+    xml: &str,
+    rec: &mut Recorder,
+) -> Option<StoragePool> {
     rec.call(
         "create without its directory",
         Procedure::StoragePoolCreateXml,
-        c.storage_pool_create_xml(&xml).await,
+        c.storage_pool_create_xml(xml).await,
         show_pool,
     );
     rec.call(
         "lookup after the failed create",
         Procedure::StoragePoolLookupByName,
-        c.storage_pool_lookup_by_name(&name).await,
+        c.storage_pool_lookup_by_name(name).await,
         show_pool,
     );
     let created = c
         .call::<calls::StoragePoolCreateXml>(&StoragePoolDefineXmlArgs {
-            xml: xml.clone(),
+            xml: xml.to_owned(),
             flags: STORAGE_POOL_CREATE_WITH_BUILD,
         })
         .await
         .map(|r| r.pool);
-    let Some(pool) = rec.call(
+    let pool = rec.call(
         "create with build",
         Procedure::StoragePoolCreateXml,
         created,
         show_pool,
-    ) else {
-        return;
-    };
+    )?;
     rec.norm.replace(pool.uuid.to_string(), "<uuid:transient>");
+    Some(pool)
+}
+
+/// The running transient pool: read, created and defined again, undefined, listed, destroyed and gone.
+async fn while_running_and_after(
+    c: &Client,
+    prefix: &str,
+    pool: &StoragePool,
+    name: &str,
+    xml: &str,
+    rec: &mut Recorder,
+) {
     pool_steps(
         c,
         rec,
-        &pool,
-        &names.prefix,
+        pool,
+        prefix,
         &[("info", PoolOp::Info), ("xml", PoolOp::Xml)],
     )
     .await;
     rec.call(
         "create again",
         Procedure::StoragePoolCreateXml,
-        c.storage_pool_create_xml(&xml).await,
+        c.storage_pool_create_xml(xml).await,
         show_pool,
     );
     rec.call(
         "define over the running transient pool",
         Procedure::StoragePoolDefineXml,
-        c.storage_pool_define_xml(&xml).await,
+        c.storage_pool_define_xml(xml).await,
         show_pool,
     );
     pool_steps(
         c,
         rec,
-        &pool,
-        &names.prefix,
+        pool,
+        prefix,
         &[
             ("undefine", PoolOp::Undefine),
             ("list", PoolOp::ListPools),
@@ -344,25 +410,29 @@ pub(super) async fn transient_pool(b: &Backend, names: &RunNames, rec: &mut Reco
     rec.call(
         "lookup destroyed",
         Procedure::StoragePoolLookupByName,
-        c.storage_pool_lookup_by_name(&name).await,
+        c.storage_pool_lookup_by_name(name).await,
         show_pool,
     );
     pool_steps(
         c,
         rec,
-        &pool,
-        &names.prefix,
+        pool,
+        prefix,
         &[
             ("info destroyed", PoolOp::Info),
             ("destroy again", PoolOp::Destroy),
         ],
     )
     .await;
+}
+
+/// Removes the directory the build left through a pool defined over it.
+async fn sweep_left_directory(c: &Client, prefix: &str, xml: &str, rec: &mut Recorder) {
     // The directory the build made is still there.
     let Some(sweep) = rec.call(
         "define over the left directory",
         Procedure::StoragePoolDefineXml,
-        c.storage_pool_define_xml(&xml).await,
+        c.storage_pool_define_xml(xml).await,
         show_pool,
     ) else {
         return;
@@ -371,7 +441,7 @@ pub(super) async fn transient_pool(b: &Backend, names: &RunNames, rec: &mut Reco
         c,
         rec,
         &sweep,
-        &names.prefix,
+        prefix,
         &[
             ("delete the left directory", PoolOp::Delete),
             ("undefine the sweeper", PoolOp::Undefine),

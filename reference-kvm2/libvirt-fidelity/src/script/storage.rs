@@ -70,7 +70,25 @@ pub(super) async fn volumes(b: &Backend, names: &RunNames, pool: &StoragePool, r
     let c = &b.client;
     rec.sequence("volume");
     let raw_name = format!("{}-raw.img", names.prefix);
-    let raw_xml = raw_volume_xml(&raw_name, RAW_CAPACITY);
+    let prefix = &names.prefix;
+    let Some(vol) = create_raw(c, prefix, pool, &raw_name, rec).await else {
+        return;
+    };
+    let path = path_and_info(c, prefix, pool, &vol, rec).await;
+    uploads(b, &vol, &raw_name, path.as_deref(), rec).await;
+    let overlay = overlays(c, prefix, pool, path.as_deref(), rec).await;
+    delete_and_after(c, prefix, pool, &vol, &raw_name, overlay, rec).await;
+}
+
+/// Creates the raw volume (twice) and looks it up and a missing one.
+async fn create_raw(
+    c: &Client,
+    prefix: &str,
+    pool: &StoragePool,
+    raw_name: &str,
+    rec: &mut Recorder,
+) -> Option<StorageVol> {
+    let raw_xml = raw_volume_xml(raw_name, RAW_CAPACITY);
     let vol = rec.call(
         "create raw",
         Procedure::StorageVolCreateXml,
@@ -86,24 +104,35 @@ pub(super) async fn volumes(b: &Backend, names: &RunNames, pool: &StoragePool, r
     rec.call(
         "lookup",
         Procedure::StorageVolLookupByName,
-        c.storage_vol_lookup_by_name(pool, &raw_name).await,
+        c.storage_vol_lookup_by_name(pool, raw_name).await,
         show_vol,
     );
     rec.call(
         "lookup missing",
         Procedure::StorageVolLookupByName,
-        c.storage_vol_lookup_by_name(pool, &format!("{}-nothing", names.prefix))
+        c.storage_vol_lookup_by_name(pool, &format!("{prefix}-nothing"))
             .await,
         show_vol,
     );
     let Some(vol) = vol else {
         rec.skip("path", Procedure::StorageVolGetPath, NO_HANDLE);
-        return;
+        return None;
     };
+    Some(vol)
+}
+
+/// The volume's path (its directory normalised), its info and the pool's volumes; returns the path.
+async fn path_and_info(
+    c: &Client,
+    prefix: &str,
+    pool: &StoragePool,
+    vol: &StorageVol,
+    rec: &mut Recorder,
+) -> Option<String> {
     let path = rec.call(
         "path",
         Procedure::StorageVolGetPath,
-        c.storage_vol_get_path(&vol).await,
+        c.storage_vol_get_path(vol).await,
         |p| p.clone(),
     );
     if let Some((root, _)) = path.as_deref().and_then(|p| p.rsplit_once('/')) {
@@ -112,31 +141,42 @@ pub(super) async fn volumes(b: &Backend, names: &RunNames, pool: &StoragePool, r
     rec.call(
         "info new",
         Procedure::StorageVolGetInfo,
-        c.storage_vol_get_info(&vol).await,
+        c.storage_vol_get_info(vol).await,
         show_vol_info,
     );
     rec.call(
         "list volumes",
         Procedure::StoragePoolListAllVolumes,
-        list_vols(c, pool, &names.prefix).await,
+        list_vols(c, pool, prefix).await,
         show_vols,
     );
+    path
+}
 
+/// Uploads a pattern and reads it back, and uploads past the volume's end.
+async fn uploads(
+    b: &Backend,
+    vol: &StorageVol,
+    raw_name: &str,
+    path: Option<&str>,
+    rec: &mut Recorder,
+) {
+    let c = &b.client;
     let data = pattern(SMALL_UPLOAD, 7);
     rec.call(
         "upload",
         Procedure::StorageVolUpload,
-        upload(c, &vol, 0, 0, Bytes::from(data.clone())).await,
+        upload(c, vol, 0, 0, Bytes::from(data.clone())).await,
         |n| format!("sent {n}"),
     );
     rec.call(
         "info after upload",
         Procedure::StorageVolGetInfo,
-        c.storage_vol_get_info(&vol).await,
+        c.storage_vol_get_info(vol).await,
         show_vol_info,
     );
     let read = match &path {
-        Some(p) => b.read_volume(&raw_name, p, SMALL_UPLOAD),
+        Some(p) => b.read_volume(raw_name, p, SMALL_UPLOAD),
         None => Err(NO_HANDLE.to_owned()),
     };
     rec.push(
@@ -163,17 +203,26 @@ pub(super) async fn volumes(b: &Backend, names: &RunNames, pool: &StoragePool, r
     rec.call(
         "upload past the end",
         Procedure::StorageVolUpload,
-        upload(c, &vol, RAW_CAPACITY + 4096, 0, Bytes::from(pattern(10, 9))).await,
+        upload(c, vol, RAW_CAPACITY + 4096, 0, Bytes::from(pattern(10, 9))).await,
         |n| format!("sent {n}"),
     );
     rec.call(
         "info after uploads",
         Procedure::StorageVolGetInfo,
-        c.storage_vol_get_info(&vol).await,
+        c.storage_vol_get_info(vol).await,
         show_vol_info,
     );
+}
 
-    let overlay_name = format!("{}-overlay.qcow2", names.prefix);
+/// Creates an overlay of the volume, then overlays refused (a missing file, bad XML); returns the overlay.
+async fn overlays(
+    c: &Client,
+    prefix: &str,
+    pool: &StoragePool,
+    path: Option<&str>,
+    rec: &mut Recorder,
+) -> Option<StorageVol> {
+    let overlay_name = format!("{prefix}-overlay.qcow2");
     let overlay = match &path {
         Some(p) => rec.call(
             "create overlay",
@@ -199,9 +248,9 @@ pub(super) async fn volumes(b: &Backend, names: &RunNames, pool: &StoragePool, r
         Some(p) => {
             let root = p.rsplit_once('/').map_or("", |(r, _)| r);
             overlay_xml(
-                &format!("{}-dangling.qcow2", names.prefix),
+                &format!("{prefix}-dangling.qcow2"),
                 RAW_CAPACITY,
-                &format!("{root}/{}-absent.img", names.prefix),
+                &format!("{root}/{prefix}-absent.img"),
             )
         }
         None => String::new(),
@@ -218,6 +267,19 @@ pub(super) async fn volumes(b: &Backend, names: &RunNames, pool: &StoragePool, r
         c.storage_vol_create_xml(pool, "<volume><name>", 0).await,
         show_vol,
     );
+    overlay
+}
+
+/// Deletes the overlay and the volume, then asks what is left of the volume and the pool.
+async fn delete_and_after(
+    c: &Client,
+    prefix: &str,
+    pool: &StoragePool,
+    vol: &StorageVol,
+    raw_name: &str,
+    overlay: Option<StorageVol>,
+    rec: &mut Recorder,
+) {
     if let Some(o) = &overlay {
         rec.call(
             "delete overlay",
@@ -229,37 +291,37 @@ pub(super) async fn volumes(b: &Backend, names: &RunNames, pool: &StoragePool, r
     rec.call(
         "delete",
         Procedure::StorageVolDelete,
-        c.storage_vol_delete(&vol, 0).await,
+        c.storage_vol_delete(vol, 0).await,
         show_unit,
     );
     rec.call(
         "delete again",
         Procedure::StorageVolDelete,
-        c.storage_vol_delete(&vol, 0).await,
+        c.storage_vol_delete(vol, 0).await,
         show_unit,
     );
     rec.call(
         "info of deleted",
         Procedure::StorageVolGetInfo,
-        c.storage_vol_get_info(&vol).await,
+        c.storage_vol_get_info(vol).await,
         show_vol_info,
     );
     rec.call(
         "path of deleted",
         Procedure::StorageVolGetPath,
-        c.storage_vol_get_path(&vol).await,
+        c.storage_vol_get_path(vol).await,
         |p| p.clone(),
     );
     rec.call(
         "lookup deleted",
         Procedure::StorageVolLookupByName,
-        c.storage_vol_lookup_by_name(pool, &raw_name).await,
+        c.storage_vol_lookup_by_name(pool, raw_name).await,
         show_vol,
     );
     rec.call(
         "upload into deleted",
         Procedure::StorageVolUpload,
-        upload(c, &vol, 0, 0, Bytes::from_static(b"x")).await,
+        upload(c, vol, 0, 0, Bytes::from_static(b"x")).await,
         |n| format!("sent {n}"),
     );
     rec.call(
@@ -271,7 +333,7 @@ pub(super) async fn volumes(b: &Backend, names: &RunNames, pool: &StoragePool, r
     rec.call(
         "list volumes after",
         Procedure::StoragePoolListAllVolumes,
-        list_vols(c, pool, &names.prefix).await,
+        list_vols(c, pool, prefix).await,
         show_vols,
     );
 }

@@ -122,6 +122,12 @@ async fn defined(c: &Client, names: &RunNames, dom: &Domain, xml: &str, rec: &mu
 
 /// Metadata, title and the element without a URI on the inactive domain.
 async fn metadata_while_inactive(c: &Client, dom: &Domain, rec: &mut Recorder) {
+    element_while_inactive(c, dom, rec).await;
+    title_and_element_without_uri(c, dom, rec).await;
+}
+
+/// The metadata element set and read in each state flag, and the XML that holds it.
+async fn element_while_inactive(c: &Client, dom: &Domain, rec: &mut Recorder) {
     rec.call_detailed(
         "metadata absent",
         Procedure::DomainGetMetadata,
@@ -176,6 +182,10 @@ async fn metadata_while_inactive(c: &Client, dom: &Domain, rec: &mut Recorder) {
         c.domain_get_xml_desc(dom, 0).await,
         show_xml,
     );
+}
+
+/// The title set and read, and the element asked for without a URI.
+async fn title_and_element_without_uri(c: &Client, dom: &Domain, rec: &mut Recorder) {
     rec.call(
         "set title",
         Procedure::DomainSetMetadata,

@@ -224,10 +224,32 @@ pub(super) async fn virsh_storage(
     ) else {
         return;
     };
+    volume_lookups(c, &vol, rec).await;
+    rec.call(
+        "pool of the volume",
+        Procedure::StoragePoolLookupByVolume,
+        c.storage_pool_lookup_by_volume(&vol).await,
+        |p| format!("{} same-uuid={}", p.name, p.uuid == pool.uuid),
+    );
+    let orphan = StorageVol {
+        pool: format!("{}-nopool", names.prefix),
+        ..vol.clone()
+    };
+    rec.call(
+        "pool of a volume whose pool is missing",
+        Procedure::StoragePoolLookupByVolume,
+        c.storage_pool_lookup_by_volume(&orphan).await,
+        |p| p.name.clone(),
+    );
+    downloads(c, &vol, rec).await;
+}
+
+/// The volume's path, and lookups by path and by key (its own, missing, relative, outside every pool).
+async fn volume_lookups(c: &Client, vol: &StorageVol, rec: &mut Recorder) {
     if let Some(path) = rec.call(
         "volume path",
         Procedure::StorageVolGetPath,
-        c.storage_vol_get_path(&vol).await,
+        c.storage_vol_get_path(vol).await,
         |p| p.clone(),
     ) {
         rec.call(
@@ -270,27 +292,15 @@ pub(super) async fn virsh_storage(
             |v| v.name.clone(),
         );
     }
-    rec.call(
-        "pool of the volume",
-        Procedure::StoragePoolLookupByVolume,
-        c.storage_pool_lookup_by_volume(&vol).await,
-        |p| format!("{} same-uuid={}", p.name, p.uuid == pool.uuid),
-    );
-    let orphan = StorageVol {
-        pool: format!("{}-nopool", names.prefix),
-        ..vol.clone()
-    };
-    rec.call(
-        "pool of a volume whose pool is missing",
-        Procedure::StoragePoolLookupByVolume,
-        c.storage_pool_lookup_by_volume(&orphan).await,
-        |p| p.name.clone(),
-    );
+}
+
+/// Uploads a pattern, downloads it whole, in part, past the end, with an unknown flag, and once deleted.
+async fn downloads(c: &Client, vol: &StorageVol, rec: &mut Recorder) {
     let data = pattern(300_000, 41);
     rec.call(
         "upload for the download",
         Procedure::StorageVolUpload,
-        upload(c, &vol, 0, 0, Bytes::from(data.clone())).await,
+        upload(c, vol, 0, 0, Bytes::from(data.clone())).await,
         |n| n.to_string(),
     );
     for (label, offset, length) in [
@@ -299,7 +309,7 @@ pub(super) async fn virsh_storage(
         ("download past the end", 2 << 20, 0),
     ] {
         let got = async {
-            c.storage_vol_download(&vol, offset, length, 0)
+            c.storage_vol_download(vol, offset, length, 0)
                 .await?
                 .read_all()
                 .await
@@ -319,26 +329,14 @@ pub(super) async fn virsh_storage(
     rec.call(
         "download with an unknown flag",
         Procedure::StorageVolDownload,
-        async {
-            c.storage_vol_download(&vol, 0, 0, 4)
-                .await?
-                .read_all()
-                .await
-        }
-        .await,
+        async { c.storage_vol_download(vol, 0, 0, 4).await?.read_all().await }.await,
         |b| b.len().to_string(),
     );
-    let _ = c.storage_vol_delete(&vol, 0).await;
+    let _ = c.storage_vol_delete(vol, 0).await;
     rec.call(
         "download a deleted volume",
         Procedure::StorageVolDownload,
-        async {
-            c.storage_vol_download(&vol, 0, 0, 0)
-                .await?
-                .read_all()
-                .await
-        }
-        .await,
+        async { c.storage_vol_download(vol, 0, 0, 0).await?.read_all().await }.await,
         |b| b.len().to_string(),
     );
 }
