@@ -37,6 +37,64 @@ const LONG: &[(&str, &str, &str)] = &[
         "Twisted::create",
         "one arm per mutant that twists Create at the API",
     ),
+    (
+        "fakes/libvirt/src/control/exec.rs",
+        "Control::handle",
+        "one arm per request of fake-libvirtd's control socket",
+    ),
+    (
+        "fakes/libvirt/src/control/cli.rs",
+        "CtlCommand::request",
+        "one arm per `fake-libvirtd ctl` command, each the request it sends",
+    ),
+    // libvirt's own behaviour, case by case, as measured on libvirtd.
+    (
+        "fakes/libvirt/src/state/domains.rs",
+        "State::interface_addresses",
+        "each address source (lease, agent, ARP) with the errors libvirtd gives for it, in its order",
+    ),
+    (
+        "fakes/libvirt/src/state/domains.rs",
+        "State::set_metadata",
+        "each metadata type (title, description, element) set live, in the config or both, as libvirtd checks them",
+    ),
+    (
+        "fakes/libvirt/src/xml/metadata.rs",
+        "format_metadata",
+        "one pass of libxml2's formatting rules over the element's events, with the state they share",
+    ),
+    (
+        "fakes/libvirt/src/server.rs",
+        "read_loop",
+        "one select loop over the socket, the keepalive timer and the calls in flight; split, the loop's state would be passed around whole",
+    ),
+    (
+        "fakes/libvirt/src/bin/fake-libvirtd.rs",
+        "run",
+        "the daemon's start in order: state file, listeners, control socket, signals, then serving",
+    ),
+    // The provider people copy, in the order its steps should read, with the seams
+    // between them where the mutants break it (`provider/seams.rs`).
+    (
+        "fakes/template/src/provider/create.rs",
+        "TemplateProvider::converge",
+        "Create's steps on a found or missing instance, with six seams between them",
+    ),
+    (
+        "fakes/template/src/provider/create.rs",
+        "TemplateProvider::create_op",
+        "Create's checks before any step (validation, placement, lock, adoption guard), each behind its seam",
+    ),
+    (
+        "fakes/template/src/provider/get.rs",
+        "TemplateProvider::get_op",
+        "Get's reads in order (locate, admit, look up, mark, addresses, state), each failure named where it happens",
+    ),
+    (
+        "fakes/template/src/backend/control.rs",
+        "SimBackend::plant",
+        "one arm per kind of instance the planting hook makes out of band (unmarked, foreign owner, empty UID, unreadable mark), then where its mark is kept",
+    ),
     // A rule's scenario, whose steps share what was observed along the way.
     (
         "conformance/src/suite/checks/create.rs",
