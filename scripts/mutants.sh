@@ -5,16 +5,19 @@
 #   scripts/mutants.sh list CRATE           the mutants of CRATE (kvm2 | template), one a line
 #   scripts/mutants.sh run CRATE [K/N] [-- ARGS]
 #                                           test CRATE's mutants (shard K of N) at HEAD
-#   scripts/mutants.sh record CRATE OUT...  fold the outcomes of runs into mutants/CRATE.json
+#   scripts/mutants.sh record CRATE [--unmeasured WHY] OUT...
+#                                           fold the outcomes of runs into mutants/CRATE.json
 #   scripts/mutants.sh new CRATE            run only the mutants the record has no outcome for
 #
 # What is mutated and the test each mutant gets (the crate's `conformance` target: the
-# suite on the fake) are in .cargo/mutants.toml. `run` tests the committed HEAD, copied
-# to target/mutants/src, in place there, with its own target directory
-# (target/mutants/build, reused from run to run); the worktree may change meanwhile.
-# Outcomes go to target/mutants/out/CRATE[-K-of-N]/mutants.out, the log to
-# target/mutants/CRATE[-K-of-N].log. `record` keeps every judgment whose mutant is
-# still listed and resets the outcome of no mutant it has no new outcome for.
+# suite on the fake) are in .cargo/mutants.toml; mutants/README.md explains the record.
+# `run` tests the committed HEAD, copied to target/mutants/CRATE/src and mutated in place
+# there, with a build directory of its own (target/mutants/CRATE/build, reused from run
+# to run), so the worktree may change meanwhile. Shards are round-robin. Outcomes go to
+# target/mutants/CRATE/out/LABEL/mutants.out, the log to target/mutants/CRATE/LABEL.log
+# (LABEL is CRATE or CRATE-K-of-N). `record` keeps every judgment whose mutant is still
+# listed; pass `--unmeasured WHY` before the run directories to say why the mutants with
+# no outcome were not run.
 set -Eeuo pipefail
 cd "$(dirname "$0")/.."
 
@@ -60,16 +63,29 @@ list() {
   cargo mutants --list --line-col=false --package "$(package_of "$1")"
 }
 
-# A clean copy of HEAD: what is measured is a commit, never a worktree's edits.
+# A copy of commit $2 for crate $1, in place of whatever commit the copy held: only
+# files that differ are written, with a fresh mtime, so the build directory stays
+# valid (a file cargo-mutants left mutated when stopped is written back too).
 snapshot() {
-  local commit=$1 src=$work/src
-  if [ -f "$src/.commit" ] && [ "$(cat "$src/.commit")" = "$commit" ] \
-    && ! grep -rqs 'changed by cargo-mutants' "$src"/reference-kvm2/kvm2/src "$src"/fakes/template/src; then
-    return
+  local crate=$1 commit=$2 src=$work/$1/src
+  if [ ! -f "$src/.commit" ]; then
+    rm -rf "$src"
+    mkdir -p "$src"
+    git archive "$commit" | tar -x -m -C "$src"
+  else
+    local old f
+    old=$(cat "$src/.commit")
+    { git diff --name-only --no-renames "$old" "$commit"
+      grep -rl 'changed by cargo-mutants' "$src" --include='*.rs' | sed "s|^$src/||" || true
+    } | sort -u | while IFS= read -r f; do
+      if git cat-file -e "$commit:$f" 2>/dev/null; then
+        mkdir -p "$(dirname "$src/$f")"
+        git show "$commit:$f" >"$src/$f"
+      else
+        rm -f "$src/$f"
+      fi
+    done
   fi
-  rm -rf "$src"
-  mkdir -p "$src"
-  git archive "$commit" | tar -x -C "$src"
   echo "$commit" >"$src/.commit"
 }
 
@@ -86,20 +102,21 @@ run() {
   label=$crate
   if [ -n "$shard" ]; then
     label=$crate-${shard%/*}-of-${shard#*/}
-    args+=(--shard "$shard")
+    args+=(--shard "$shard" --sharding round-robin)
   fi
-  mkdir -p "$work/out/$label"
-  snapshot "$commit"
-  echo "$commit" >"$work/out/$label/commit"
+  local out=$work/$crate/out/$label
+  mkdir -p "$out"
+  snapshot "$crate" "$commit"
+  echo "$commit" >"$out/commit"
   local t0
   t0=$(date +%s)
   # In place in the copy, so the build directory is reused from mutant to mutant. The
   # test timeout is explicit: in place, cargo-mutants sets none from the baseline.
-  CARGO_TARGET_DIR=$work/build nice -n 10 cargo mutants --in-place --dir "$work/src" \
-    --package "$package" --output "$work/out/$label" --timeout 180 \
-    "${args[@]}" "$@" 2>&1 | tee "$work/$label.log" || true
-  echo "$(($(date +%s) - t0))" >"$work/out/$label/seconds"
-  echo "outcomes: $work/out/$label/mutants.out/outcomes.json ($(cat "$work/out/$label/seconds") s)"
+  CARGO_TARGET_DIR=$work/$crate/build nice -n 10 cargo mutants --in-place \
+    --dir "$work/$crate/src" --package "$package" --output "$out" --timeout 180 \
+    "${args[@]}" "$@" 2>&1 | tee "$work/$crate/$label.log" || true
+  echo "$(($(date +%s) - t0))" >"$out/seconds"
+  echo "outcomes: $out/mutants.out/outcomes.json ($(cat "$out/seconds") s)"
 }
 
 record() {
@@ -138,5 +155,5 @@ case "${1:-}" in
   run) shift; run "$@" ;;
   record) shift; record "$@" ;;
   new) new "${2:?crate}" ;;
-  *) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
