@@ -4,7 +4,7 @@
     record.py fold --crate C --version V --listing LIST.json [--unmeasured WHY] OUT...
     record.py unmeasured --crate C --listing LIST.json
     record.py judge --crate C JUDGMENTS.json
-    record.py summary [--check]
+    record.py summary [--check | --markdown]
 
 A mutant's key is its name without line and column (`file: replace .. with ..`), with
 ` #2`, ` #3` .. on repeats in listing order, so that judgments survive code moving.
@@ -15,7 +15,8 @@ kept for whoever re-reads it (`recheck`).
 run's output directory (OUT/mutants.out/outcomes.json, OUT/commit, OUT/seconds).
 `judge` sets judgments from {key or name: [judgment, why]}.
 `summary` prints the figures of every record; with --check it fails when a record's
-stored figures are not the ones its entries give.
+stored figures are not the ones its entries give; with --markdown it prints them as
+a table and writes it between the figures markers of mutants/README.md.
 """
 
 import argparse
@@ -218,7 +219,44 @@ def judge(args):
     print(f"{args.crate}: {json.dumps(rec['summary'])}")
 
 
+def markdown():
+    """The figures of both records as the Markdown table mutants/README.md shows."""
+    rows = ["| crate | listed | caught | missed | unviable | timeout | not run | equivalent | gap | killed since | kill rate |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
+    runs = []
+    for crate in ("kvm2", "template"):
+        rec = load(crate)
+        s = summarise(rec)
+        rate = "–" if s["kill_rate_percent"] is None else f"{s['kill_rate_percent']} %"
+        rows.append(f"| {crate} | {s['listed']} | {s['caught']} | {s['missed']} | {s['unviable']} | "
+                    f"{s['timeout']} | {s['unmeasured']} | {s['equivalent']} | {s['gap']} | "
+                    f"{s['killed_since']} | {rate} |")
+        took = [m["seconds"] for m in rec["mutants"] if m.get("outcome") and m.get("seconds")]
+        if took:
+            runs.append(f"- {crate}: {len(took)} mutants measured, {sum(took) / len(took):.0f} s a mutant"
+                        f" on average (build and test), {sum(took) / 60:.0f} min in all.")
+        for r in rec["runs"]:
+            tested = r["mutants_tested"]
+            took = r.get("seconds")
+            pace = f", {took / tested:.0f} s a mutant" if took and tested else ""
+            runs.append(f"- {crate}, {r['label']}: {tested} mutants at {r['commit'][:10]}"
+                        + (f" in {took} s{pace}" if took else "") + ".")
+    return "\n".join(rows + [""] + runs)
+
+
 def summary(args):
+    if args.markdown:
+        table = markdown()
+        print(table)
+        readme = os.path.join(HERE, "README.md")
+        text = open(readme, encoding="utf-8").read()
+        start, end = "<!-- figures -->\n", "<!-- /figures -->\n"
+        if start in text and end in text:
+            head, rest = text.split(start, 1)
+            _, tail = rest.split(end, 1)
+            with open(readme, "w", encoding="utf-8") as f:
+                f.write(head + start + table + "\n" + end + tail)
+        return
     bad = False
     for crate in ("kvm2", "template"):
         if not os.path.exists(record_path(crate)):
@@ -249,6 +287,7 @@ def main():
     j.add_argument("judgments")
     s = sub.add_parser("summary")
     s.add_argument("--check", action="store_true")
+    s.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
     {"fold": fold, "unmeasured": unmeasured, "judge": judge, "summary": summary}[args.cmd](args)
 

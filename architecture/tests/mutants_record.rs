@@ -194,6 +194,40 @@ fn every_mutant_in_the_record_has_an_outcome_and_every_survivor_a_judgment() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// The row of the figures table in `mutants/README.md` for one record (as
+/// `mutants/record.py summary --markdown` prints it).
+fn figures_row(crate_name: &str, s: &Value) -> String {
+    let n = |k: &str| s[k].as_u64().unwrap_or(u64::MAX);
+    let rate = s["kill_rate_percent"]
+        .as_f64()
+        .map_or("–".to_owned(), |r| format!("{r:.1} %"));
+    format!(
+        "| {crate_name} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {rate} |",
+        n("listed"),
+        n("caught"),
+        n("missed"),
+        n("unviable"),
+        n("timeout"),
+        n("unmeasured"),
+        n("equivalent"),
+        n("gap"),
+        n("killed_since"),
+    )
+}
+
+#[test]
+fn the_readme_states_the_figures_of_the_record() {
+    let readme = std::fs::read_to_string(workspace_root().join("mutants/README.md"))
+        .expect("mutants/README.md is readable");
+    for (crate_name, _) in CRATES {
+        let row = figures_row(crate_name, &load(crate_name)["summary"]);
+        assert!(
+            readme.lines().any(|l| l == row),
+            "mutants/README.md does not show {row} (python3 mutants/record.py summary --markdown)"
+        );
+    }
+}
+
 #[test]
 fn the_record_lists_exactly_what_cargo_mutants_lists() {
     let installed = match installed_version() {
