@@ -57,6 +57,11 @@ def keyed(names):
     return keys
 
 
+def escape(text):
+    """`text` as a regex matching itself (the regex crate's metacharacters escaped)."""
+    return re.sub(r"([\\.^$*+?(){}\[\]|])", r"\\\1", text)
+
+
 def fingerprint(m, sources):
     """A digest of the text of the function the mutant sits in (its own span outside one)."""
     path = m["file"]
@@ -195,7 +200,7 @@ def unmeasured(args):
         if prev and prev.get("outcome") and prev.get("fingerprint") == fingerprint(m, sources):
             continue
         file, what = strip_line_col(m["name"]).split(": ", 1)
-        print(f"^{re.escape(file)}:[0-9]+:[0-9]+: {re.escape(what)}$")
+        print(f"^{escape(file)}:[0-9]+:[0-9]+: {escape(what)}$")
 
 
 def judge(args):

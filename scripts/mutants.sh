@@ -104,6 +104,8 @@ run() {
     label=$crate-${shard%/*}-of-${shard#*/}
     args+=(--shard "$shard" --sharding round-robin)
   fi
+  # MUTANTS_LABEL names a run whose outcomes are not the measurement (another test).
+  label=${MUTANTS_LABEL:-$label}
   local out=$work/$crate/out/$label
   mkdir -p "$out"
   snapshot "$crate" "$commit"
