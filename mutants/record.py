@@ -164,7 +164,7 @@ def fold(args):
             why = args.unmeasured or (prev or {}).get("unmeasured")
             if why:
                 entry["unmeasured"] = why
-        if entry.get("outcome") not in ("missed", "timeout"):
+        if entry.get("outcome") in ("caught", "unviable"):
             entry.pop("judgment", None)
             entry.pop("why", None)
             entry.pop("recheck", None)
