@@ -111,10 +111,10 @@ impl<'ast> Visit<'ast> for Lengths {
     }
 
     fn visit_trait_item_fn(&mut self, f: &'ast syn::TraitItemFn) {
-        if let Some(block) = &f.default {
-            if !is_test(&f.attrs) {
-                self.note(&f.sig.ident, &f.sig.fn_token, block);
-            }
+        if let Some(block) = &f.default
+            && !is_test(&f.attrs)
+        {
+            self.note(&f.sig.ident, &f.sig.fn_token, block);
         }
         syn::visit::visit_trait_item_fn(self, f);
     }
