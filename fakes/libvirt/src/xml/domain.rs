@@ -320,6 +320,15 @@ impl Body {
             .map_err(|e| parse_error("domain definition", e))
     }
 
+    /// Writes the blank text held between the root's children, if any.
+    fn flush_blank(&mut self) -> Result<(), VirError> {
+        if self.pending_blank.is_empty() {
+            return Ok(());
+        }
+        let blank = std::mem::take(&mut self.pending_blank);
+        self.write(Event::Text(BytesText::from_escaped(blank)))
+    }
+
     /// Whether text now falls between the root's children, outside anything dropped.
     fn between_children(&self, path: &[String]) -> bool {
         path.len() == 1 && self.capture.is_none() && self.skip_depth.is_none()
@@ -341,9 +350,10 @@ impl Body {
         // Blank text between the root's children is kept only before the children
         // the body keeps: the ones `render_domain` puts back bring their own.
         if depth == 1 && self.capture.is_none() && self.skip_depth.is_none() {
-            let blank = std::mem::take(&mut self.pending_blank);
-            if !rendered_child(qname) && !blank.is_empty() {
-                self.write(Event::Text(BytesText::from_escaped(blank)))?;
+            if rendered_child(qname) {
+                self.pending_blank.clear();
+            } else {
+                self.flush_blank()?;
             }
         }
         if let Some((_, w, _, _)) = self.capture.as_mut() {
@@ -382,10 +392,7 @@ impl Body {
         metadata: &mut Vec<MetadataEntry>,
     ) -> Result<(), VirError> {
         if depth == 0 {
-            let blank = std::mem::take(&mut self.pending_blank);
-            if !blank.is_empty() {
-                self.write(Event::Text(BytesText::from_escaped(blank)))?;
-            }
+            self.flush_blank()?;
         }
         if let Some((cdepth, w, _, _)) = self.capture.as_mut() {
             w.write_event(ev.borrow())
@@ -407,9 +414,8 @@ impl Body {
     /// Text, a reference or CDATA: blank text held between the root's children goes
     /// out first, then this goes where an element here would.
     fn other(&mut self, path: &[String], ev: Event<'_>) -> Result<(), VirError> {
-        if self.between_children(path) && !self.pending_blank.is_empty() {
-            let blank = std::mem::take(&mut self.pending_blank);
-            self.write(Event::Text(BytesText::from_escaped(blank)))?;
+        if self.between_children(path) {
+            self.flush_blank()?;
         }
         if let Some((_, w, _, _)) = self.capture.as_mut() {
             w.write_event(ev).map_err(|e| parse_error("metadata", e))?;

@@ -20,6 +20,16 @@ pub struct Outcome {
     pub stderr: String,
 }
 
+impl From<std::process::Output> for Outcome {
+    fn from(out: std::process::Output) -> Self {
+        Outcome {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
 /// Whether virsh is installed; under CI its absence is a failure.
 pub fn virsh_installed(test: &str) -> bool {
     if Command::new("virsh").arg("--version").output().is_ok() {
@@ -42,11 +52,7 @@ pub fn virsh(uri: &str, args: &[String]) -> Outcome {
         .stdin(Stdio::null())
         .output()
         .expect("virsh runs");
-    Outcome {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    Outcome::from(out)
 }
 
 #[cfg(unix)]
@@ -165,11 +171,7 @@ impl Daemon {
             .stdin(Stdio::null())
             .output()
             .expect("fake-libvirtd ctl runs");
-        Outcome {
-            code: out.status.code(),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        Outcome::from(out)
     }
 
     /// The daemon's resident set size in KiB, from `/proc`.
