@@ -89,6 +89,22 @@ snapshot() {
   echo "$commit" >"$src/.commit"
 }
 
+# A first build of the registry crates costs about ten minutes on two cores. When the
+# crate's build directory does not exist yet and the workspace's own does, the new one
+# starts from hard links to the workspace's compiled dependencies: cargo reuses those
+# whose features and flags match (the workspace's own crates live at another path, so
+# they are always rebuilt, under other file names). Only the compiled artefacts are
+# links (the compiler writes a new file and renames it into place, so a link is never
+# written through); the bookkeeping cargo rewrites in place is copied.
+seed_build() {
+  local build=$work/$1/build
+  [ ! -d "$build" ] && [ -d "$root/target/debug/deps" ] || return 0
+  mkdir -p "$build/debug"
+  cp -al "$root/target/debug/deps" "$build/debug/deps"
+  cp -a "$root/target/debug/build" "$root/target/debug/.fingerprint" "$build/debug/"
+  echo "seeded $build from the workspace's compiled dependencies"
+}
+
 run() {
   local crate=$1 shard=${2:-}
   shift $(($# > 1 ? 2 : 1))
@@ -109,6 +125,7 @@ run() {
   local out=$work/$crate/out/$label
   mkdir -p "$out"
   snapshot "$crate" "$commit"
+  seed_build "$crate"
   echo "$commit" >"$out/commit"
   local t0
   t0=$(date +%s)
