@@ -287,10 +287,14 @@ async fn read_loop<R: AsyncRead + Unpin>(
                         }
                     };
                     if let Some((pkt, permit)) = call {
-                        running.push(
-                            handle_call(conn.clone(), pkt, tx.clone(), streams.clone(), permit)
-                                .in_current_span(),
-                        );
+                        // Polled by this task, inside the connection's span.
+                        running.push(handle_call(
+                            conn.clone(),
+                            pkt,
+                            tx.clone(),
+                            streams.clone(),
+                            permit,
+                        ));
                     }
                 }
                 Ok(None) => break,

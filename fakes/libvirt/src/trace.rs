@@ -49,7 +49,17 @@ struct Log {
     first_seq: u64,
     /// How many calls are kept at most; older ones are forgotten.
     limit: Option<usize>,
+    /// Every connection dialled, in order: connection `id` is at `id - 1`.
     connections: Vec<ConnectionInfo>,
+}
+
+impl Log {
+    /// The record of connection `id`, found by position rather than by a scan
+    /// (the list grows with every connection ever dialled).
+    fn connection_mut(&mut self, id: u64) -> Option<&mut ConnectionInfo> {
+        let at = usize::try_from(id.checked_sub(1)?).ok()?;
+        self.connections.get_mut(at).filter(|c| c.id == id)
+    }
 }
 
 /// The trace of one fake; reached through [`crate::FakeLibvirt::trace`].
@@ -90,8 +100,7 @@ impl Trace {
     }
 
     pub(crate) fn closed(&self, connection: u64) {
-        let mut l = self.lock();
-        if let Some(c) = l.connections.iter_mut().find(|c| c.id == connection) {
+        if let Some(c) = self.lock().connection_mut(connection) {
             c.closed = true;
         }
     }
@@ -111,7 +120,7 @@ impl Trace {
             since_start,
             fault,
         });
-        if let Some(c) = l.connections.iter_mut().find(|c| c.id == connection) {
+        if let Some(c) = l.connection_mut(connection) {
             c.calls += 1;
         }
     }
