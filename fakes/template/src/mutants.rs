@@ -87,6 +87,8 @@ defective! {
     adopt_foreign => AdoptForeign,
     foreign_refusal_carries_cloud_init => ForeignRefusalCarriesCloudInit,
     no_quota_precheck => NoQuotaPrecheck,
+    quota_refuses_exact_fit => QuotaRefusesExactFit,
+    quota_names_only_the_disk => QuotaNamesOnlyTheDisk,
     create_not_found => CreateNotFound,
     vanished_part_is_not_found => VanishedPartIsNotFound,
     create_auth_failure_transient => CreateAuthFailureTransient,
@@ -335,6 +337,8 @@ mutants! {
     "adopts-unmarked" &["CRE-ADOPT-GUARD"] => || defect(adopt_unmarked);
     "adopts-foreign-uid" &["CRE-ADOPT-GUARD"] => || defect(adopt_foreign);
     "no-quota-precheck" &["CRE-QUOTA"] => || defect(no_quota_precheck);
+    "quota-refuses-an-exact-fit" &["CRE-QUOTA"] => || defect(quota_refuses_exact_fit);
+    "quota-names-only-the-disk" &["CRE-QUOTA"] => || defect(quota_names_only_the_disk);
     "create-surfaces-backend-not-found" &["CRE-BACKEND-NOTFOUND"] => || defect(create_not_found);
     "vanished-part-is-not-found" &["CRE-BACKEND-NOTFOUND"] => || defect(vanished_part_is_not_found);
     "create-auth-failure-is-transient" &["CRE-BACKEND-NOTFOUND"] => || defect(create_auth_failure_transient);

@@ -1,7 +1,7 @@
 //! Checks of the Create rules (CRE-*).
 
 use std::collections::BTreeMap;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::fixture::{AccessBreak, FaultKind, FaultSpec, Part, Plant, Trigger, Verbosity};
 use crate::profile::CreatedAt as CreatedAtMode;
@@ -141,6 +141,7 @@ pub async fn cre_resume(cx: &Cx) -> CheckResult {
     let loc = cx.loc0().name.clone();
     let steps = create_steps(cx).await?;
     let mut counted = 0;
+    let mut waited = false;
     for (k, how) in plan(cx, &steps) {
         let case = format!("{} at step {k}", how.as_str());
         let req = cx.request();
@@ -162,6 +163,12 @@ pub async fn cre_resume(cx: &Cx) -> CheckResult {
         // What the interrupted attempt left: once its mark is written, the instance
         // is someone's, and resuming must keep who and when.
         let left = p.get(&cx.ctx(), &cx.tb.id_for(&loc, &req.name)).await;
+        if !waited && let Ok(i) = &left {
+            // A provider may record creation times in whole seconds: the first
+            // instance left marked but not running is resumed in a later second,
+            // so a resume that writes a new creation time shows.
+            waited = later_second(i).await;
+        }
         let id = cx
             .create_ok(p.as_ref(), &req, &format!("{case}: the next Create"))
             .await?;
@@ -202,6 +209,22 @@ pub async fn cre_resume(cx: &Cx) -> CheckResult {
         return Err(none_counted("Create"));
     }
     Ok(())
+}
+
+/// Waits, when `left` is marked and not running, until the wall clock is in a later
+/// whole second than its creation time; whether it waited.
+async fn later_second(left: &crate::Instance) -> bool {
+    let Some(at) = left.created_at else {
+        return false;
+    };
+    if left.state == State::Running {
+        return false;
+    }
+    let whole = |t: SystemTime| t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    while whole(SystemTime::now()) <= whole(at) + 1 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    true
 }
 
 /// What an interrupted Create that returned Ok must have done: made exactly one
@@ -410,6 +433,10 @@ pub async fn cre_quota(cx: &Cx) -> CheckResult {
     cap.set_free(&loc, Some(0)).await?;
     let reqs = [cx.request(), cx.request()];
     let results = creates_at_once(cx, &reqs).await?;
+    // The request whose refusal named the largest need, to be repeated.
+    let named = (reqs.iter().zip(&results))
+        .filter_map(|(req, r)| Some((needed_of(r)?, req.clone())))
+        .max_by_key(|(need, _)| *need);
     for (n, (req, r)) in reqs.iter().zip(results).enumerate() {
         let case = format!("no free capacity, Create {} of two at once", n + 1);
         short_capacity(cx, &case, req, r, 0).await?;
@@ -420,12 +447,47 @@ pub async fn cre_quota(cx: &Cx) -> CheckResult {
         let r = cx.p.create(&cx.ctx(), &req).await;
         short_capacity(cx, case, &req, r, free).await?;
     }
+    if cx.profile.quota() == crate::profile::QuotaMode::Detected {
+        exact_fit(cx, named).await?;
+    }
     cap.set_free(&loc, None).await?;
     let req = cx.request();
     let id = cx
         .create_ok(cx.p.as_ref(), &req, "capacity restored")
         .await?;
     cx.delete_ok(cx.p.as_ref(), &id, "cleanup").await
+}
+
+/// The need a QuotaExceeded names.
+fn needed_of(r: &crate::Result<ProviderId>) -> Option<u64> {
+    match r.as_ref().err()?.kind() {
+        ErrorKind::QuotaExceeded(q) => Some(q.needed),
+        _ => None,
+    }
+}
+
+/// With quota=detected, the need a refused Create named is enough: with exactly that
+/// much free, the same Create succeeds. `named` is the largest need the location's
+/// first Creates named, with its request (`None` when none was named).
+async fn exact_fit(cx: &Cx, named: Option<(u64, CreateRequest)>) -> CheckResult {
+    let case = "exactly the need named free";
+    let Some((need, req)) = named else {
+        cx.not_checked(case, "no Create at no free capacity named a need");
+        return Ok(());
+    };
+    cx.capacity()?.set_free(&cx.loc0().name, Some(need)).await?;
+    match cx.p.create(&cx.ctx(), &req).await {
+        Ok(id) => {
+            cx.note(format!("{case}: {need} bytes free, Create succeeded"));
+            cx.cleanup(&[id]).await;
+        }
+        Err(e) => cx.violate(
+            case,
+            format!("with {need} bytes free, the need QuotaExceeded named, Create to succeed"),
+            describe(&e),
+        ),
+    }
+    Ok(())
 }
 
 /// Creates of `reqs` started at once, each on a task of its own; their results in

@@ -51,6 +51,10 @@ pub(super) enum Defect {
     ForeignRefusalCarriesCloudInit,
     /// Create skips the capacity precheck.
     NoQuotaPrecheck,
+    /// The capacity precheck refuses an instance that fits exactly.
+    QuotaRefusesExactFit,
+    /// The capacity precheck counts the seed but names only the disk as needed.
+    QuotaNamesOnlyTheDisk,
     /// A backend not-found inside Create surfaces as NotFound.
     CreateNotFound,
     /// Create reports a part of its instance that vanished mid-way as NotFound.
@@ -448,6 +452,15 @@ impl Seams for Broken {
                 steps
             }
             _ => steps,
+        }
+    }
+
+    fn shortfall(&self, disk: u64, seed: u64, free: u64) -> Option<u64> {
+        let needed = disk + seed;
+        match self.defect {
+            Defect::QuotaRefusesExactFit => (needed >= free).then_some(needed),
+            Defect::QuotaNamesOnlyTheDisk => (needed > free).then_some(disk),
+            _ => (needed > free).then_some(needed),
         }
     }
 

@@ -163,10 +163,10 @@ impl TemplateProvider {
         let whole = self.config.declared.secondary_resources() == SecondaryResources::None;
         let need_disk = existing.is_none_or(|i| !i.disk);
         let need_seed = existing.is_none_or(|i| i.seed.is_none());
-        let needed = if need_disk { self.config.disk_bytes } else { 0 }
-            + if need_seed { payload.len() as u64 } else { 0 };
+        let disk = if need_disk { self.config.disk_bytes } else { 0 };
+        let seed = if need_seed { payload.len() as u64 } else { 0 };
         let steps = Steps {
-            precheck: needed > 0 && self.config.declared.quota() == QuotaMode::Detected,
+            precheck: disk + seed > 0 && self.config.declared.quota() == QuotaMode::Detected,
             define: existing.is_none(),
             disk: need_disk && !whole,
             seed: need_seed && !whole,
@@ -178,7 +178,7 @@ impl TemplateProvider {
                 .call(Proc::Capacity, self.backend.capacity(s.conn, site))
                 .await
                 .map_err(|f| fail(&format!("reading free capacity at {site}"), f))?;
-            if needed > free {
+            if let Some(needed) = self.seams().shortfall(disk, seed, free) {
                 return Err(Error::quota(
                     &self.config.name,
                     Op::Create,

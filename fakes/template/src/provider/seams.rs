@@ -72,6 +72,13 @@ pub(crate) trait Seams: Send + Sync {
         steps
     }
 
+    /// The need Create reports when a disk of `disk` bytes and a seed of `seed` bytes
+    /// do not fit in `free` bytes (`quota=detected`), or `None` when they fit.
+    fn shortfall(&self, disk: u64, seed: u64, free: u64) -> Option<u64> {
+        let needed = disk + seed;
+        (needed > free).then_some(needed)
+    }
+
     /// The mark a new instance named `name` is defined with.
     fn new_mark(&self, _name: &str, mark: Mark) -> Mark {
         mark
