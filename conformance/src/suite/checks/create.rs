@@ -448,7 +448,17 @@ pub async fn cre_quota(cx: &Cx) -> CheckResult {
         short_capacity(cx, case, &req, r, free).await?;
     }
     if cx.profile.quota() == crate::profile::QuotaMode::Detected {
-        exact_fit(cx, named).await?;
+        exact_fit(cx, "exactly the need named free", named).await?;
+        // Once a Create has succeeded, what later ones share with it (an image, say)
+        // is in place: a refusal names a smaller need, which is again enough.
+        let case = "no free capacity after a Create succeeded";
+        cap.set_free(&loc, Some(0)).await?;
+        let req = cx.request();
+        let r = cx.p.create(&cx.ctx(), &req).await;
+        let named = needed_of(&r).map(|need| (need, req.clone()));
+        short_capacity(cx, case, &req, r, 0).await?;
+        let case = "exactly the need named free after a Create succeeded";
+        exact_fit(cx, case, named).await?;
     }
     cap.set_free(&loc, None).await?;
     let req = cx.request();
@@ -467,10 +477,9 @@ fn needed_of(r: &crate::Result<ProviderId>) -> Option<u64> {
 }
 
 /// With quota=detected, the need a refused Create named is enough: with exactly that
-/// much free, the same Create succeeds. `named` is the largest need the location's
-/// first Creates named, with its request (`None` when none was named).
-async fn exact_fit(cx: &Cx, named: Option<(u64, CreateRequest)>) -> CheckResult {
-    let case = "exactly the need named free";
+/// much free, the same Create succeeds. `named` is the need to give, with the request
+/// that named it (`None` when no refusal named one).
+async fn exact_fit(cx: &Cx, case: &str, named: Option<(u64, CreateRequest)>) -> CheckResult {
     let Some((need, req)) = named else {
         cx.not_checked(case, "no Create at no free capacity named a need");
         return Ok(());
