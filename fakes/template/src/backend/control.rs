@@ -95,9 +95,12 @@ impl SimBackend {
         Ok(())
     }
 
-    /// Sets the free capacity of `site`; `None` goes back to capacity minus use.
+    /// Sets the free capacity of `site` to `bytes` now (what is made afterwards takes
+    /// from it); `None` goes back to capacity minus use.
     pub fn set_free(&self, site: &str, bytes: Option<u64>) -> Result<(), String> {
-        site_mut(&mut self.world(), site)?.free_override = bytes;
+        let mut world = self.world();
+        let s = site_mut(&mut world, site)?;
+        s.free_override = bytes.map(|b| (b, s.used()));
         Ok(())
     }
 

@@ -287,7 +287,9 @@ struct Site {
     volumes: BTreeMap<String, Volume>,
     container: bool,
     capacity: u64,
-    free_override: Option<u64>,
+    /// Free bytes set from outside, with the bytes in use when they were set: what is
+    /// made afterwards takes from them, what is removed gives back.
+    free_override: Option<(u64, u64)>,
     reach: Reachability,
     token: String,
     /// What the site presents as its identity (its host key).
@@ -328,15 +330,22 @@ impl Site {
     }
 
     fn free(&self) -> u64 {
+        let used = self.used();
+        match self.free_override {
+            Some((free, used_then)) => (free + used_then).saturating_sub(used),
+            None => self.capacity.saturating_sub(used),
+        }
+    }
+
+    /// Bytes the site's volumes and embedded parts take.
+    fn used(&self) -> u64 {
         let embedded: u64 = self
             .instances
             .values()
             .filter_map(|r| r.embedded.as_ref())
             .map(|(disk, seed)| disk + seed.len() as u64)
             .sum();
-        let used: u64 = self.volumes.values().map(|v| v.size).sum::<u64>() + embedded;
-        self.free_override
-            .unwrap_or_else(|| self.capacity.saturating_sub(used))
+        self.volumes.values().map(|v| v.size).sum::<u64>() + embedded
     }
 }
 
