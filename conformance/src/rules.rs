@@ -202,7 +202,7 @@ rules! {
         "Delete of a Running instance stops it and deletes it; Get then returns NotFound.";
     "DEL-PARTIAL", Delete, "Delete tolerates missing parts",
         axes: [DeleteReturn], gate: None, hooks: [Planting], needs: [],
-        "Delete succeeds when parts of the instance are already gone: its secondary resources, the primary resource, or even their container.";
+        "Delete succeeds when parts of the instance are already gone: its secondary resources, the primary resource, or even their container. It succeeds too, leaving nothing, when another party removes its secondary resources or its primary resource while it runs, between its backend calls.";
     "DEL-UNCONFIGURED", Delete, "An unconfigured location is a no-op",
         axes: [], gate: None, hooks: [], needs: [],
         "Delete of a well-formed ID naming a location the configuration does not have succeeds and does nothing.";

@@ -110,6 +110,7 @@ defective! {
     delete_without_stop => DeleteWithoutStop,
     delete_requires_parts => DeleteRequiresParts,
     delete_done_without_primary => DeleteDoneWithoutPrimary,
+    delete_refuses_vanished => DeleteRefusesVanished,
     delete_unlocked => DeleteUnlocked,
     delete_ignores_mark => DeleteIgnoresMark,
     list_unmarked => ListUnmarked,
@@ -251,6 +252,7 @@ const LEAKS: &[&str] = &[
     "DEL-COMPLETE",
     "DEL-RUNNING",
     "DEL-CONCURRENT",
+    "DEL-PARTIAL",
     "DEL-RESUME",
     "LST-MARKED-ONLY",
     "LST-ORDER",
@@ -364,11 +366,12 @@ mutants! {
     "malformed-delete-is-ok" &["DEL-MALFORMED"] => || TemplateFixture::default().with_build(malformed_delete_ok);
     "repeat-delete-is-not-found" &["DEL-IDEMPOTENT", "GEN-MODEL"] => || TemplateFixture::default().with_build(repeat_delete_not_found);
     "delete-keeps-seed" LEAKS => || defect(delete_keeps_seed);
-    "delete-keeps-seed-at-second-site" &["CRE-BACKEND-NOTFOUND", "CRE-IDEMPOTENT", "CRE-QUOTA", "CRE-RESUME", "CRE-SECRET", "DEL-COMPLETE", "DEL-IDEMPOTENT", "DEL-RESUME", "GET-BUSY", "GET-STATE", "LST-AGREES", "LST-MARKED-ONLY", "LST-ORDER", "LST-PARTIAL", "LST-UNREADABLE"] => || defect(delete_keeps_seed_at_second_site);
+    "delete-keeps-seed-at-second-site" &["CRE-BACKEND-NOTFOUND", "CRE-IDEMPOTENT", "CRE-QUOTA", "CRE-RESUME", "CRE-SECRET", "DEL-COMPLETE", "DEL-IDEMPOTENT", "DEL-PARTIAL", "DEL-RESUME", "GET-BUSY", "GET-STATE", "LST-AGREES", "LST-MARKED-ONLY", "LST-ORDER", "LST-PARTIAL", "LST-UNREADABLE"] => || defect(delete_keeps_seed_at_second_site);
     "delete-without-stop" STUCK => || defect(delete_without_stop);
     "delete-requires-every-part" &["DEL-PARTIAL", "GEN-MODEL"] => || defect(delete_requires_parts);
+    "delete-refuses-a-vanished-record" &["DEL-PARTIAL"] => || defect(delete_refuses_vanished);
     "unconfigured-delete-is-permanent" &["DEL-UNCONFIGURED"] => || TemplateFixture::default().with_build(unconfigured_delete_permanent);
-    "delete-done-without-primary" &["DEL-RESUME"] => || defect(delete_done_without_primary);
+    "delete-done-without-primary" &["DEL-PARTIAL", "DEL-RESUME"] => || defect(delete_done_without_primary);
     "delete-without-lock" &["DEL-CONCURRENT"] => || defect(delete_unlocked);
     "delete-ignores-ownership" &["DEL-OWNERSHIP"] => || defect(delete_ignores_mark);
     "list-leaks-unmarked" &["LST-MARKED-ONLY"] => || defect(list_unmarked);

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::fixture::{AccessBreak, FaultKind, FaultSpec, Part, Plant, Trigger, Verbosity};
 use crate::profile::CreatedAt as CreatedAtMode;
 use crate::suite::checks::steps::{
-    Steps, clean_runs, count_calls, interrupt, made_since, none_counted, plan, resumer,
+    Steps, clean_runs, count_calls, held_at, interrupt, made_since, none_counted, plan, resumer,
     sample_steps, spread, trace_mark,
 };
 use crate::suite::cx::{CheckError, CheckResult, Cx, describe, describe_result, kind_of};
@@ -680,7 +680,6 @@ async fn vanished_parts(cx: &Cx, steps: &Steps, every: bool) -> CheckResult {
         cx.not_checked(WHAT, "the fixture has no planting hook");
         return Ok(());
     };
-    let faults = cx.faults()?;
     let loc = cx.loc0().name.clone();
     let parts = [Part::Secondary, Part::Primary];
     let mut plan = Vec::new();
@@ -701,37 +700,20 @@ async fn vanished_parts(cx: &Cx, steps: &Steps, every: bool) -> CheckResult {
     for (k, part) in plan {
         let case = format!("{part:?} removed at step {k}");
         let req = cx.request();
-        let f = cx.inject(FaultSpec {
-            location: Some(loc.clone()),
-            trigger: Trigger::Nth(k),
-            kind: FaultKind::Hang,
-        })?;
-        let before = removed;
         let mark = trace_mark(cx);
-        let r = {
-            let ctx = cx.ctx();
-            let create = cx.p.create(&ctx, &req);
-            tokio::pin!(create);
-            let end = tokio::time::Instant::now() + cx.timing.settle;
-            let mut held = false;
-            loop {
-                tokio::select! {
-                    r = &mut create => break r,
-                    _ = tokio::time::sleep(Duration::from_millis(2)), if !held => {
-                        if faults.fired(f) {
-                            held = true;
-                            planting.remove_part(&loc, &req.name, part).await?;
-                            removed += 1;
-                            faults.clear();
-                        } else if tokio::time::Instant::now() > end {
-                            held = true;
-                            faults.clear();
-                        }
-                    }
-                }
-            }
+        let ctx = cx.ctx();
+        let remove = || async {
+            planting.remove_part(&loc, &req.name, part).await?;
+            Ok(())
         };
-        faults.clear();
+        let (r, ran) = held_at(
+            cx,
+            (&loc, k, FaultKind::Hang),
+            cx.p.create(&ctx, &req),
+            remove,
+        )
+        .await?;
+        removed += u32::from(ran);
         if matches!(&r, Err(e) if e.is_not_found()) {
             cx.violate(
                 &case,
@@ -739,7 +721,7 @@ async fn vanished_parts(cx: &Cx, steps: &Steps, every: bool) -> CheckResult {
                 describe_result(&r),
             );
         }
-        if removed == before {
+        if !ran {
             let made = made_since(cx, mark, &loc);
             steps.unfired(cx, &case, "Create", k, made, kind_of(&r));
         } else {

@@ -1,11 +1,12 @@
 //! Checks of the Delete rules (DEL-*).
 
 use crate::ProviderId;
-use crate::fixture::{Part, Plant};
+use crate::fixture::{FaultKind, Part, Plant};
 use crate::profile::SecondaryResources;
 use crate::suite::checks::get::{arbitrary_ids, gone_after_delete};
 use crate::suite::checks::steps::{
-    Steps, clean_runs, count_calls, interrupt, none_counted, plan, resumer,
+    Steps, clean_runs, count_calls, held_at, interrupt, made_since, none_counted, plan, resumer,
+    sample_steps, trace_mark,
 };
 use crate::suite::cx::{CheckError, CheckResult, Cx, describe, describe_result, kind_of};
 use crate::suite::props::{PropError, property};
@@ -161,25 +162,88 @@ pub async fn del_running(cx: &Cx) -> CheckResult {
 
 /// DEL-PARTIAL
 pub async fn del_partial(cx: &Cx) -> CheckResult {
+    gone_before(cx, "secondary resources gone", Part::Secondary).await?;
+    gone_before(cx, "primary resource gone", Part::Primary).await?;
+    vanishing_parts(cx).await?;
+    // The container goes last: without it the location hosts nothing.
+    gone_before(cx, "container gone", Part::Container).await
+}
+
+/// `part` of a Running instance removed out of band before its Delete, which succeeds.
+async fn gone_before(cx: &Cx, case: &str, part: Part) -> CheckResult {
     let planting = cx.planting()?;
     let loc = cx.loc0().name.clone();
-    // The container goes last: without it the location cannot host instances.
-    for (case, part) in [
-        ("secondary resources gone", Part::Secondary),
-        ("primary resource gone", Part::Primary),
-        ("container gone", Part::Container),
-    ] {
+    let req = cx.request();
+    let id = cx.create_ok(cx.p.as_ref(), &req, case).await?;
+    cx.wait_running(cx.p.as_ref(), &id, case).await?;
+    planting.remove_part(&loc, &req.name, part).await?;
+    let r = cx.p.delete(&cx.ctx(), &id).await;
+    if let Err(e) = &r {
+        cx.violate(case, "Delete to succeed", describe(e));
+    }
+    gone_after_delete(cx, &id, case).await?;
+    planting.remove(&loc, &req.name).await?;
+    cx.note(format!("{case}: Delete → {}", kind_of(&r)));
+    Ok(())
+}
+
+/// Parts of an instance removed out of band while Delete is held at its k-th backend
+/// call, as another party deleting the same instance would: Delete still succeeds
+/// and leaves nothing. At each of Delete's steps the primary and the secondary parts
+/// are removed in turn; on a sampled real backend the part alternates over the sample.
+async fn vanishing_parts(cx: &Cx) -> CheckResult {
+    const WHAT: &str = "parts removed out of band between Delete's steps";
+    if cx.tb.faults().is_none() || cx.tb.observation().is_none() {
+        cx.not_checked(WHAT, "the fixture has no fault or observation hook");
+        return Ok(());
+    }
+    let planting = cx.planting()?;
+    let loc = cx.loc0().name.clone();
+    let steps = delete_steps(cx).await?;
+    let parts = [Part::Primary, Part::Secondary];
+    let chosen = sample_steps(cx, &steps);
+    let plan: Vec<(u64, Part)> = if chosen.len() as u64 == steps.most {
+        chosen.iter().flat_map(|&k| parts.map(|p| (k, p))).collect()
+    } else {
+        (chosen.iter().enumerate())
+            .map(|(n, &k)| (k, parts[n % parts.len()]))
+            .collect()
+    };
+    let mut removed = 0u32;
+    for (k, part) in plan {
+        let case = format!("{part:?} removed at step {k} of Delete");
         let req = cx.request();
-        let id = cx.create_ok(cx.p.as_ref(), &req, case).await?;
-        cx.wait_running(cx.p.as_ref(), &id, case).await?;
-        planting.remove_part(&loc, &req.name, part).await?;
-        let r = cx.p.delete(&cx.ctx(), &id).await;
-        if let Err(e) = &r {
-            cx.violate(case, "Delete to succeed", describe(e));
+        let id = cx.create_ok(cx.p.as_ref(), &req, &case).await?;
+        cx.wait_running(cx.p.as_ref(), &id, &case).await?;
+        let ctx = cx.ctx();
+        let remove = || async {
+            planting.remove_part(&loc, &req.name, part).await?;
+            Ok(())
+        };
+        let mark = trace_mark(cx);
+        // A delay, not a hang: the held call then goes on as sent, on its connection.
+        let hold = FaultKind::Delay(cx.timing.quiet);
+        let (r, ran) = held_at(cx, (&loc, k, hold), cx.p.delete(&ctx, &id), remove).await?;
+        removed += u32::from(ran);
+        if !ran {
+            let made = made_since(cx, mark, &loc);
+            steps.unfired(cx, &case, "Delete", k, made, kind_of(&r));
         }
-        gone_after_delete(cx, &id, case).await?;
+        match &r {
+            Err(e) => cx.violate(&case, "Delete to succeed", describe(e)),
+            Ok(()) => {
+                gone_after_delete(cx, &id, &case).await?;
+                nothing_left_settled(cx, &req.name, &case).await?;
+            }
+        }
         planting.remove(&loc, &req.name).await?;
         cx.note(format!("{case}: Delete → {}", kind_of(&r)));
+    }
+    if removed == 0 {
+        cx.not_checked(
+            WHAT,
+            "no held step fired, so nothing was removed mid-Delete",
+        );
     }
     Ok(())
 }

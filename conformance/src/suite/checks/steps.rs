@@ -357,3 +357,51 @@ where
         made: made_since(cx, mark, location),
     })
 }
+
+/// Runs `op` held at its `k`-th backend call at `loc` by the fault `hold` (a hang, or
+/// a delay after which the call proceeds): once it fires, `meanwhile` runs while the
+/// operation waits, then the faults are cleared (a hang released). A fault that has
+/// not fired within the settle time is cleared unused. The operation's result, and
+/// whether `meanwhile` ran.
+pub(crate) async fn held_at<T, M, MF>(
+    cx: &Cx,
+    (loc, k, hold): (&str, u64, FaultKind),
+    op: impl Future<Output = T>,
+    meanwhile: M,
+) -> CheckResult<(T, bool)>
+where
+    M: FnOnce() -> MF,
+    MF: Future<Output = CheckResult>,
+{
+    let faults = cx.faults()?;
+    let f = cx.inject(FaultSpec {
+        location: Some(loc.to_owned()),
+        trigger: Trigger::Nth(k),
+        kind: hold,
+    })?;
+    tokio::pin!(op);
+    let end = tokio::time::Instant::now() + cx.timing.settle;
+    let mut meanwhile = Some(meanwhile);
+    let mut ran = false;
+    let r = loop {
+        tokio::select! {
+            r = &mut op => break r,
+            _ = tokio::time::sleep(Duration::from_millis(2)), if meanwhile.is_some() => {
+                if faults.fired(f) {
+                    let m = meanwhile.take().expect("checked by the guard");
+                    if let Err(e) = m().await {
+                        faults.clear();
+                        return Err(e);
+                    }
+                    ran = true;
+                    faults.clear();
+                } else if tokio::time::Instant::now() > end {
+                    meanwhile = None;
+                    faults.clear();
+                }
+            }
+        }
+    };
+    faults.clear();
+    Ok((r, ran))
+}

@@ -97,6 +97,8 @@ pub(super) enum Defect {
     DeleteRequiresParts,
     /// Delete treats a missing primary record as nothing left to do.
     DeleteDoneWithoutPrimary,
+    /// Delete refuses, as not its own, a record that vanished while it read the mark.
+    DeleteRefusesVanished,
     /// Delete takes no per-name lock and pauses between lookup and stop.
     DeleteUnlocked,
     /// Delete ignores the ownership guard.
@@ -528,6 +530,10 @@ impl Seams for Broken {
             (Defect::DeleteDoneWithoutPrimary, Left::NoRecord) => Removal {
                 disk: false,
                 seed: false,
+                ..removal
+            },
+            (Defect::DeleteRefusesVanished, Left::Vanished) => Removal {
+                refuse: true,
                 ..removal
             },
             (Defect::DeleteRequiresParts, Left::Record { .. }) => Removal {
