@@ -89,11 +89,12 @@ def summarise(rec):
     for m in rec["mutants"]:
         count["listed"] += 1
         count[m.get("outcome") or "unmeasured"] += 1
-        if m.get("outcome") in ("missed", "timeout") and m.get("judgment") in judged:
+        if m.get("outcome") == "missed" and m.get("judgment") in judged:
             judged[m["judgment"]] += 1
     viable = count["caught"] + count["missed"] + count["timeout"]
     non_equivalent = viable - judged["equivalent"]
-    killed = count["caught"] + judged["killed-since"]
+    # A timeout is the suite not passing within its limit: killed, as a CI job would be.
+    killed = count["caught"] + count["timeout"] + judged["killed-since"]
     s = dict(count)
     s.update({
         "viable": viable,
@@ -164,7 +165,7 @@ def fold(args):
             why = args.unmeasured or (prev or {}).get("unmeasured")
             if why:
                 entry["unmeasured"] = why
-        if entry.get("outcome") in ("caught", "unviable"):
+        if entry.get("outcome") in ("caught", "unviable", "timeout"):
             entry.pop("judgment", None)
             entry.pop("why", None)
             entry.pop("recheck", None)
@@ -216,7 +217,7 @@ def judge(args):
             raise SystemExit(f"{args.crate}: no mutant {k!r}")
         if judgment not in JUDGMENTS:
             raise SystemExit(f"{k}: judgment {judgment!r} is not one of {JUDGMENTS}")
-        if m.get("outcome") not in ("missed", "timeout"):
+        if m.get("outcome") != "missed":
             raise SystemExit(f"{k}: {m.get('outcome')}, not a survivor to judge")
         m["judgment"], m["why"] = judgment, why
         m.pop("recheck", None)

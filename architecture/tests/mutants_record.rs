@@ -139,7 +139,8 @@ fn record_problems(crate_name: &str, rec: &Value) -> Vec<String> {
             continue;
         }
         *count.entry(outcome).or_default() += 1;
-        if outcome != "missed" && outcome != "timeout" {
+        // A timeout counts as killed (the suite did not pass): only a miss is judged.
+        if outcome != "missed" {
             continue;
         }
         let judgment = str_field(m, "judgment").unwrap_or("");
@@ -160,7 +161,7 @@ fn record_problems(crate_name: &str, rec: &Value) -> Vec<String> {
     let n = |k: &str| count.get(k).copied().unwrap_or(0);
     let viable = n("caught") + n("missed") + n("timeout");
     let non_equivalent = viable - n("equivalent");
-    let killed = n("caught") + n("killed-since");
+    let killed = n("caught") + n("timeout") + n("killed-since");
     let s = &rec["summary"];
     for (field, want) in [
         ("caught", n("caught")),

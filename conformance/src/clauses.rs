@@ -200,6 +200,7 @@ clauses! {
         "A marked resource that cannot be read is skipped; the call still succeeds and lists the others." => mutants ["list-unreadable-is-fatal", "declares-tags-behaves-name-prefix", "declares-metadata-behaves-name-prefix"];
         "Likewise a resource that vanishes while the listing reads it (a not-found answer to any of its per-resource reads) is skipped, not fatal" => mutants ["list-vanished-is-fatal"];
         "and so is one whose per-resource read is refused (a permanent error)." => mutants ["list-refused-read-is-fatal"];
+        "A per-resource read that fails transiently (a busy backend) or never answers never drops its resource silently: the listing fails with Transient, names the location unreachable, or lists the resource." => mutants ["list-skips-a-busy-read"];
     }
     "LST-AGREES" {
         "Every listed instance agrees with Get on id, name, uid, tag and created_at." => mutants ["list-truncates-created-at"];

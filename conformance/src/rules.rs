@@ -229,7 +229,7 @@ rules! {
         "With list-partial=fail-whole, one unreachable location fails the call with Transient. With list-partial=partial, the call returns before its deadline with the reachable locations' instances and the unreachable location named, for a refused location and for a black-holed one alike; a whole-call Transient is a violation. With every location reachable, nothing is named unreachable.";
     "LST-UNREADABLE", List, "An unreadable resource is skipped",
         axes: [], gate: Some((Axis::GcMark, &["written-metadata", "backend-tags"])), hooks: [Planting], needs: [],
-        "A marked resource that cannot be read is skipped; the call still succeeds and lists the others. Likewise a resource that vanishes while the listing reads it (a not-found answer to any of its per-resource reads) is skipped, not fatal, and so is one whose per-resource read is refused (a permanent error).";
+        "A marked resource that cannot be read is skipped; the call still succeeds and lists the others. Likewise a resource that vanishes while the listing reads it (a not-found answer to any of its per-resource reads) is skipped, not fatal, and so is one whose per-resource read is refused (a permanent error). A per-resource read that fails transiently (a busy backend) or never answers never drops its resource silently: the listing fails with Transient, names the location unreachable, or lists the resource.";
     "LST-AGREES", List, "Listing agrees with Get",
         axes: [], gate: None, hooks: [], needs: [],
         "Every listed instance agrees with Get on id, name, uid, tag and created_at. Its state agrees too, except that a listing may show Provisioning where Get shows Running, and it may omit the address.";

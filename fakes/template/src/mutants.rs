@@ -117,6 +117,7 @@ defective! {
     list_unreadable_fatal => ListUnreadableFatal,
     list_vanished_fatal => ListVanishedFatal,
     list_refused_read_fatal => ListRefusedReadFatal,
+    list_skips_busy_read => ListSkipsBusyRead,
     list_waits_for_every_site => ListWaitsForEverySite,
     log_calls_at_v0 => LogCallsAtV0,
     no_call_spans => NoCallSpans,
@@ -382,6 +383,7 @@ mutants! {
     "list-unreadable-is-fatal" &["LST-UNREADABLE"] => || defect(list_unreadable_fatal);
     "list-vanished-is-fatal" &["LST-UNREADABLE"] => || defect(list_vanished_fatal);
     "list-refused-read-is-fatal" &["LST-UNREADABLE"] => || defect(list_refused_read_fatal);
+    "list-skips-a-busy-read" &["LST-UNREADABLE"] => || defect(list_skips_busy_read);
     "partial-waits-for-every-site" &["LST-PARTIAL"] => || defect(list_waits_for_every_site);
     "list-truncates-created-at" &["LST-AGREES"] => || TemplateFixture::default().with_build(list_truncates_created_at);
     "cancel-is-permanent" &["GEN-CANCEL"] => || TemplateFixture::default().with_build(cancel_is_permanent);
@@ -441,7 +443,7 @@ mutants! {
     "list-returns-nothing" &["LST-MARKED-ONLY", "GEN-MODEL", "LST-ORDER", "LST-PARTIAL", "LST-UNREADABLE", "LST-AGREES", "LST-EMPTY-UID", "CRE-IDEMPOTENT", "CRE-RESUME", "CRE-CONCURRENT", "GET-STATELESS", "GEN-CANCEL"] => || TemplateFixture::default().with_build(list_returns_nothing);
     "list-fills-an-empty-uid" &["LST-EMPTY-UID"] => || TemplateFixture::default().with_build(list_fills_empty_uid);
     "list-order-alternates" &["LST-ORDER"] => || TemplateFixture::default().with_build(list_order_alternates);
-    "partial-names-no-location" &["LST-PARTIAL", "GEN-CANCEL"] => || TemplateFixture::default().with_build(partial_names_no_location);
+    "partial-names-no-location" &["LST-PARTIAL", "LST-UNREADABLE", "GEN-CANCEL"] => || TemplateFixture::default().with_build(partial_names_no_location);
     "names-a-reachable-location" &["LST-PARTIAL"] => || TemplateFixture::default().with_build(names_reachable_location);
     "list-says-stopped" &["LST-AGREES"] => || TemplateFixture::default().with_build(list_says_stopped);
     "overstays-its-deadline" &["GEN-CANCEL", "GET-BUSY"] => || TemplateFixture::default().with_build(overstays_deadline);

@@ -282,6 +282,11 @@ async fn vanishing_reads(cx: &Cx, tag: &str, first: ProviderId) -> CheckResult {
                 fired += 1;
             }
         }
+        for busy in [Busy::Once, Busy::Hangs] {
+            if read_busy(cx, faults, tag, &ids, read, busy).await? {
+                fired += 1;
+            }
+        }
     }
     cx.cleanup(&ids[1..]).await;
     if reads.is_empty() {
@@ -379,6 +384,73 @@ async fn read_answers(
             "the listing to succeed, skipping that instance",
             describe(e),
         ),
+    }
+    Ok(true)
+}
+
+/// How a per-instance read is kept busy.
+#[derive(Clone, Copy, Debug)]
+enum Busy {
+    /// It fails once with a transient error (a provider may read again).
+    Once,
+    /// It never answers, within a listing given a short deadline.
+    Hangs,
+}
+
+/// One per-instance read kept busy during a listing: the instance is not dropped
+/// silently. The listing fails with Transient, names the location unreachable, or
+/// lists every instance (having read again). Returns whether the fault fired.
+async fn read_busy(
+    cx: &Cx,
+    faults: &dyn Faults,
+    tag: &str,
+    ids: &[ProviderId],
+    read: &str,
+    busy: Busy,
+) -> Result<bool, CheckError> {
+    let loc = cx.loc0().name.clone();
+    let (kind, ctx, how) = match busy {
+        Busy::Once => (FaultKind::Transient, cx.ctx(), "failing transiently"),
+        // Long enough for the other reads, short enough not to wait out a whole call.
+        Busy::Hangs => (
+            FaultKind::Hang,
+            cx.ctx_for(cx.timing.quiet * 4).0,
+            "never answering",
+        ),
+    };
+    let f = cx.inject(FaultSpec {
+        location: Some(loc.clone()),
+        trigger: Trigger::Named(read.to_owned()),
+        kind,
+    })?;
+    let l = cx.p.list_by_tag(&ctx, tag).await;
+    let hit = faults.fired(f);
+    faults.clear();
+    if !hit {
+        cx.note(format!("{read} {how}: did not fire"));
+        return Ok(false);
+    }
+    let case = format!("{read} {how} for one instance");
+    let want = "Transient, the location named unreachable, or every instance listed";
+    match &l {
+        Ok(l) => {
+            let named = l.unreachable.iter().any(|u| u.location == loc);
+            let listed = (ids.iter())
+                .filter(|id| l.instances.iter().any(|i| i.id == **id))
+                .count();
+            if !named && listed < ids.len() {
+                cx.violate(
+                    &case,
+                    want,
+                    format!("{listed} of {} listed, no location named: {l:?}", ids.len()),
+                );
+            }
+            cx.note(format!(
+                "{case}: listing of {listed}, location named: {named}"
+            ));
+        }
+        Err(e) if e.is_transient() => cx.note(format!("{case}: Transient")),
+        Err(e) => cx.violate(&case, want, describe(e)),
     }
     Ok(true)
 }

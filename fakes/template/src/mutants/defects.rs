@@ -111,6 +111,9 @@ pub(super) enum Defect {
     ListVanishedFatal,
     /// An instance whose mark read the backend refuses fails the listing.
     ListRefusedReadFatal,
+    /// An instance whose mark read fails for any reason, a busy backend too, is left
+    /// out of a listing that succeeds.
+    ListSkipsBusyRead,
     /// A partial listing waits for every site until the caller's deadline, so a silent
     /// site fails the whole call.
     ListWaitsForEverySite,
@@ -588,6 +591,7 @@ impl Seams for Broken {
                 created_at: None,
             }),
             (Defect::ListVanishedFatal, Err(f)) if f.is_no_object() => Entry::Fail(f.clone()),
+            (Defect::ListSkipsBusyRead, Err(_)) => Entry::Skip,
             (Defect::ListRefusedReadFatal, Err(f))
                 if !f.is_no_object()
                     && !matches!(f, Failure::Backend(BackendError::Unreadable(_))) =>
