@@ -3,6 +3,7 @@
 
     record.py fold --crate C --version V --listing LIST.json [--unmeasured WHY] OUT...
     record.py unmeasured --crate C --listing LIST.json
+    record.py missed --crate C
     record.py judge --crate C JUDGMENTS.json
     record.py summary [--check | --markdown]
 
@@ -204,6 +205,14 @@ def unmeasured(args):
         print(f"^{escape(file)}:[0-9]+:[0-9]+: {escape(what)}$")
 
 
+def missed(args):
+    """Anchored regexes of the mutants the record has as missed."""
+    for m in load(args.crate)["mutants"]:
+        if m.get("outcome") == "missed":
+            file, what = m["key"].split(" #")[0].split(": ", 1)
+            print(f"^{escape(file)}:[0-9]+:[0-9]+: {escape(what)}$")
+
+
 def judge(args):
     """Sets judgments from a JSON object {key or name: [judgment, why]}."""
     with open(args.judgments, encoding="utf-8") as f:
@@ -288,6 +297,8 @@ def main():
     u = sub.add_parser("unmeasured")
     u.add_argument("--crate", required=True)
     u.add_argument("--listing", required=True)
+    m = sub.add_parser("missed")
+    m.add_argument("--crate", required=True)
     j = sub.add_parser("judge")
     j.add_argument("--crate", required=True)
     j.add_argument("judgments")
@@ -295,7 +306,8 @@ def main():
     s.add_argument("--check", action="store_true")
     s.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
-    {"fold": fold, "unmeasured": unmeasured, "judge": judge, "summary": summary}[args.cmd](args)
+    {"fold": fold, "unmeasured": unmeasured, "missed": missed, "judge": judge,
+     "summary": summary}[args.cmd](args)
 
 
 if __name__ == "__main__":

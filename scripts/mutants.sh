@@ -8,6 +8,7 @@
 #   scripts/mutants.sh record CRATE [--unmeasured WHY] OUT...
 #                                           fold the outcomes of runs into mutants/CRATE.json
 #   scripts/mutants.sh new CRATE            run only the mutants the record has no outcome for
+#   scripts/mutants.sh missed CRATE         run again the mutants the record has as missed
 #
 # What is mutated and the test each mutant gets (the crate's `conformance` target: the
 # suite on the fake) are in .cargo/mutants.toml; mutants/README.md explains the record.
@@ -168,11 +169,30 @@ new() {
   run "$crate" "" -- "${re[@]}"
 }
 
+# The record's missed mutants, run again at HEAD (after a check was sharpened): their
+# new outcomes replace the old ones when the run is folded in with `record`.
+missed() {
+  local crate=$1
+  require_pinned
+  local names
+  names=$(mktemp)
+  python3 mutants/record.py missed --crate "$crate" >"$names"
+  if [ ! -s "$names" ]; then
+    echo "the record has no missed mutant of $crate"
+    return
+  fi
+  echo "$(wc -l <"$names") missed mutants of $crate, run again"
+  local re=()
+  while IFS= read -r n; do re+=(--re "$n"); done <"$names"
+  MUTANTS_LABEL=${MUTANTS_LABEL:-$crate-missed} run "$crate" "" -- "${re[@]}"
+}
+
 case "${1:-}" in
   install) install ;;
   list) list "${2:?crate}" ;;
   run) shift; run "$@" ;;
   record) shift; record "$@" ;;
   new) new "${2:?crate}" ;;
-  *) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  missed) missed "${2:?crate}" ;;
+  *) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
