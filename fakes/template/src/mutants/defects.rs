@@ -460,12 +460,11 @@ impl Seams for Broken {
         }
     }
 
-    fn shortfall(&self, disk: u64, seed: u64, free: u64) -> Option<u64> {
-        let needed = disk + seed;
+    fn shortfall(&self, (disk, seed): (u64, u64), free: u64, short: Option<u64>) -> Option<u64> {
         match self.defect {
-            Defect::QuotaRefusesExactFit => (needed >= free).then_some(needed),
-            Defect::QuotaNamesOnlyTheDisk => (needed > free).then_some(disk),
-            _ => (needed > free).then_some(needed),
+            Defect::QuotaRefusesExactFit => (disk + seed >= free).then_some(disk + seed),
+            Defect::QuotaNamesOnlyTheDisk => short.map(|_| disk),
+            _ => short,
         }
     }
 

@@ -178,7 +178,9 @@ impl TemplateProvider {
                 .call(Proc::Capacity, self.backend.capacity(s.conn, site))
                 .await
                 .map_err(|f| fail(&format!("reading free capacity at {site}"), f))?;
-            if let Some(needed) = self.seams().shortfall(disk, seed, free) {
+            let needed = disk + seed;
+            let short = (needed > free).then_some(needed);
+            if let Some(needed) = self.seams().shortfall((disk, seed), free, short) {
                 return Err(Error::quota(
                     &self.config.name,
                     Op::Create,

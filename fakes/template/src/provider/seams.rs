@@ -72,11 +72,11 @@ pub(crate) trait Seams: Send + Sync {
         steps
     }
 
-    /// The need Create reports when a disk of `disk` bytes and a seed of `seed` bytes
-    /// do not fit in `free` bytes (`quota=detected`), or `None` when they fit.
-    fn shortfall(&self, disk: u64, seed: u64, free: u64) -> Option<u64> {
-        let needed = disk + seed;
-        (needed > free).then_some(needed)
+    /// The need the capacity precheck reports (`quota=detected`) for a disk of `disk`
+    /// bytes and a seed of `seed` bytes with `free` bytes free: `shortfall`, the
+    /// provider's own answer (`None`: they fit).
+    fn shortfall(&self, _parts: (u64, u64), _free: u64, shortfall: Option<u64>) -> Option<u64> {
+        shortfall
     }
 
     /// The mark a new instance named `name` is defined with.
