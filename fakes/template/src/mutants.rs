@@ -455,6 +455,7 @@ mutants! {
     "check-refused-is-timeout" &["CHK-REASONS"] => || TemplateFixture::default().with_build(check_refused_is_timeout);
     "check-denied-is-unreachable" &["CHK-REASONS"] => || TemplateFixture::default().with_build(check_denied_is_unreachable);
     "check-container-missing-is-unreachable" &["CHK-REASONS"] => || TemplateFixture::default().with_build(check_container_missing_is_unreachable);
+    "check-declares-no-reasons" &["CHK-REASONS"] => || TemplateFixture::default().with_build(check_declares_no_reasons);
     "first-creates-do-not-wait" &["CRE-CONCURRENT", "CRE-QUOTA"] => || TemplateFixture::default().with_build(first_creates_do_not_wait);
     "waiting-creates-get-quota-as-transient" &["CRE-QUOTA"] => || TemplateFixture::default().with_build(waiters_quota_transient);
     // Clause mutants, below the API (mutants/defects.rs): each breaks one clause of a rule.

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::fixture::{AccessBreak, FaultKind, FaultSpec, Reachability, Trigger};
+use crate::fixture::{AccessBreak, FaultKind, FaultSpec, Part, Reachability, Trigger};
 use crate::suite::cx::{CheckError, CheckResult, Cx};
 use crate::{Checker, HealthReason, HostHealth};
 
@@ -199,6 +199,26 @@ pub async fn chk_reasons(cx: &Cx) -> CheckResult {
             summary(&h),
         );
     }
+    container_gone(cx, &loc).await
+}
+
+/// The last case, as nothing brings the container back: the first location's
+/// container removed out of band (the planting hook's [`Part::Container`]), a cause
+/// the fixture produces whatever the provider declares. Whatever Check then says
+/// about that location, its reason is a shared one or one the provider declares: a
+/// reason of the provider's own that it does not declare shows here.
+async fn container_gone(cx: &Cx, loc: &str) -> CheckResult {
+    const CASE: &str = "first location's container removed";
+    let Some(planting) = cx.tb.planting() else {
+        cx.not_checked(CASE, "the fixture has no planting hook");
+        return Ok(());
+    };
+    planting
+        .remove_part(loc, &cx.name(), Part::Container)
+        .await?;
+    let (h, _) = timed_check(cx, cx.timing.quiet * 4).await?;
+    judge_reasons(cx, CASE, &h)?;
+    cx.note(format!("{CASE}: {}", summary(&h)));
     Ok(())
 }
 

@@ -56,6 +56,8 @@ enum Twist {
     /// A site that denies the check's calls is reported Unreachable.
     CheckDeniedIsUnreachable,
     CheckContainerMissingIsUnreachable,
+    /// Declares no reason of its own, yet reports one when the container is missing.
+    CheckDeclaresNoReasons,
     CheckHostKeyIsAuthFailed,
     CheckNoCredentialsIsAuthFailed,
     CheckEverythingUnreachable,
@@ -689,6 +691,7 @@ twisted! {
     check_refused_is_timeout => CheckRefusedIsTimeout,
     check_denied_is_unreachable => CheckDeniedIsUnreachable,
     check_container_missing_is_unreachable => CheckContainerMissingIsUnreachable,
+    check_declares_no_reasons => CheckDeclaresNoReasons,
     first_creates_do_not_wait => FirstCreatesDoNotWait,
     waiters_quota_transient => WaitersQuotaTransient,
 }

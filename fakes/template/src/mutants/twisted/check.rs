@@ -81,6 +81,10 @@ impl Checker for Twisted {
     }
 
     fn extra_reasons(&self) -> &'static [&'static str] {
+        if self.twist == Twist::CheckDeclaresNoReasons {
+            // Reports its own reason all the same.
+            return &[];
+        }
         self.inner.extra_reasons()
     }
 }
