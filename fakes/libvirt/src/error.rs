@@ -152,6 +152,32 @@ impl VirError {
         )
     }
 
+    /// The "not found" error of the object the procedure named `api_name` works on
+    /// (`StorageVolLookupByName`, `DomainGetState`, …): `VIR_ERR_NO_STORAGE_VOL`
+    /// for a volume call, `VIR_ERR_NO_STORAGE_POOL` for a pool call and
+    /// `VIR_ERR_NO_DOMAIN` for any other, as the drivers word them.
+    pub fn not_found_for(api_name: &str) -> Self {
+        if api_name.starts_with("StorageVol") {
+            Self::new(
+                ErrorCode::NoStorageVol,
+                ErrorDomain::Storage,
+                "no storage vol with matching name",
+            )
+        } else if api_name.starts_with("StoragePool") {
+            Self::new(
+                ErrorCode::NoStoragePool,
+                ErrorDomain::Storage,
+                "no storage pool with matching name",
+            )
+        } else {
+            Self::new(
+                ErrorCode::NoDomain,
+                ErrorDomain::Qemu,
+                "no domain with matching name",
+            )
+        }
+    }
+
     /// `VIR_ERR_STORAGE_VOL_EXIST` from the storage driver's create.
     pub fn vol_exists(name: &str) -> Self {
         Self::new(

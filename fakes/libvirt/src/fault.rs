@@ -23,6 +23,9 @@ use libvirt_wire::{ErrorCode, ErrorDomain, Procedure};
 pub enum Fault {
     /// The call fails with this libvirt error; nothing is changed.
     Error(VirError),
+    /// The call fails with libvirt's "not found" error for the kind of object it
+    /// works on ([`VirError::not_found_for`]); nothing is changed.
+    NotFound,
     /// The call is held this long before it runs (network latency: other
     /// calls in flight are not held).
     Delay(Duration),
@@ -79,6 +82,7 @@ impl Fault {
     pub fn kind(&self) -> String {
         match self {
             Fault::Error(e) => format!("error({})", e.code),
+            Fault::NotFound => "not-found".into(),
             Fault::Delay(_) => "delay".into(),
             Fault::Hang => "hang".into(),
             Fault::DropConnection => "drop".into(),

@@ -217,6 +217,9 @@ impl FakeConnection {
                 return Err(CallError::Closed);
             }
             Some(Fault::Error(e)) => Err(CallError::Libvirt(e)),
+            Some(Fault::NotFound) => Err(CallError::Libvirt(VirError::not_found_for(
+                procedure.api_name(),
+            ))),
         };
         self.travel(latency).await?;
         answer
