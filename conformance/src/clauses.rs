@@ -195,6 +195,7 @@ clauses! {
         "with the reachable locations' instances and the unreachable location named" => mutants ["partial-names-no-location"];
         "for a refused location and for a black-holed one alike; a whole-call Transient is a violation" => mutants ["partial-declares-fail-whole"];
         "With every location reachable, nothing is named unreachable." => mutants ["names-a-reachable-location"];
+        "A location named unreachable comes with a reason that is not empty." => mutants ["partial-names-no-reason"];
     }
     "LST-UNREADABLE" {
         "A marked resource that cannot be read is skipped; the call still succeeds and lists the others." => mutants ["list-unreadable-is-fatal", "declares-tags-behaves-name-prefix", "declares-metadata-behaves-name-prefix"];

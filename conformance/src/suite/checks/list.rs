@@ -200,6 +200,13 @@ pub async fn lst_partial(cx: &Cx) -> CheckResult {
                         format!("{l:?}"),
                     );
                 }
+                for u in l.unreachable.iter().filter(|u| u.reason.trim().is_empty()) {
+                    cx.violate(
+                        &case,
+                        format!("{} named with the reason it could not be read", u.location),
+                        "an empty reason",
+                    );
+                }
             }
             (Err(e), false) if e.is_transient() => cx.violate(
                 &case,

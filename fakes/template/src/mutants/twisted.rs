@@ -95,6 +95,8 @@ enum Twist {
     ListOrderAlternates,
     /// A partial listing names no location unreachable.
     PartialNamesNoLocation,
+    /// A partial listing names the unreachable location with an empty reason.
+    PartialNamesNoReason,
     /// Every listing names the last site unreachable although it answered.
     NamesReachableLocation,
     /// Every listed instance shows Stopped.
@@ -598,6 +600,11 @@ impl Twisted {
                 }
             }
             Twist::PartialNamesNoLocation => l.unreachable.clear(),
+            Twist::PartialNamesNoReason => {
+                for u in &mut l.unreachable {
+                    u.reason.clear();
+                }
+            }
             Twist::NamesReachableLocation => {
                 if let Some(last) = self.inner.config().sites.last()
                     && !l.unreachable.iter().any(|u| u.location == last.name)
@@ -680,6 +687,7 @@ twisted! {
     list_fills_empty_uid => ListFillsEmptyUid,
     list_order_alternates => ListOrderAlternates,
     partial_names_no_location => PartialNamesNoLocation,
+    partial_names_no_reason => PartialNamesNoReason,
     names_reachable_location => NamesReachableLocation,
     list_says_stopped => ListSaysStopped,
     overstays_deadline => OverstaysDeadline,
