@@ -78,7 +78,7 @@ clauses! {
         "with quota=backend-reported as the backend refused" => mutants ["backend-quota-refusal-is-transient"];
         "after which a Delete leaves nothing of what was made" => mutants ["backend-quota-delete-keeps-seed"];
         "Every one of several such Creates running at once as a location's first fails so, whatever work they share." => mutants ["waiting-creates-get-quota-as-transient"];
-        "With quota=detected the need it names is enough: with exactly that much free, the same Create succeeds." => mutants ["quota-refuses-an-exact-fit", "quota-names-only-the-disk"];
+        "With quota=detected the need it names is what it needs: with one byte less free the same Create is refused again, with exactly that much free it succeeds." => mutants ["quota-refuses-an-exact-fit", "quota-names-only-the-disk", "quota-names-more-than-it-needs"];
     }
     "CRE-BACKEND-NOTFOUND" {
         "When a backend call inside Create reports that something is missing (a base volume vanished, say)" => mutants ["create-surfaces-backend-not-found"];

@@ -93,7 +93,7 @@ expectations! {
     "CRE-RETURN" CreateReturn "early" => "Get right after Create may be Provisioning, and reaches Running within the settle time.";
     "CRE-RETURN" ProvisioningState "create-blocks" => "As create-return=blocking (the two are declared together).";
     "CRE-RETURN" ProvisioningState "get-reports" => "As create-return=early (the two are declared together).";
-    "CRE-QUOTA" QuotaMode "detected" => "Too little capacity makes Create fail with QuotaExceeded naming what is short, before anything is created; with exactly the need it names free, the same Create succeeds.";
+    "CRE-QUOTA" QuotaMode "detected" => "Too little capacity makes Create fail with QuotaExceeded naming what is short, before anything is created; with one byte less than the need it names free the same Create is refused again, with exactly that need free it succeeds.";
     "CRE-QUOTA" QuotaMode "backend-reported" => "Too little capacity makes Create fail with QuotaExceeded carrying the backend's figures (needed > available); a Delete then leaves nothing of what was made.";
     "CRE-QUOTA" QuotaMode "none" => "Not applicable: the provider promises nothing about capacity.";
     "CRE-QUOTA" DeleteReturn "waits" => "With quota=backend-reported, Get is NotFound right after the Delete of what the refused Create made.";

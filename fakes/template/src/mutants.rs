@@ -89,6 +89,7 @@ defective! {
     no_quota_precheck => NoQuotaPrecheck,
     quota_refuses_exact_fit => QuotaRefusesExactFit,
     quota_names_only_the_disk => QuotaNamesOnlyTheDisk,
+    quota_names_more_than_it_needs => QuotaNamesMoreThanItNeeds,
     create_not_found => CreateNotFound,
     vanished_part_is_not_found => VanishedPartIsNotFound,
     create_auth_failure_transient => CreateAuthFailureTransient,
@@ -342,6 +343,7 @@ mutants! {
     "no-quota-precheck" &["CRE-QUOTA"] => || defect(no_quota_precheck);
     "quota-refuses-an-exact-fit" &["CRE-QUOTA"] => || defect(quota_refuses_exact_fit);
     "quota-names-only-the-disk" &["CRE-QUOTA"] => || defect(quota_names_only_the_disk);
+    "quota-names-more-than-it-needs" &["CRE-QUOTA"] => || defect(quota_names_more_than_it_needs);
     "create-surfaces-backend-not-found" &["CRE-BACKEND-NOTFOUND"] => || defect(create_not_found);
     "vanished-part-is-not-found" &["CRE-BACKEND-NOTFOUND"] => || defect(vanished_part_is_not_found);
     "create-auth-failure-is-transient" &["CRE-BACKEND-NOTFOUND"] => || defect(create_auth_failure_transient);

@@ -476,15 +476,22 @@ fn needed_of(r: &crate::Result<ProviderId>) -> Option<u64> {
     }
 }
 
-/// With quota=detected, the need a refused Create named is enough: with exactly that
-/// much free, the same Create succeeds. `named` is the need to give, with the request
+/// With quota=detected, the need a refused Create named is what it needs: with one
+/// byte less free the same Create is refused again, before anything is made; with
+/// exactly that much free it succeeds. `named` is the need to give, with the request
 /// that named it (`None` when no refusal named one).
 async fn exact_fit(cx: &Cx, case: &str, named: Option<(u64, CreateRequest)>) -> CheckResult {
     let Some((need, req)) = named else {
         cx.not_checked(case, "no Create at no free capacity named a need");
         return Ok(());
     };
-    cx.capacity()?.set_free(&cx.loc0().name, Some(need)).await?;
+    let loc = cx.loc0().name.clone();
+    let short = need.saturating_sub(1);
+    cx.capacity()?.set_free(&loc, Some(short)).await?;
+    let r = cx.p.create(&cx.ctx(), &req).await;
+    let at = format!("{case}, less one byte");
+    short_capacity(cx, &at, &req, r, short).await?;
+    cx.capacity()?.set_free(&loc, Some(need)).await?;
     match cx.p.create(&cx.ctx(), &req).await {
         Ok(id) => {
             cx.note(format!("{case}: {need} bytes free, Create succeeded"));

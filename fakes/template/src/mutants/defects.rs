@@ -55,6 +55,8 @@ pub(super) enum Defect {
     QuotaRefusesExactFit,
     /// The capacity precheck counts the seed but names only the disk as needed.
     QuotaNamesOnlyTheDisk,
+    /// The capacity precheck names a mebibyte more than it checks for.
+    QuotaNamesMoreThanItNeeds,
     /// A backend not-found inside Create surfaces as NotFound.
     CreateNotFound,
     /// Create reports a part of its instance that vanished mid-way as NotFound.
@@ -464,6 +466,7 @@ impl Seams for Broken {
         match self.defect {
             Defect::QuotaRefusesExactFit => (disk + seed >= free).then_some(disk + seed),
             Defect::QuotaNamesOnlyTheDisk => short.map(|_| disk),
+            Defect::QuotaNamesMoreThanItNeeds => short.map(|n| n + (1 << 20)),
             _ => short,
         }
     }
