@@ -156,7 +156,8 @@ clauses! {
     }
     "DEL-PARTIAL" {
         "Delete succeeds when parts of the instance are already gone: its secondary resources, the primary resource, or even their container." => mutants ["delete-requires-every-part"];
-        "It succeeds too, leaving nothing, when another party removes its secondary resources or its primary resource while it runs, between its backend calls." => mutants ["delete-refuses-a-vanished-record"];
+        "It succeeds too when another party removes its secondary resources or its primary resource while it runs, between its backend calls" => mutants ["delete-refuses-a-vanished-record"];
+        "and leaves nothing of what it removes itself (with secondary-resources=cascaded, parts whose primary another party removed are left to that party's backend)." => mutants ["delete-done-without-primary"];
     }
     "DEL-UNCONFIGURED" {
         "Delete of a well-formed ID naming a location the configuration does not have succeeds" => mutants ["unconfigured-delete-is-permanent"];

@@ -121,6 +121,9 @@ expectations! {
     "DEL-RUNNING" DeleteReturn "early" => "Get reaches NotFound within the settle time after Delete of a Running instance, and nothing is left.";
     "DEL-PARTIAL" DeleteReturn "waits" => "Delete of an instance missing parts succeeds, and Get right after is NotFound.";
     "DEL-PARTIAL" DeleteReturn "early" => "Delete of an instance missing parts succeeds, and Get reaches NotFound within the settle time.";
+    "DEL-PARTIAL" SecondaryResources "explicit" => "Parts removed by another party while Delete runs: Delete succeeds and nothing of the instance is left.";
+    "DEL-PARTIAL" SecondaryResources "cascaded" => "Parts removed by another party while Delete runs: Delete succeeds; nothing is left but the parts of a primary that other party removed without its backend's cascade.";
+    "DEL-PARTIAL" SecondaryResources "none" => "The primary removed by another party while Delete runs: Delete succeeds and nothing is left.";
     "DEL-CONCURRENT" DeleteReturn "waits" => "Every concurrent Delete succeeds, and Get right after is NotFound.";
     "DEL-CONCURRENT" DeleteReturn "early" => "Every concurrent Delete succeeds, and Get reaches NotFound within the settle time.";
     "DEL-COMPLETE" SecondaryResources "explicit" => "The instance had secondary resources; none is left once Delete returned (and settled).";

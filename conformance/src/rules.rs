@@ -201,8 +201,8 @@ rules! {
         axes: [DeleteReturn], gate: None, hooks: [], needs: [],
         "Delete of a Running instance stops it and deletes it; Get then returns NotFound.";
     "DEL-PARTIAL", Delete, "Delete tolerates missing parts",
-        axes: [DeleteReturn], gate: None, hooks: [Planting], needs: [],
-        "Delete succeeds when parts of the instance are already gone: its secondary resources, the primary resource, or even their container. It succeeds too, leaving nothing, when another party removes its secondary resources or its primary resource while it runs, between its backend calls.";
+        axes: [DeleteReturn, SecondaryResources], gate: None, hooks: [Planting], needs: [],
+        "Delete succeeds when parts of the instance are already gone: its secondary resources, the primary resource, or even their container. It succeeds too when another party removes its secondary resources or its primary resource while it runs, between its backend calls, and leaves nothing of what it removes itself (with secondary-resources=cascaded, parts whose primary another party removed are left to that party's backend).";
     "DEL-UNCONFIGURED", Delete, "An unconfigured location is a no-op",
         axes: [], gate: None, hooks: [], needs: [],
         "Delete of a well-formed ID naming a location the configuration does not have succeeds and does nothing.";
