@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import re
+import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -63,12 +64,19 @@ def escape(text):
     return re.sub(r"([\\.^$*+?(){}\[\]|])", r"\\\1", text)
 
 
-def fingerprint(m, sources):
-    """A digest of the text of the function the mutant sits in (its own span outside one)."""
+def fingerprint(m, sources, commit=None):
+    """A digest of the text of the function the mutant sits in (its own span outside one),
+    in the worktree or, given `commit`, in that commit."""
     path = m["file"]
-    if path not in sources:
-        with open(os.path.join(ROOT, path), encoding="utf-8") as f:
-            sources[path] = f.read().splitlines()
+    if (commit, path) not in sources:
+        if commit is None:
+            with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+                text = f.read()
+        else:
+            text = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=ROOT,
+                                  capture_output=True, text=True, check=True).stdout
+        sources[(commit, path)] = text.splitlines()
+    path = (commit, path)
     lines = sources[path]
     span = (m.get("function") or {}).get("span") or m["span"]
     text = "\n".join(lines[span["start"]["line"] - 1 : span["end"]["line"]])
@@ -125,6 +133,7 @@ def read_run(out):
     if os.path.exists(os.path.join(out, "seconds")):
         seconds = int(open(os.path.join(out, "seconds")).read().strip())
     found = {}
+    mutants = []
     for o in data["outcomes"]:
         sc = o["scenario"]
         if not isinstance(sc, dict) or "Mutant" not in sc:
@@ -134,7 +143,17 @@ def read_run(out):
             raise SystemExit(f"{out}: {sc['Mutant']['name']}: outcome {summary} is not recordable")
         took = round(sum(p["duration"] for p in o["phase_results"]), 1)
         found[sc["Mutant"]["name"]] = (OUTCOMES[summary], took)
-    return commit, seconds, data, found
+        mutants.append(sc["Mutant"])
+    # The same outcomes by key and the fingerprint at the run's commit, so that a
+    # mutant whose function is unchanged keeps its outcome when lines above it move.
+    by_key = {}
+    sources = {}
+    names = [m["name"] for m in mutants]
+    for key, m in zip(keyed(names), mutants):
+        at = (found[m["name"]], fingerprint(m, sources, commit))
+        by_key[key] = at
+        found[m["name"]] = at
+    return commit, seconds, data, found, by_key
 
 
 def fold(args):
@@ -152,9 +171,12 @@ def fold(args):
         if prev and prev.get("fingerprint") == fp and prev.get("outcome"):
             for k in ("outcome", "seconds", "commit"):
                 entry[k] = prev[k]
-        for commit, _, _, found in runs:
-            if m["name"] in found:
-                entry["outcome"], entry["seconds"] = found[m["name"]]
+        # A run's outcome counts for a mutant of the same function text (found by its
+        # name, or by its key when lines above it moved since the run's commit).
+        for commit, _, _, found, by_key in runs:
+            at = found.get(m["name"]) or by_key.get(key)
+            if at and at[1] == fp:
+                entry["outcome"], entry["seconds"] = at[0]
                 entry["commit"] = commit
         if prev:
             for k in ("judgment", "why"):
@@ -173,7 +195,7 @@ def fold(args):
         mutants.append(entry)
     rec["crate"] = args.crate
     rec["cargo_mutants"] = args.version
-    for out, (commit, seconds, data, found) in zip(args.out, runs):
+    for out, (commit, seconds, data, found, _) in zip(args.out, runs):
         label = os.path.basename(os.path.normpath(out))
         rec["runs"] = [r for r in rec["runs"] if r.get("label") != label]
         rec["runs"].append({
