@@ -13,22 +13,12 @@ use super::{
 };
 
 impl SimBackend {
-    /// The token `site` currently accepts.
-    pub fn token(&self, site: &str) -> Option<String> {
-        self.world().sites.get(site).map(|s| s.token.clone())
-    }
-
     /// Replaces the token `site` accepts (the old one is revoked; open connections stay).
     pub fn set_token(&self, site: &str, token: String) -> Result<(), String> {
         let mut w = self.world();
         let s = site_mut(&mut w, site)?;
         s.token = token;
         Ok(())
-    }
-
-    /// The identity `site` presents.
-    pub fn identity(&self, site: &str) -> Option<String> {
-        self.world().sites.get(site).map(|s| s.identity.clone())
     }
 
     /// Replaces the identity `site` presents (as when its host key changes; open
