@@ -112,11 +112,6 @@ const LONG: &[(&str, &str, &str)] = &[
         "every place a payload could escape is one assertion over the same Create's telemetry",
     ),
     (
-        "conformance/src/suite/checks/create.rs",
-        "vanished_parts",
-        "Create held at step k while a part is removed and released in one select loop; split, the hold and its release would sit apart",
-    ),
-    (
         "conformance/src/suite/checks/general.rs",
         "gen_error_name",
         "one provoked error per operation and path, each asserted where it is provoked",
