@@ -273,8 +273,8 @@ clauses! {
         "a credential file that is not there CredentialsUnavailable" => mutants ["check-no-credentials-is-auth-failed"];
         "each reason the provider declares, as its fixture produces it" => mutants ["check-container-missing-is-unreachable"];
         "Once the cause is undone, the location is Ready again without a restart." => mutants ["credentials-read-once"];
-        "With a location's container removed, whatever Check says of it is a shared reason or a declared one." => mutants ["check-declares-no-reasons"];
         "A cause the fixture cannot produce is recorded as not checked." => not_checked "it binds the suite, not the provider: the suite's own tests run the rule with a fixture that lacks the hooks and expect the causes recorded as not checked";
+        "With a location's container removed, whatever Check says of it is a shared reason or a declared one." => mutants ["check-declares-no-reasons"];
     }
     "CHK-ISOLATED" {
         "Check never uses or breaks the connections that operations use: it makes its backend calls on connections of its own" => mutants ["check-on-the-operations-connection"];
