@@ -6,8 +6,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::fixture::{AccessBreak, FaultKind, FaultSpec, Part, Plant, Trigger, Verbosity};
 use crate::profile::CreatedAt as CreatedAtMode;
 use crate::suite::checks::steps::{
-    Steps, clean_runs, count_calls, held_at, interrupt, made_since, none_counted, plan, resumer,
-    sample_steps, spread, trace_mark,
+    Interruption, Steps, clean_runs, count_calls, held_at, interrupt, made_since, none_counted,
+    plan, resumer, sample_steps, spread, trace_mark,
 };
 use crate::suite::cx::{CheckError, CheckResult, Cx, describe, describe_result, kind_of};
 use crate::suite::props::{PropError, property};
@@ -163,10 +163,15 @@ pub async fn cre_resume(cx: &Cx) -> CheckResult {
         // What the interrupted attempt left: once its mark is written, the instance
         // is someone's, and resuming must keep who and when.
         let left = p.get(&cx.ctx(), &cx.tb.id_for(&loc, &req.name)).await;
-        if !waited && let Ok(i) = &left {
+        if !waited
+            && how != Interruption::Death
+            && let Ok(i) = &left
+        {
             // A provider may record creation times in whole seconds: the first
             // instance left marked but not running is resumed in a later second,
-            // so a resume that writes a new creation time shows.
+            // so a resume that writes a new creation time shows. Only where the same
+            // provider resumes (an error, a lost reply): after a death the wait would
+            // only give what is left of the dead attempt time to race the new one.
             waited = later_second(i).await;
         }
         let id = cx

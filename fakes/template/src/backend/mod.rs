@@ -92,6 +92,8 @@ pub enum BackendError {
     Busy(String),
     /// The backend refuses the call for good.
     Denied(String),
+    /// A start of an instance that already runs (refused, like any denial).
+    Running(String),
     /// Not enough free capacity.
     NoSpace {
         /// What is short.
@@ -125,6 +127,7 @@ impl fmt::Display for BackendError {
             BackendError::NoObject(what) => write!(f, "no such object: {what}"),
             BackendError::Busy(why) => write!(f, "backend busy: {why}"),
             BackendError::Denied(why) => write!(f, "operation denied: {why}"),
+            BackendError::Running(name) => write!(f, "operation denied: {name} is already running"),
             BackendError::NoSpace {
                 what,
                 available,

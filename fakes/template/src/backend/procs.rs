@@ -176,7 +176,7 @@ impl SimBackend {
                 return Err(BackendError::NoObject(format!("a volume of {name}")));
             }
             if r.power == Power::Running {
-                return Err(BackendError::Denied(format!("{name} is already running")));
+                return Err(BackendError::Running(name.to_owned()));
             }
             r.power = Power::Running;
             r.started = Some(Instant::now());

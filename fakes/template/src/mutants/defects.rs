@@ -22,7 +22,7 @@ use crate::provider::{
     lock_key,
 };
 
-use crate::provider::seams::Seams;
+use crate::provider::seams::{Correct, Seams};
 
 /// How long an unlocked mutant waits, between its lookup and its first change, for
 /// another call on the same name to arrive, so that concurrent calls meet whatever the
@@ -507,7 +507,7 @@ impl Seams for Broken {
                         .call(Proc::Start, s.p.backend.start(again.conn, s.site, key))
                         .await
                 }
-                r => r,
+                r => Correct.started(s, key, r).await,
             }
         })
     }

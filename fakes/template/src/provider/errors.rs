@@ -79,6 +79,7 @@ pub(crate) fn kind_of(op: Op, failure: &Failure) -> ErrorKind {
             | BackendError::Refused
             | BackendError::CredentialsMissing(_) => ErrorKind::Transient,
             BackendError::Denied(_)
+            | BackendError::Running(_)
             | BackendError::AuthFailed
             | BackendError::HostKeyRejected
             | BackendError::Unreadable(_)

@@ -84,14 +84,19 @@ pub(crate) trait Seams: Send + Sync {
         mark
     }
 
-    /// The outcome of Create's Start of the instance whose backend name is `key`.
+    /// The outcome of Create's Start of the instance whose backend name is `key`: an
+    /// instance another attempt started meanwhile (a resumed Create racing what is
+    /// left of an earlier one) is started, as asked.
     fn started<'a>(
         &'a self,
         _s: &'a Session<'a>,
         _key: &'a str,
         started: Result<(), Failure>,
     ) -> BoxFuture<'a, Result<(), Failure>> {
-        Box::pin(std::future::ready(started))
+        Box::pin(std::future::ready(match started {
+            Err(Failure::Backend(BackendError::Running(_))) => Ok(()),
+            r => r,
+        }))
     }
 
     /// What Delete does about what it found at `site`.
