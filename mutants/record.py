@@ -84,6 +84,12 @@ def fingerprint(m, sources, commit=None):
     return hashlib.sha256(body.encode()).hexdigest()[:16]
 
 
+def place(m):
+    """Where the mutant sits in its function: line and column from the function's start."""
+    fn = (m.get("function") or {}).get("span") or m["span"]
+    return (m["span"]["start"]["line"] - fn["start"]["line"], m["span"]["start"]["column"])
+
+
 def load(crate):
     path = record_path(crate)
     if not os.path.exists(path):
@@ -150,7 +156,7 @@ def read_run(out):
     sources = {}
     names = [m["name"] for m in mutants]
     for key, m in zip(keyed(names), mutants):
-        at = (found[m["name"]], fingerprint(m, sources, commit))
+        at = (found[m["name"]], (fingerprint(m, sources, commit), place(m)))
         by_key[key] = at
         found[m["name"]] = at
     return commit, seconds, data, found, by_key
@@ -175,7 +181,7 @@ def fold(args):
         # name, or by its key when lines above it moved since the run's commit).
         for commit, _, _, found, by_key in runs:
             at = found.get(m["name"]) or by_key.get(key)
-            if at and at[1] == fp:
+            if at and at[1] == (fp, place(m)):
                 entry["outcome"], entry["seconds"] = at[0]
                 entry["commit"] = commit
         if prev:
