@@ -64,6 +64,12 @@ def escape(text):
     return re.sub(r"([\\.^$*+?(){}\[\]|])", r"\\\1", text)
 
 
+def anchored(key):
+    """A regex matching the names of the mutants of `key`, whatever their line and column."""
+    file, what = key.split(" #")[0].split(": ", 1)
+    return f"^{escape(file)}:[0-9]+:[0-9]+: {escape(what)}$"
+
+
 def fingerprint(m, sources, commit=None):
     """A digest of the text of the function the mutant sits in (its own span outside one),
     in the worktree or, given `commit`, in that commit."""
@@ -229,16 +235,14 @@ def unmeasured(args):
         prev = old.get(key)
         if prev and prev.get("outcome") and prev.get("fingerprint") == fingerprint(m, sources):
             continue
-        file, what = strip_line_col(m["name"]).split(": ", 1)
-        print(f"^{escape(file)}:[0-9]+:[0-9]+: {escape(what)}$")
+        print(anchored(strip_line_col(m["name"])))
 
 
 def missed(args):
     """Anchored regexes of the mutants the record has as missed."""
     for m in load(args.crate)["mutants"]:
         if m.get("outcome") == "missed":
-            file, what = m["key"].split(" #")[0].split(": ", 1)
-            print(f"^{escape(file)}:[0-9]+:[0-9]+: {escape(what)}$")
+            print(anchored(m["key"]))
 
 
 def judge(args):

@@ -163,10 +163,15 @@ new() {
     return
   fi
   echo "$(wc -l <"$names") mutants of $crate have no outcome yet"
-  # One anchored regex a line, matching the mutant's name whatever its line and column.
+  run_named "$crate" "$names"
+}
+
+# Runs the mutants of crate $1 named in file $2: one anchored regex a line, matching a
+# mutant's name whatever its line and column.
+run_named() {
   local re=()
-  while IFS= read -r n; do re+=(--re "$n"); done <"$names"
-  run "$crate" "" -- "${re[@]}"
+  while IFS= read -r n; do re+=(--re "$n"); done <"$2"
+  run "$1" "" -- "${re[@]}"
 }
 
 # The record's missed mutants, run again at HEAD (after a check was sharpened): their
@@ -182,9 +187,7 @@ missed() {
     return
   fi
   echo "$(wc -l <"$names") missed mutants of $crate, run again"
-  local re=()
-  while IFS= read -r n; do re+=(--re "$n"); done <"$names"
-  MUTANTS_LABEL=${MUTANTS_LABEL:-$crate-missed} run "$crate" "" -- "${re[@]}"
+  MUTANTS_LABEL=${MUTANTS_LABEL:-$crate-missed} run_named "$crate" "$names"
 }
 
 case "${1:-}" in

@@ -5,8 +5,8 @@ use crate::fixture::{FaultKind, Part, Plant};
 use crate::profile::SecondaryResources;
 use crate::suite::checks::get::{arbitrary_ids, gone_after_delete};
 use crate::suite::checks::steps::{
-    Steps, clean_runs, count_calls, held_at, interrupt, made_since, none_counted, plan, resumer,
-    sample_steps, trace_mark,
+    Steps, clean_runs, count_calls, held_at, interrupt, made_since, none_counted, plan, plan_of,
+    resumer, trace_mark,
 };
 use crate::suite::cx::{CheckError, CheckResult, Cx, describe, describe_result, kind_of};
 use crate::suite::props::{PropError, property};
@@ -200,17 +200,11 @@ async fn vanishing_parts(cx: &Cx) -> CheckResult {
     let planting = cx.planting()?;
     let loc = cx.loc0().name.clone();
     let steps = delete_steps(cx).await?;
-    let parts = [Part::Primary, Part::Secondary];
-    let chosen = sample_steps(cx, &steps);
-    let plan: Vec<(u64, Part)> = if chosen.len() as u64 == steps.most {
-        chosen.iter().flat_map(|&k| parts.map(|p| (k, p))).collect()
-    } else {
-        (chosen.iter().enumerate())
-            .map(|(n, &k)| (k, parts[n % parts.len()]))
-            .collect()
-    };
+    // A cascading backend removes the parts with the primary; one removed by another
+    // party without that cascade leaves its parts to that party.
+    let cascaded = cx.profile.secondary_resources() == SecondaryResources::Cascaded;
     let mut removed = 0u32;
-    for (k, part) in plan {
+    for (k, part) in plan_of(cx, &steps, &[Part::Primary, Part::Secondary]) {
         let case = format!("{part:?} removed at step {k} of Delete");
         let req = cx.request();
         let id = cx.create_ok(cx.p.as_ref(), &req, &case).await?;
@@ -229,9 +223,6 @@ async fn vanishing_parts(cx: &Cx) -> CheckResult {
             let made = made_since(cx, mark, &loc);
             steps.unfired(cx, &case, "Delete", k, made, kind_of(&r));
         }
-        // A cascading backend removes the parts with the primary; one removed by
-        // another party without that cascade leaves its parts to that party.
-        let cascaded = cx.profile.secondary_resources() == SecondaryResources::Cascaded;
         match &r {
             Err(e) => cx.violate(&case, "Delete to succeed", describe(e)),
             Ok(()) => {

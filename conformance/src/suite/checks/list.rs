@@ -343,6 +343,26 @@ async fn per_instance_reads(
         .collect())
 }
 
+/// A listing of `tag` under `ctx` with `kind` injected on the next call of the
+/// procedure `read` at the first location; `None` when that fault did not fire.
+async fn listed_with_fault(
+    cx: &Cx,
+    faults: &dyn Faults,
+    tag: &str,
+    (read, kind): (&str, FaultKind),
+    ctx: crate::Ctx,
+) -> CheckResult<Option<crate::Result<crate::Listing>>> {
+    let f = cx.inject(FaultSpec {
+        location: Some(cx.loc0().name.clone()),
+        trigger: Trigger::Named(read.to_owned()),
+        kind,
+    })?;
+    let l = cx.p.list_by_tag(&ctx, tag).await;
+    let hit = faults.fired(f);
+    faults.clear();
+    Ok(hit.then_some(l))
+}
+
 /// One per-instance read answering `kind` once during a listing: the listing still
 /// succeeds with the other instances. Returns whether the fault fired.
 async fn read_answers(
@@ -354,18 +374,10 @@ async fn read_answers(
     kind: FaultKind,
     answer: &str,
 ) -> Result<bool, CheckError> {
-    let f = cx.inject(FaultSpec {
-        location: Some(cx.loc0().name.clone()),
-        trigger: Trigger::Named(read.to_owned()),
-        kind,
-    })?;
-    let l = cx.p.list_by_tag(&cx.ctx(), tag).await;
-    let hit = faults.fired(f);
-    faults.clear();
-    if !hit {
+    let Some(l) = listed_with_fault(cx, faults, tag, (read, kind), cx.ctx()).await? else {
         cx.note(format!("{answer} on {read}: did not fire"));
         return Ok(false);
-    }
+    };
     let case = format!("{read} answering {answer} for one instance");
     match &l {
         Ok(l) => {
@@ -425,18 +437,10 @@ async fn read_busy(
             "never answering",
         ),
     };
-    let f = cx.inject(FaultSpec {
-        location: Some(loc.clone()),
-        trigger: Trigger::Named(read.to_owned()),
-        kind,
-    })?;
-    let l = cx.p.list_by_tag(&ctx, tag).await;
-    let hit = faults.fired(f);
-    faults.clear();
-    if !hit {
+    let Some(l) = listed_with_fault(cx, faults, tag, (read, kind), ctx).await? else {
         cx.note(format!("{read} {how}: did not fire"));
         return Ok(false);
-    }
+    };
     let case = format!("{read} {how} for one instance");
     let want = "Transient, the location named unreachable, or every instance listed";
     match &l {

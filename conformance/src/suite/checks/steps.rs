@@ -197,17 +197,20 @@ pub(crate) fn made_since(cx: &Cx, mark: Option<usize>, location: &str) -> Option
 /// tried, and otherwise (a sampled real backend, where each one costs a boot) the
 /// three kinds in turn over the sampled steps.
 pub(crate) fn plan(cx: &Cx, steps: &Steps) -> Vec<(u64, Interruption)> {
+    plan_of(cx, steps, &Interruption::ALL)
+}
+
+/// What to try at each step: every one of `ways` at every step when every step is
+/// tried, and otherwise `ways` in turn over the sampled steps.
+pub(crate) fn plan_of<T: Copy>(cx: &Cx, steps: &Steps, ways: &[T]) -> Vec<(u64, T)> {
     let chosen = sample_steps(cx, steps);
     if chosen.len() as u64 == steps.most {
-        chosen
-            .into_iter()
-            .flat_map(|k| Interruption::ALL.map(|i| (k, i)))
+        (chosen.into_iter())
+            .flat_map(|k| ways.iter().map(move |&w| (k, w)))
             .collect()
     } else {
-        chosen
-            .into_iter()
-            .enumerate()
-            .map(|(n, k)| (k, Interruption::ALL[n % Interruption::ALL.len()]))
+        (chosen.into_iter().enumerate())
+            .map(|(n, k)| (k, ways[n % ways.len()]))
             .collect()
     }
 }
