@@ -179,6 +179,7 @@ clauses! {
     }
     "LST-MARKED-ONLY" {
         "ListByTag returns the instances carrying the tag" => mutants ["list-returns-nothing"];
+        "its own and those another party marked (listed with the uid their mark carries)" => mutants ["list-knows-only-its-own"];
         "excludes unmarked resources" => mutants ["list-leaks-unmarked", "name-prefix-lists-unprefixed"];
         "instances with other tags" => mutants ["list-ignores-the-tag"];
     }

@@ -217,7 +217,7 @@ rules! {
         "Delete never destroys or changes a resource that does not carry our mark; it either refuses with Permanent or leaves it alone and succeeds.";
     "LST-MARKED-ONLY", List, "Only marked resources with the tag are listed",
         axes: [], gate: None, hooks: [Planting], needs: [],
-        "ListByTag returns the instances carrying the tag and excludes unmarked resources and instances with other tags.";
+        "ListByTag returns the instances carrying the tag, its own and those another party marked (listed with the uid their mark carries), and excludes unmarked resources and instances with other tags.";
     "LST-EMPTY-UID", List, "Marked resources with an empty uid are listed",
         axes: [], gate: None, hooks: [Planting], needs: [],
         "A resource carrying the tag but an empty uid is listed, with an empty uid.";

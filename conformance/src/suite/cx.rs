@@ -338,6 +338,12 @@ impl Cx {
         named_by(&self.prefix, name)
     }
 
+    /// Whether `name` is one any rule of this run made (`c<run>-<rule>-<n>`): the rules
+    /// of one run may share a backend, never with names of another shape.
+    pub fn of_this_run(&self, name: &str) -> bool {
+        named_in_run(&self.prefix, name)
+    }
+
     /// The location the rule works at: the first configured one, or for a rule run
     /// at every location ([`crate::suite::checks::AT_EVERY_LOCATION`]) each in turn.
     pub fn loc0(&self) -> &Location {
@@ -685,8 +691,27 @@ fn named_by(prefix: &str, name: &str) -> bool {
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// Whether `name` has the run part (`c<run>`) of the rule prefix `prefix` and more.
+fn named_in_run(prefix: &str, name: &str) -> bool {
+    let run = prefix.split('-').next().unwrap_or_default();
+    name.strip_prefix(run)
+        .and_then(|rest| rest.strip_prefix('-'))
+        .is_some_and(|rest| !rest.is_empty())
+}
+
 #[cfg(test)]
 mod name_tests {
+    #[test]
+    fn a_run_knows_the_names_of_all_its_rules() {
+        let ours = |n: &str| super::named_in_run("c1234-get-state", n);
+        assert!(ours("c1234-get-state-1"));
+        assert!(ours("c1234-del-complete-3"));
+        assert!(!ours("c12345-get-state-1"));
+        assert!(!ours("c1234-"));
+        assert!(!ours("xyzzy"));
+        assert!(!ours(""));
+    }
+
     #[test]
     fn a_rule_owns_its_numbered_names_only() {
         let own = |n: &str| super::named_by("c1234-get-state", n);

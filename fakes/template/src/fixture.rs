@@ -74,6 +74,8 @@ pub enum Lie {
     FingerprintNeverChanges,
     /// `inventory/resources` shows nothing.
     InventoryEmpty,
+    /// `inventory/resources` attributes every volume to an instance nobody made.
+    InventoryNamesAStranger,
     /// Every injected fault is reported fired and does nothing.
     FaultsFireIdle,
 }
@@ -92,6 +94,12 @@ pub const FIXTURE_LIES: &[(&str, &str, &[&str], Lie)] = &[
         "inventory",
         &["CRE-IDEMPOTENT", "CRE-CONCURRENT"],
         Lie::InventoryEmpty,
+    ),
+    (
+        "inventory-names-a-stranger",
+        "inventory",
+        &["CRE-IDEMPOTENT"],
+        Lie::InventoryNamesAStranger,
     ),
     (
         "faults-fire-and-do-nothing",
@@ -476,10 +484,17 @@ impl Testbed for TemplateTestbed {
 impl Inventory for TemplateTestbed {
     fn resources<'a>(&'a self, location: &'a str) -> BoxFuture<'a, HookResult<Vec<Resource>>> {
         Box::pin(async move {
-            if self.lie == Some(Lie::InventoryEmpty) {
-                return Ok(Vec::new());
+            let mut seen = hook(self.backend.resources(location))?;
+            match self.lie {
+                Some(Lie::InventoryEmpty) => seen.clear(),
+                Some(Lie::InventoryNamesAStranger) => {
+                    for r in seen.iter_mut().filter(|r| !r.primary) {
+                        r.instance = Some("xyzzy".into());
+                    }
+                }
+                _ => {}
             }
-            hook(self.backend.resources(location))
+            Ok(seen)
         })
     }
 }

@@ -115,6 +115,7 @@ defective! {
     delete_unlocked => DeleteUnlocked,
     delete_ignores_mark => DeleteIgnoresMark,
     list_unmarked => ListUnmarked,
+    list_knows_only_its_own => ListKnowsOnlyItsOwn,
     list_unreadable_fatal => ListUnreadableFatal,
     list_vanished_fatal => ListVanishedFatal,
     list_refused_read_fatal => ListRefusedReadFatal,
@@ -378,6 +379,7 @@ mutants! {
     "delete-without-lock" &["DEL-CONCURRENT"] => || defect(delete_unlocked);
     "delete-ignores-ownership" &["DEL-OWNERSHIP"] => || defect(delete_ignores_mark);
     "list-leaks-unmarked" &["LST-MARKED-ONLY"] => || defect(list_unmarked);
+    "list-knows-only-its-own" &["LST-MARKED-ONLY", "CRE-RESUME", "GEN-MODEL", "GET-STATELESS"] => || defect(list_knows_only_its_own);
     "list-skips-empty-uid" &["LST-EMPTY-UID"] => || TemplateFixture::default().with_build(list_skips_empty_uid);
     "list-reversed" &["LST-ORDER"] => || TemplateFixture::default().with_build(list_reversed);
     "fail-whole-declares-partial" &["LST-PARTIAL"] => || TemplateFixture::default().fail_whole().with_build(declares_partial);

@@ -85,7 +85,9 @@ pub async fn cre_idempotent(cx: &Cx) -> CheckResult {
     let p = cx.p.as_ref();
     let req = cx.request();
     let loc = cx.loc0().name.clone();
+    let whole = super::honesty::location_inventory(cx, &loc).await?;
     let id = cx.create_ok(p, &req, "first Create").await?;
+    super::honesty::added_attributed(cx, &loc, whole.as_deref(), &req.name).await?;
     let again = cx.create_ok(p, &req, "immediate repeat").await?;
     if again != id {
         cx.violate(

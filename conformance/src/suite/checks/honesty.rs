@@ -5,7 +5,7 @@
 //! fault reported fired must show in the observation trace. A hook that fails the
 //! test is the harness's Error, naming the hook, never a Pass.
 
-use crate::fixture::{BackendCall, FaultKind, Faults, Part, Plant, Power, Trigger};
+use crate::fixture::{BackendCall, FaultKind, Faults, Part, Plant, Power, Resource, Trigger};
 use crate::suite::cx::{CheckError, CheckResult, Cx, Injected};
 
 /// Shows that `planting/inspect` reflects what the rule's judgement relies on: a
@@ -82,6 +82,53 @@ pub(crate) async fn made_inventoried(
         )));
     }
     Ok(got)
+}
+
+/// Every resource at `location`, read through the inventory hook before a Create whose
+/// additions [`added_attributed`] then judges; `None` without the hook.
+pub(crate) async fn location_inventory(
+    cx: &Cx,
+    location: &str,
+) -> CheckResult<Option<Vec<Resource>>> {
+    match cx.tb.inventory() {
+        Some(inv) => Ok(Some(inv.resources(location).await?)),
+        None => Ok(None),
+    }
+}
+
+/// Shows that the inventory attributes what a Create of `name` added at `location`
+/// (the resources not in `before`) to that instance or to none (shared): a resource
+/// attributed to an instance no rule of this run named is the harness's Error, since
+/// every "nothing left of it" and "nothing made twice" judgement of `name` would then
+/// look past it. Rules of one run may share a backend, so another of this run's names
+/// is accepted.
+pub(crate) async fn added_attributed(
+    cx: &Cx,
+    location: &str,
+    before: Option<&[Resource]>,
+    name: &str,
+) -> CheckResult {
+    let (Some(before), Some(now)) = (before, location_inventory(cx, location).await?) else {
+        return Ok(());
+    };
+    let strangers: Vec<String> = now
+        .iter()
+        .filter(|r| !before.iter().any(|b| b.kind == r.kind && b.name == r.name))
+        .filter_map(|r| {
+            let owner = r.instance.as_deref()?;
+            (owner != name && !cx.of_this_run(owner))
+                .then(|| format!("{} {} of {owner:?}", r.kind, r.name))
+        })
+        .collect();
+    if !strangers.is_empty() {
+        return Err(CheckError::Harness(format!(
+            "the inventory hook attributes what a Create of {name} just made at {location} to \
+             instances nobody created ({}): a resource belongs to the instance that made it or, \
+             shared, to none, or the rules that judge what is left of an instance look past it",
+            strangers.join(", ")
+        )));
+    }
+    Ok(())
 }
 
 /// The first fault of `injected` that the faults hook reports fired although the

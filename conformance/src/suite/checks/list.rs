@@ -23,6 +23,9 @@ pub async fn lst_marked_only(cx: &Cx) -> CheckResult {
     let ours = cx.tb.request(&cx.name(), &tag, &loc);
     let theirs = cx.tb.request(&cx.name(), &other, &loc);
     let unmarked = cx.name();
+    // Marked with the tag by someone else (another operator, or an earlier provider
+    // process): carrying the tag is what lists it, with the uid its mark carries.
+    let (foreign, foreign_uid) = (cx.name(), "someone-else-0001");
     let a = cx
         .create_ok(cx.p.as_ref(), &ours, "Create with the tag")
         .await?;
@@ -32,18 +35,36 @@ pub async fn lst_marked_only(cx: &Cx) -> CheckResult {
     planting
         .plant(&loc.name, &unmarked, Plant::Unmarked)
         .await?;
+    let plant = Plant::ForeignUid {
+        tag: tag.clone(),
+        uid: foreign_uid.into(),
+    };
+    planting.plant(&loc.name, &foreign, plant).await?;
     let l = list(cx, &tag, "ListByTag").await;
     let l2 = list(cx, &other, "ListByTag of the other tag").await;
     planting.remove(&loc.name, &unmarked).await?;
+    planting.remove(&loc.name, &foreign).await?;
     cx.cleanup(&[a, b]).await;
     let (l, l2) = (l?, l2?);
-    let names: Vec<_> = l.instances.iter().map(|i| i.name.as_str()).collect();
+    let mut names: Vec<_> = l.instances.iter().map(|i| i.name.as_str()).collect();
     let names2: Vec<_> = l2.instances.iter().map(|i| i.name.as_str()).collect();
-    if names != [ours.name.as_str()] {
+    names.sort_unstable();
+    let mut want = [ours.name.as_str(), foreign.as_str()];
+    want.sort_unstable();
+    if names != want {
         cx.violate(
             "ListByTag",
-            format!("exactly [{}]", ours.name),
+            format!("exactly {want:?} (the second planted with the tag and another uid)"),
             format!("{names:?} (unmarked {unmarked}, other tag {})", theirs.name),
+        );
+    }
+    if let Some(i) = l.instances.iter().find(|i| i.name == foreign)
+        && i.uid != foreign_uid
+    {
+        cx.violate(
+            "ListByTag",
+            format!("{foreign} listed with the uid its mark carries, {foreign_uid:?}"),
+            format!("uid {:?}", i.uid),
         );
     }
     if names2 != [theirs.name.as_str()] {

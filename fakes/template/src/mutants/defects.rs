@@ -1,7 +1,7 @@
 //! The defects below the provider's API: each one [`Seams`] seam overridden to do
 //! the wrong thing, for exactly one mutant.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -107,6 +107,9 @@ pub(super) enum Defect {
     DeleteIgnoresMark,
     /// Listing includes unmarked instances.
     ListUnmarked,
+    /// Listing keeps only the marked instances whose uid this provider process wrote
+    /// (it trusts its memory of its own Creates over the backend's marks).
+    ListKnowsOnlyItsOwn,
     /// One unreadable instance fails the listing.
     ListUnreadableFatal,
     /// An instance that vanishes while the listing reads its mark fails the listing.
@@ -174,6 +177,7 @@ pub(super) fn broken(p: TemplateProvider, defect: Defect) -> Arc<dyn Provider> {
         defect,
         tokens: Mutex::default(),
         written: Mutex::default(),
+        uids: Mutex::default(),
         arrivals: Mutex::default(),
         repeats: AtomicU32::new(0),
     };
@@ -216,6 +220,8 @@ struct Broken {
     tokens: Mutex<HashMap<String, String>>,
     /// Creation times this process wrote (`CreatedAtInMemory`).
     written: Mutex<HashMap<String, SystemTime>>,
+    /// The uids this process wrote into marks (`ListKnowsOnlyItsOwn`).
+    uids: Mutex<HashSet<String>>,
     /// Calls that reached the unlocked window, per name (the unlocked defects).
     arrivals: Mutex<HashMap<String, tokio::sync::watch::Sender<u32>>>,
     /// Volumes made by repeated Creates (`RepeatCreateAddsVolume`).
@@ -472,6 +478,12 @@ impl Seams for Broken {
     }
 
     fn new_mark(&self, name: &str, mark: Mark) -> Mark {
+        if self.defect == Defect::ListKnowsOnlyItsOwn {
+            self.uids
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(mark.uid.clone());
+        }
         match self.defect {
             Defect::NoCreatedAt => Mark {
                 created_at: None,
@@ -587,6 +599,16 @@ impl Seams for Broken {
 
     fn entry(&self, read: &Result<Option<Mark>, Failure>, entry: Entry) -> Entry {
         match (self.defect, read) {
+            (Defect::ListKnowsOnlyItsOwn, Ok(Some(m)))
+                if !m.uid.is_empty()
+                    && !self
+                        .uids
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .contains(&m.uid) =>
+            {
+                Entry::Skip
+            }
             (Defect::ListUnmarked, Ok(None)) => Entry::Keep(Mark {
                 tag: String::new(),
                 uid: String::new(),
