@@ -84,6 +84,7 @@ clauses! {
         "When a backend call inside Create reports that something is missing (a base volume vanished, say)" => mutants ["create-surfaces-backend-not-found"];
         "or a part of the instance is removed out of band between Create's steps, Create fails with Transient or recovers; it never returns NotFound" => mutants ["vanished-part-is-not-found"];
         "A backend's Permanent answer to any of Create's calls surfaces as Permanent unless Create recovers" => mutants ["create-permanent-is-transient"];
+        "those only a location's first Create makes (a dial, an image fetch) included" => mutants ["dial-refusal-is-transient"];
         "an authentication that fails because access was revoked surfaces as Permanent too" => mutants ["create-auth-failure-is-transient"];
     }
     "CRE-SECRET" {
@@ -269,6 +270,8 @@ clauses! {
         "a black-holed one Timeout" => mutants ["check-timeout-is-unreachable"];
         "one that takes the connection and never answers a call Timeout" => mutants ["check-timeout-is-unreachable"];
         "one that takes the connection and refuses every call for good (a permanent error, as an access-control denial) AuthFailed" => mutants ["check-denied-is-unreachable"];
+        "one that refuses any single one of Check's calls for good after the ones before it answered AuthFailed" => mutants ["check-late-refusal-is-container-missing"];
+        "one that answers every call with a transient error (a busy backend) Unreachable or Timeout" => mutants ["check-busy-is-auth-failed"];
         "credentials revoked with nothing in their place AuthFailed" => mutants ["check-auth-is-unreachable"];
         "a host key other than the trusted one HostKeyRejected" => mutants ["check-host-key-is-auth-failed"];
         "a credential file that is not there CredentialsUnavailable" => mutants ["check-no-credentials-is-auth-failed"];

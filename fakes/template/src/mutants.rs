@@ -116,6 +116,9 @@ defective! {
     delete_ignores_mark => DeleteIgnoresMark,
     list_unmarked => ListUnmarked,
     list_knows_only_its_own => ListKnowsOnlyItsOwn,
+    check_container_read_is_missing => CheckContainerReadIsMissing,
+    check_busy_is_auth_failed => CheckBusyIsAuthFailed,
+    dial_refusal_transient => DialRefusalTransient,
     list_unreadable_fatal => ListUnreadableFatal,
     list_vanished_fatal => ListVanishedFatal,
     list_refused_read_fatal => ListRefusedReadFatal,
@@ -409,6 +412,9 @@ mutants! {
     "check-no-credentials-is-auth-failed" &["CHK-REASONS"] => || TemplateFixture::default().with_build(check_no_credentials_is_auth_failed);
     "check-says-unreachable-for-everything" &["CHK-REASONS", "CHK-DEADLINE"] => || TemplateFixture::default().with_build(check_everything_unreachable);
     "check-on-the-operations-connection" &["CHK-ISOLATED"] => || defect(check_on_cached_connection);
+    "check-late-refusal-is-container-missing" &["CHK-REASONS"] => || defect(check_container_read_is_missing);
+    "check-busy-is-auth-failed" &["CHK-REASONS"] => || defect(check_busy_is_auth_failed);
+    "dial-refusal-is-transient" &["CRE-BACKEND-NOTFOUND"] => || defect(dial_refusal_transient);
     // Declaration mutants: each declares one value and behaves as another of the axis.
     "declares-delete-waits-returns-early" DELETE_RETURN_RULES => || declares("delete-return=waits", "delete-return=early", |t| t.undefine_delay = Some(Duration::from_secs(1)));
     "declares-cascaded-backend-keeps-parts" &["DEL-COMPLETE"] => || declares("secondary-resources=cascaded", "secondary-resources=cascaded", |t| t.cascade = Some(false));
@@ -439,7 +445,7 @@ mutants! {
     "quota-without-figures" &["CRE-QUOTA"] => || TemplateFixture::default().with_build(quota_without_figures);
     "span-carries-cloud-init" SPAN_CARRIES_CLOUD_INIT_FAILS => || TemplateFixture::default().with_build(span_carries_cloud_init);
     "invalid-uid-creates-then-refuses" &["CRE-INVALID"] => || TemplateFixture::default().with_build(invalid_uid_creates_then_refuses);
-    "get-reports-no-uid" &["CRE-MARK"] => || TemplateFixture::default().with_build(reports_no_uid);
+    "get-reports-no-uid" &["CRE-MARK", "LST-MARKED-ONLY"] => || TemplateFixture::default().with_build(reports_no_uid);
     "created-at-an-hour-early" &["CRE-MARK"] => || TemplateFixture::default().with_build(created_at_an_hour_early);
     "get-panics-on-a-percent-sign" &["GET-MALFORMED"] => || TemplateFixture::default().with_build(get_panics_on_percent);
     "delete-panics-on-a-percent-sign" &["DEL-MALFORMED"] => || TemplateFixture::default().with_build(delete_panics_on_percent);

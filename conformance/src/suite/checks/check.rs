@@ -3,6 +3,7 @@
 use std::time::{Duration, Instant};
 
 use crate::fixture::{AccessBreak, FaultKind, FaultSpec, Part, Reachability, Trigger};
+use crate::suite::checks::steps::{made_since, trace_mark};
 use crate::suite::cx::{CheckError, CheckResult, Cx};
 use crate::{Checker, HealthReason, HostHealth};
 
@@ -156,6 +157,9 @@ enum Cause {
     /// The location takes the connection and refuses every call for good, as an
     /// access-control denial does.
     Denied,
+    /// The location takes the connection and answers every call with a transient
+    /// error, as a busy backend does.
+    Busy,
     Access(AccessBreak),
     /// A reason the provider declares, produced by the fixture's `cause`.
     Declared(&'static str),
@@ -165,7 +169,9 @@ enum Cause {
 pub async fn chk_reasons(cx: &Cx) -> CheckResult {
     let loc = cx.loc0().name.clone();
     for (case, cause, want) in reason_cases(cx)? {
-        if !produce(cx, &loc, cause, &format!("{case} gives {want}")).await? {
+        let gives: Vec<&str> = want.iter().map(HealthReason::as_str).collect();
+        let what = format!("{case} gives {}", gives.join(" or "));
+        if !produce(cx, &loc, cause, &what).await? {
             continue;
         }
         // A location that answers no call is given the settle time, so that a
@@ -199,7 +205,52 @@ pub async fn chk_reasons(cx: &Cx) -> CheckResult {
             summary(&h),
         );
     }
+    refused_at_each_call(cx, &loc).await?;
     container_gone(cx, &loc).await
+}
+
+/// Each of Check's calls at the first location refused for good in turn (the ones
+/// before it answered): whichever call it is, the location is AuthFailed and the
+/// others Ready. The calls are counted in a clean Check through the observation hook.
+async fn refused_at_each_call(cx: &Cx, loc: &str) -> CheckResult {
+    const WHAT: &str = "each of Check's calls refused for good gives AuthFailed";
+    if cx.tb.faults().is_none() || cx.tb.observation().is_none() {
+        cx.not_checked(WHAT, "the fixture has no faults or observation hook");
+        return Ok(());
+    }
+    let mark = trace_mark(cx);
+    timed_check(cx, cx.timing.op_timeout).await?;
+    let calls = made_since(cx, mark, loc).unwrap_or(0);
+    if calls == 0 {
+        return Err(CheckError::Harness(format!(
+            "the observation hook shows no call of a Check at {loc}: a Check that reads its \
+             locations makes backend calls the trace must show"
+        )));
+    }
+    let mut fired = 0;
+    for k in 1..=calls {
+        let case = format!("first location refusing Check's call {k} of {calls} for good");
+        let id = cx.inject(FaultSpec {
+            location: Some(loc.to_owned()),
+            trigger: Trigger::Nth(k),
+            kind: FaultKind::Permanent,
+        })?;
+        let r = timed_check(cx, cx.timing.quiet * 4).await;
+        let faults = cx.faults()?;
+        let hit = faults.fired(id);
+        faults.clear();
+        let (h, _) = r?;
+        if !hit {
+            cx.note(format!("{case}: the fault did not fire ({})", summary(&h)));
+            continue;
+        }
+        fired += 1;
+        judge_case(cx, loc, &case, &[HealthReason::AuthFailed], &h)?;
+    }
+    if fired == 0 {
+        cx.not_checked(WHAT, "no fault at one of Check's calls fired");
+    }
+    Ok(())
 }
 
 /// The last case, as nothing brings the container back: the first location's
@@ -224,30 +275,40 @@ async fn container_gone(cx: &Cx, loc: &str) -> CheckResult {
 
 /// CHK-REASONS' cases, each with the reason it must give at the first location;
 /// the causes the fixture has no hook for are recorded as not checked.
-fn reason_cases(cx: &Cx) -> CheckResult<Vec<(String, Cause, HealthReason)>> {
-    let mut cases = vec![("every location up".into(), Cause::None, HealthReason::Ready)];
+fn reason_cases(cx: &Cx) -> CheckResult<Vec<(String, Cause, Vec<HealthReason>)>> {
+    let mut cases = vec![(
+        "every location up".into(),
+        Cause::None,
+        vec![HealthReason::Ready],
+    )];
     let faults = cx.tb.faults().is_some();
     if faults {
         for (case, cause, want) in [
             (
                 "first location refusing",
                 Cause::Reach(Reachability::Refused),
-                HealthReason::Unreachable,
+                vec![HealthReason::Unreachable],
             ),
             (
                 "first location black-holed",
                 Cause::Reach(Reachability::BlackHole),
-                HealthReason::Timeout,
+                vec![HealthReason::Timeout],
             ),
             (
                 "first location answering no call",
                 Cause::Silent,
-                HealthReason::Timeout,
+                vec![HealthReason::Timeout],
             ),
             (
                 "first location denying every call",
                 Cause::Denied,
-                HealthReason::AuthFailed,
+                vec![HealthReason::AuthFailed],
+            ),
+            // A transient error says nothing of the credentials.
+            (
+                "first location busy at every call",
+                Cause::Busy,
+                vec![HealthReason::Unreachable, HealthReason::Timeout],
             ),
         ] {
             cases.push((case.into(), cause, want));
@@ -258,12 +319,13 @@ fn reason_cases(cx: &Cx) -> CheckResult<Vec<(String, Cause, HealthReason)>> {
             "a black-holed location gives Timeout",
             "a location that answers no call gives Timeout",
             "a location that denies every call gives AuthFailed",
+            "a location busy at every call gives Unreachable or Timeout",
         ] {
             cx.not_checked(what, "the fixture has no faults hook");
         }
     }
     for (how, want) in CAUSES {
-        cases.push((how.as_str().into(), Cause::Access(how), want));
+        cases.push((how.as_str().into(), Cause::Access(how), vec![want]));
     }
     for reason in checker(cx)?.extra_reasons() {
         if faults {
@@ -271,7 +333,7 @@ fn reason_cases(cx: &Cx) -> CheckResult<Vec<(String, Cause, HealthReason)>> {
             cases.push((
                 format!("first location {reason}"),
                 Cause::Declared(reason),
-                want,
+                vec![want],
             ));
         } else {
             cx.not_checked(
@@ -289,14 +351,14 @@ async fn produce(cx: &Cx, loc: &str, cause: Cause, what: &str) -> CheckResult<bo
     match cause {
         Cause::None => {}
         Cause::Reach(r) => cx.faults()?.set_reachability(loc, r).await?,
-        Cause::Silent | Cause::Denied => {
+        Cause::Silent | Cause::Denied | Cause::Busy => {
             cx.inject(FaultSpec {
                 location: Some(loc.to_owned()),
                 trigger: Trigger::Always,
-                kind: if matches!(cause, Cause::Silent) {
-                    FaultKind::Hang
-                } else {
-                    FaultKind::Permanent
+                kind: match cause {
+                    Cause::Silent => FaultKind::Hang,
+                    Cause::Busy => FaultKind::Transient,
+                    _ => FaultKind::Permanent,
                 },
             })?;
         }
@@ -328,7 +390,7 @@ async fn undo(cx: &Cx, loc: &str, cause: Cause) -> CheckResult {
     match cause {
         Cause::None => {}
         Cause::Reach(_) => cx.faults()?.set_reachability(loc, Reachability::Up).await?,
-        Cause::Silent | Cause::Denied => cx.faults()?.clear(),
+        Cause::Silent | Cause::Denied | Cause::Busy => cx.faults()?.clear(),
         Cause::Access(_) => {
             if let Some(rot) = cx.tb.rotation() {
                 rot.restore_access(loc).await?;
@@ -339,20 +401,22 @@ async fn undo(cx: &Cx, loc: &str, cause: Cause) -> CheckResult {
     Ok(())
 }
 
-/// One case's Check: the vocabulary, `want` at the first location, the others Ready.
+/// One case's Check: the vocabulary, one of `want` at the first location, the others
+/// Ready.
 fn judge_case(
     cx: &Cx,
     loc: &str,
     case: &str,
-    want: &HealthReason,
+    want: &[HealthReason],
     h: &[HostHealth],
 ) -> CheckResult {
     judge_reasons(cx, case, h)?;
     let first = h.iter().find(|x| x.location == loc);
-    if first.map(|x| x.reason.as_str()) != Some(want.as_str()) {
+    if !first.is_some_and(|x| want.contains(&x.reason)) {
+        let want: Vec<&str> = want.iter().map(HealthReason::as_str).collect();
         cx.violate(
             case,
-            format!("{loc}: {want}"),
+            format!("{loc}: {}", want.join(" or ")),
             first.map_or_else(|| format!("no entry for {loc}"), |x| x.reason.to_string()),
         );
     }

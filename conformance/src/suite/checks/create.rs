@@ -682,7 +682,66 @@ pub async fn cre_backend_notfound(cx: &Cx) -> CheckResult {
             .await?;
         cx.delete_ok(cx.p.as_ref(), &id, "cleanup").await?;
     }
+    first_use_refused(cx, &steps).await?;
     auth_failure(cx, &loc).await
+}
+
+/// The procedures only a location's first Create calls (a dial, an image fetch the
+/// later Creates find cached), each answered once with a Permanent error during the
+/// first Create at a location no Create has used yet: that Create fails Permanent or
+/// recovers. A refused first Create leaves the location unused for the next case.
+async fn first_use_refused(cx: &Cx, steps: &Steps) -> CheckResult {
+    const WHAT: &str = "a Permanent answer to a call only a location's first Create makes";
+    if steps.cold_only.is_empty() {
+        cx.note(format!(
+            "{WHAT}: the first Create called no procedure the later ones did not"
+        ));
+        return Ok(());
+    }
+    let Some(at) = cx.locations.iter().find(|l| l.name != cx.loc0().name) else {
+        cx.not_checked(
+            WHAT,
+            "one location only, and no Create has used it yet is needed",
+        );
+        return Ok(());
+    };
+    let faults = cx.faults()?;
+    let mut fired = 0u32;
+    for proc in &steps.cold_only {
+        let case = format!(
+            "Permanent answer to {proc} in the first Create at {}",
+            at.name
+        );
+        let req = cx.tb.request(&cx.name(), &cx.tag(), at);
+        let f = cx.inject(FaultSpec {
+            location: Some(at.name.clone()),
+            trigger: Trigger::Named(proc.clone()),
+            kind: FaultKind::Permanent,
+        })?;
+        let r = cx.p.create(&cx.ctx(), &req).await;
+        let hit = faults.fired(f);
+        faults.clear();
+        if !hit {
+            cx.note(format!(
+                "{case}: not counted, the fault did not fire (Create → {})",
+                kind_of(&r)
+            ));
+        } else {
+            fired += 1;
+            if r.is_err() && !matches!(&r, Err(e) if e.is_permanent()) {
+                cx.violate(&case, "Permanent (or recovery)", describe_result(&r));
+            }
+            cx.note(format!("{case}: Create → {}", kind_of(&r)));
+        }
+        if let Ok(id) = &r {
+            cx.delete_ok(cx.p.as_ref(), id, &format!("{case}: cleanup"))
+                .await?;
+        }
+    }
+    if fired == 0 {
+        cx.not_checked(WHAT, "no fault at a first Create's own procedure fired");
+    }
+    Ok(())
 }
 
 /// A part of the instance removed out of band while Create is held at step k: the

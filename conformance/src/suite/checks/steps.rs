@@ -77,6 +77,9 @@ pub(crate) struct Steps {
     pub most: u64,
     /// The procedures the counted runs called, each once, in the order first called.
     pub procedures: Vec<String>,
+    /// The procedures the first, uncounted run called and no counted run did (a dial,
+    /// an image fetch), each once, in the order first called.
+    pub cold_only: Vec<String>,
 }
 
 impl Steps {
@@ -96,6 +99,12 @@ impl Steps {
         for c in runs.iter().flatten() {
             if !procedures.contains(&c.name) {
                 procedures.push(c.name.clone());
+            }
+        }
+        let mut cold_only: Vec<String> = Vec::new();
+        for c in cold.unwrap_or_default() {
+            if !procedures.contains(&c.name) && !cold_only.contains(&c.name) {
+                cold_only.push(c.name.clone());
             }
         }
         let cold = cold
@@ -118,6 +127,7 @@ impl Steps {
             least,
             most,
             procedures,
+            cold_only,
         }
     }
 

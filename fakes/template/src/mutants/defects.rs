@@ -10,8 +10,8 @@ use std::time::{Duration, SystemTime};
 use conformance::fixture::{Power, Verbosity};
 use conformance::profile::Logging;
 use conformance::{
-    BoxFuture, CreateRequest, Ctx, Error, ErrorKind, Instance, InvalidField, Op, Provider, State,
-    validate_name, validate_tag,
+    BoxFuture, CreateRequest, Ctx, Error, ErrorKind, HealthReason, Instance, InvalidField, Op,
+    Provider, State, validate_name, validate_tag,
 };
 use tracing::{Level, Span, debug};
 
@@ -169,6 +169,12 @@ pub(super) enum Defect {
     FailuresSilent,
     /// Check's outcome line is written at every tier, V0 included.
     CheckLineAtV0,
+    /// Check reports any failure of its container read as the container missing.
+    CheckContainerReadIsMissing,
+    /// Check reports a busy site (a transient failure) as AuthFailed.
+    CheckBusyIsAuthFailed,
+    /// An operation's dial refused for good surfaces as busy (Transient).
+    DialRefusalTransient,
 }
 
 /// The template provider with `defect`: what a mutant's fixture builds.
@@ -441,6 +447,33 @@ impl Seams for Broken {
 
     fn address_failure_fatal(&self, _failure: &Failure, fatal: bool) -> bool {
         fatal || self.defect == Defect::AddressLookupFatal
+    }
+
+    fn dialled(&self, dialled: Result<ConnId, Failure>) -> Result<ConnId, Failure> {
+        match (self.defect, dialled) {
+            (Defect::DialRefusalTransient, Err(Failure::Backend(BackendError::Denied(why)))) => {
+                Err(Failure::Backend(BackendError::Busy(why)))
+            }
+            (_, dialled) => dialled,
+        }
+    }
+
+    fn container_read(&self, failure: Failure) -> Failure {
+        match (self.defect, failure) {
+            (Defect::CheckContainerReadIsMissing, Failure::Backend(e)) => {
+                Failure::Backend(BackendError::NoContainer(e.to_string()))
+            }
+            (_, failure) => failure,
+        }
+    }
+
+    fn health_reason(&self, failure: &Failure, reason: HealthReason) -> HealthReason {
+        match (self.defect, failure) {
+            (Defect::CheckBusyIsAuthFailed, Failure::Backend(BackendError::Busy(_))) => {
+                HealthReason::AuthFailed
+            }
+            _ => reason,
+        }
     }
 
     fn checked(&self, p: &TemplateProvider, site: &str) {

@@ -56,7 +56,8 @@ impl TemplateProvider {
                 let n = s.call(Proc::Ping, self.backend.ping(s.conn, site)).await?;
                 let free = s
                     .call(Proc::Capacity, self.backend.capacity(s.conn, site))
-                    .await?;
+                    .await
+                    .map_err(|f| self.seams().container_read(f))?;
                 Ok((n, free))
             }
             .await;
@@ -92,6 +93,7 @@ impl TemplateProvider {
                     }
                     Failure::Backend(_) => HealthReason::Unreachable,
                 };
+                let reason = self.seams().health_reason(&f, reason);
                 (false, reason, format!("{site}: {f}"))
             }
         };

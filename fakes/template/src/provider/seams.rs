@@ -12,7 +12,8 @@
 use std::time::Duration;
 
 use conformance::{
-    BoxFuture, CreateRequest, Ctx, Error, ErrorKind, HostHealth, Instance, InvalidField, Op,
+    BoxFuture, CreateRequest, Ctx, Error, ErrorKind, HealthReason, HostHealth, Instance,
+    InvalidField, Op,
 };
 use tracing::{Level, Span};
 
@@ -175,8 +176,25 @@ pub(crate) trait Seams: Send + Sync {
         None
     }
 
+    /// What an operation's dial of a site, retried once when busy, gives.
+    fn dialled(&self, dialled: Result<ConnId, Failure>) -> Result<ConnId, Failure> {
+        dialled
+    }
+
     /// Runs once Check is done with `site`.
     fn checked(&self, _p: &TemplateProvider, _site: &str) {}
+
+    /// The failure Check reports for its read of a site's container (`failure` is
+    /// what the read failed with).
+    fn container_read(&self, failure: Failure) -> Failure {
+        failure
+    }
+
+    /// The reason Check gives for a site that failed with `failure` (`reason` is the
+    /// provider's mapping).
+    fn health_reason(&self, _failure: &Failure, reason: HealthReason) -> HealthReason {
+        reason
+    }
 }
 
 /// The provider as shipped: every seam keeps the correct behaviour.

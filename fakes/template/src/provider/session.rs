@@ -210,12 +210,13 @@ impl TemplateProvider {
                     Some(c) => c,
                     None => {
                         // Dialling changes nothing, so a busy answer is retried once.
-                        let c = match self.dial(ctx, span, site).await {
+                        let dialled = match self.dial(ctx, span, site).await {
                             Err(Failure::Backend(BackendError::Busy(_))) => {
-                                self.dial(ctx, span, site).await?
+                                self.dial(ctx, span, site).await
                             }
-                            r => r?,
+                            r => r,
                         };
+                        let c = self.seams().dialled(dialled)?;
                         *slot.conn.lock().unwrap_or_else(|e| e.into_inner()) = Some(c);
                         c
                     }
