@@ -359,6 +359,13 @@ impl Cx {
             .store(in_turn, std::sync::atomic::Ordering::SeqCst);
     }
 
+    /// Whether the check runs at several locations in turn and this is not the first
+    /// turn (the earlier turns have used other locations).
+    pub fn later_turn(&self) -> bool {
+        self.in_turn.load(std::sync::atomic::Ordering::SeqCst)
+            && self.at.load(std::sync::atomic::Ordering::SeqCst) > 0
+    }
+
     /// The locations a rule that holds at every location runs at: all of them on a
     /// fake, one picked by the rule's seed on a real backend (where each costs a
     /// boot); the pick is recorded in the evidence.

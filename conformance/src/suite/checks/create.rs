@@ -698,6 +698,12 @@ async fn first_use_refused(cx: &Cx, steps: &Steps) -> CheckResult {
         ));
         return Ok(());
     }
+    if cx.later_turn() {
+        cx.note(format!(
+            "{WHAT}: checked in the first turn, while the other locations were unused"
+        ));
+        return Ok(());
+    }
     let Some(at) = cx.locations.iter().find(|l| l.name != cx.loc0().name) else {
         cx.not_checked(
             WHAT,
