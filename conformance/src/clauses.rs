@@ -149,6 +149,7 @@ clauses! {
         "no resource of the instance is left: no disk, seed or firmware state, whether the provider deletes them (secondary-resources=explicit)" => mutants ["delete-keeps-seed"];
         "or the backend does (cascaded)" => mutants ["declares-cascaded-backend-keeps-parts"];
         "with secondary-resources=none the instance has no resource but its primary one" => mutants ["declares-no-secondary-has-parts"];
+        "Nothing else goes with it: another instance's resources and the shared ones stay." => mutants ["delete-takes-the-previous-disk"];
         "This holds at every location." => mutants ["delete-keeps-seed-at-second-site"];
     }
     "DEL-RUNNING" {
@@ -157,7 +158,7 @@ clauses! {
     }
     "DEL-PARTIAL" {
         "Delete succeeds when parts of the instance are already gone: its secondary resources, the primary resource, or even their container." => mutants ["delete-requires-every-part"];
-        "It succeeds too when another party removes its secondary resources or its primary resource while it runs, between its backend calls" => mutants ["delete-refuses-a-vanished-record"];
+        "It succeeds too when another party removes its secondary resources, its primary resource or their container while it runs, between its backend calls" => mutants ["delete-refuses-a-vanished-record", "delete-refuses-a-vanished-container"];
         "and leaves nothing of what it removes itself (with secondary-resources=cascaded, parts whose primary another party removed are left to that party's backend)." => mutants ["delete-done-without-primary"];
     }
     "DEL-UNCONFIGURED" {

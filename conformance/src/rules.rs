@@ -196,13 +196,13 @@ rules! {
         "Deleting an instance twice succeeds both times, and deleting a well-formed ID that was never created succeeds.";
     "DEL-COMPLETE", Delete, "Nothing of a deleted instance is left",
         axes: [DeleteReturn, SecondaryResources], gate: None, hooks: [Inventory], needs: [],
-        "Once Delete has returned (and settled, with delete-return=early), no resource of the instance is left: no disk, seed or firmware state, whether the provider deletes them (secondary-resources=explicit) or the backend does (cascaded); with secondary-resources=none the instance has no resource but its primary one. This holds at every location.";
+        "Once Delete has returned (and settled, with delete-return=early), no resource of the instance is left: no disk, seed or firmware state, whether the provider deletes them (secondary-resources=explicit) or the backend does (cascaded); with secondary-resources=none the instance has no resource but its primary one. Nothing else goes with it: another instance's resources and the shared ones stay. This holds at every location.";
     "DEL-RUNNING", Delete, "A Running instance is stopped and deleted",
         axes: [DeleteReturn], gate: None, hooks: [], needs: [],
         "Delete of a Running instance stops it and deletes it; Get then returns NotFound.";
     "DEL-PARTIAL", Delete, "Delete tolerates missing parts",
         axes: [DeleteReturn, SecondaryResources], gate: None, hooks: [Planting], needs: [],
-        "Delete succeeds when parts of the instance are already gone: its secondary resources, the primary resource, or even their container. It succeeds too when another party removes its secondary resources or its primary resource while it runs, between its backend calls, and leaves nothing of what it removes itself (with secondary-resources=cascaded, parts whose primary another party removed are left to that party's backend).";
+        "Delete succeeds when parts of the instance are already gone: its secondary resources, the primary resource, or even their container. It succeeds too when another party removes its secondary resources, its primary resource or their container while it runs, between its backend calls, and leaves nothing of what it removes itself (with secondary-resources=cascaded, parts whose primary another party removed are left to that party's backend).";
     "DEL-UNCONFIGURED", Delete, "An unconfigured location is a no-op",
         axes: [], gate: None, hooks: [], needs: [],
         "Delete of a well-formed ID naming a location the configuration does not have succeeds and does nothing.";

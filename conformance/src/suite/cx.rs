@@ -139,6 +139,9 @@ pub struct Cx {
     at: std::sync::atomic::AtomicUsize,
     in_turn: std::sync::atomic::AtomicBool,
     pub(crate) injected: Mutex<Vec<Injected>>,
+    /// What one turn of a check run at several locations leaves the next (DEL-PARTIAL:
+    /// the step of Delete at which a missing container first shows).
+    pub(crate) carried: Mutex<Option<(u64, String)>>,
 }
 
 /// What the runner hands a new [`Cx`].
@@ -193,6 +196,7 @@ impl Cx {
             at: Default::default(),
             in_turn: Default::default(),
             injected: Mutex::default(),
+            carried: Mutex::default(),
         }
     }
 
@@ -357,6 +361,17 @@ impl Cx {
         self.at.store(at, std::sync::atomic::Ordering::SeqCst);
         self.in_turn
             .store(in_turn, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether the check runs at several locations, one after another.
+    pub fn in_turn(&self) -> bool {
+        self.in_turn.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Whether the check runs at several locations in turn and this is the last turn.
+    pub fn last_turn(&self) -> bool {
+        self.in_turn.load(std::sync::atomic::Ordering::SeqCst)
+            && self.at.load(std::sync::atomic::Ordering::SeqCst) + 1 >= self.locations.len()
     }
 
     /// Whether the check runs at several locations in turn and this is not the first

@@ -112,6 +112,8 @@ defective! {
     delete_requires_parts => DeleteRequiresParts,
     delete_done_without_primary => DeleteDoneWithoutPrimary,
     delete_refuses_vanished => DeleteRefusesVanished,
+    delete_refuses_vanished_container => DeleteRefusesVanishedContainer,
+    delete_takes_previous_disk => DeleteTakesThePreviousDisk,
     delete_unlocked => DeleteUnlocked,
     delete_ignores_mark => DeleteIgnoresMark,
     list_unmarked => ListUnmarked,
@@ -377,6 +379,8 @@ mutants! {
     "delete-without-stop" STUCK => || defect(delete_without_stop);
     "delete-requires-every-part" &["DEL-PARTIAL", "GEN-MODEL"] => || defect(delete_requires_parts);
     "delete-refuses-a-vanished-record" &["DEL-PARTIAL"] => || defect(delete_refuses_vanished);
+    "delete-refuses-a-vanished-container" &["DEL-PARTIAL"] => || defect(delete_refuses_vanished_container);
+    "delete-takes-the-previous-disk" &["DEL-COMPLETE"] => || defect(delete_takes_previous_disk);
     "unconfigured-delete-is-permanent" &["DEL-UNCONFIGURED"] => || TemplateFixture::default().with_build(unconfigured_delete_permanent);
     "delete-done-without-primary" &["DEL-PARTIAL", "DEL-RESUME"] => || defect(delete_done_without_primary);
     "delete-without-lock" &["DEL-CONCURRENT"] => || defect(delete_unlocked);

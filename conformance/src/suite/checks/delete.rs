@@ -1,7 +1,7 @@
 //! Checks of the Delete rules (DEL-*).
 
 use crate::ProviderId;
-use crate::fixture::{FaultKind, Part, Plant};
+use crate::fixture::{FaultKind, Location, Part, Plant};
 use crate::profile::SecondaryResources;
 use crate::suite::checks::get::{arbitrary_ids, gone_after_delete};
 use crate::suite::checks::steps::{
@@ -98,8 +98,18 @@ pub async fn del_complete(cx: &Cx) -> CheckResult {
 
 /// DEL-COMPLETE at one location.
 async fn del_complete_at(cx: &Cx, at: &crate::fixture::Location) -> CheckResult {
-    let req = cx.tb.request(&cx.name(), &cx.tag(), at);
     let loc = at.name.clone();
+    // Another instance at the same location, whose resources and the shared ones
+    // the Delete below must leave in place.
+    let bystander = cx.tb.request(&cx.name(), &cx.tag(), at);
+    let bid = cx
+        .create_ok(
+            cx.p.as_ref(),
+            &bystander,
+            &format!("Create of a bystander at {loc}"),
+        )
+        .await?;
+    let req = cx.tb.request(&cx.name(), &cx.tag(), at);
     let id = cx
         .create_ok(cx.p.as_ref(), &req, &format!("Create at {loc}"))
         .await?;
@@ -143,10 +153,42 @@ async fn del_complete_at(cx: &Cx, at: &crate::fixture::Location) -> CheckResult 
             .collect::<Vec<_>>()
     ));
     let after = format!("after Delete at {loc}");
+    let kept = others(cx, &loc, &bystander.name).await?;
     cx.delete_ok(cx.p.as_ref(), &id, &format!("Delete at {loc}"))
         .await?;
     gone_after_delete(cx, &id, &after).await?;
-    nothing_left_at(cx, &loc, &req.name, &after).await
+    nothing_left_at(cx, &loc, &req.name, &after).await?;
+    let now = others(cx, &loc, &bystander.name).await?;
+    let gone: Vec<&String> = kept.iter().filter(|r| !now.contains(r)).collect();
+    if !gone.is_empty() {
+        cx.violate(
+            &after,
+            format!(
+                "the bystander {}'s resources and the shared ones in place",
+                bystander.name
+            ),
+            format!("{gone:?} gone"),
+        );
+    }
+    cx.delete_ok(
+        cx.p.as_ref(),
+        &bid,
+        &format!("Delete of the bystander at {loc}"),
+    )
+    .await
+}
+
+/// The resources at `location` of the instance `name` and the shared ones (of no
+/// instance), as `kind:name`.
+async fn others(cx: &Cx, location: &str, name: &str) -> CheckResult<Vec<String>> {
+    let inv = cx.inventory()?;
+    Ok(inv
+        .resources(location)
+        .await?
+        .into_iter()
+        .filter(|r| r.instance.as_deref().is_none_or(|i| i == name))
+        .map(|r| format!("{}:{}", r.kind, r.name))
+        .collect())
 }
 
 /// DEL-RUNNING
@@ -165,24 +207,154 @@ pub async fn del_partial(cx: &Cx) -> CheckResult {
     gone_before(cx, "secondary resources gone", Part::Secondary).await?;
     gone_before(cx, "primary resource gone", Part::Primary).await?;
     vanishing_parts(cx).await?;
-    // The container goes last: without it the location hosts nothing.
-    gone_before(cx, "container gone", Part::Container).await
+    // The container goes last at a location: without it the location hosts nothing.
+    // Once gone before a Delete, to find the step at which its absence first shows;
+    // then, at another location, removed while a Delete is held at that step (in the
+    // last turn when the rule runs at every location in turn).
+    let loc0 = cx.loc0().clone();
+    let carried = if cx.last_turn() {
+        cx.carried.lock().unwrap().take()
+    } else {
+        None
+    };
+    if let Some(step) = carried {
+        return container_vanishing(cx, &loc0, step).await;
+    }
+    let clean = clean_delete(cx).await?;
+    let without = gone_before(cx, "container gone", Part::Container).await?;
+    let step = missing_shows_at(cx, clean, without);
+    if cx.in_turn() {
+        *cx.carried.lock().unwrap() = step;
+        return Ok(());
+    }
+    match (step, cx.locations.iter().find(|l| l.name != loc0.name)) {
+        (Some(step), Some(other)) => container_vanishing(cx, other, step).await,
+        (None, _) => Ok(()),
+        (Some(_), None) => {
+            cx.not_checked(
+                VANISHING,
+                "one location only, and its container is gone already",
+            );
+            Ok(())
+        }
+    }
 }
 
-/// `part` of a Running instance removed out of band before its Delete, which succeeds.
-async fn gone_before(cx: &Cx, case: &str, part: Part) -> CheckResult {
+const VANISHING: &str = "the container removed while Delete runs";
+
+/// `part` of a Running instance removed out of band before its Delete, which succeeds;
+/// the backend calls the Delete made (`None` without an observation hook).
+async fn gone_before(cx: &Cx, case: &str, part: Part) -> CheckResult<Option<Vec<String>>> {
     let planting = cx.planting()?;
     let loc = cx.loc0().name.clone();
     let req = cx.request();
     let id = cx.create_ok(cx.p.as_ref(), &req, case).await?;
     cx.wait_running(cx.p.as_ref(), &id, case).await?;
     planting.remove_part(&loc, &req.name, part).await?;
+    let mark = trace_mark(cx);
     let r = cx.p.delete(&cx.ctx(), &id).await;
+    let calls = calls_since(cx, mark, &loc);
     if let Err(e) = &r {
         cx.violate(case, "Delete to succeed", describe(e));
     }
     gone_after_delete(cx, &id, case).await?;
     planting.remove(&loc, &req.name).await?;
+    cx.note(format!("{case}: Delete → {}", kind_of(&r)));
+    Ok(calls)
+}
+
+/// The procedures of the backend calls made at `location` since `mark`, in order.
+fn calls_since(cx: &Cx, mark: Option<usize>, location: &str) -> Option<Vec<String>> {
+    let (obs, mark) = (cx.tb.observation()?, mark?);
+    Some(
+        obs.calls()
+            .get(mark..)
+            .unwrap_or_default()
+            .iter()
+            .filter(|c| c.location == location)
+            .map(|c| c.name.clone())
+            .collect(),
+    )
+}
+
+/// The procedures a clean Delete of a Running instance calls at the first location.
+async fn clean_delete(cx: &Cx) -> CheckResult<Option<Vec<String>>> {
+    let loc = cx.loc0().name.clone();
+    let req = cx.request();
+    let id = cx
+        .create_ok(cx.p.as_ref(), &req, "measuring Delete")
+        .await?;
+    cx.wait_running(cx.p.as_ref(), &id, "measuring Delete: boot")
+        .await?;
+    let mark = trace_mark(cx);
+    cx.delete_ok(cx.p.as_ref(), &id, "measuring Delete").await?;
+    Ok(calls_since(cx, mark, &loc))
+}
+
+/// The step of Delete (1-based, with its procedure) at which a Delete that found the
+/// container gone (`without`) first stopped making the calls of a clean one
+/// (`clean`): the call after the provider found, or failed to find, the container.
+/// `None`, recorded, without an observation hook or when the two made the same calls.
+fn missing_shows_at(
+    cx: &Cx,
+    clean: Option<Vec<String>>,
+    without: Option<Vec<String>>,
+) -> Option<(u64, String)> {
+    let (Some(clean), Some(without)) = (clean, without) else {
+        cx.not_checked(VANISHING, "the fixture has no observation hook");
+        return None;
+    };
+    let d = clean
+        .iter()
+        .zip(&without)
+        .take_while(|(a, b)| a == b)
+        .count();
+    if d >= clean.len() {
+        cx.note(format!(
+            "{VANISHING}: a Delete without its container made the calls of a clean one ({})",
+            clean.join(", ")
+        ));
+        return None;
+    }
+    Some((d as u64 + 1, clean[d].clone()))
+}
+
+/// The container removed at `at` while Delete is held at `step` (see
+/// [`missing_shows_at`]): the provider has found the container and goes on to the
+/// parts that vanish with it. Delete must succeed, and the instance is gone.
+async fn container_vanishing(cx: &Cx, at: &Location, (k, proc): (u64, String)) -> CheckResult {
+    if cx.tb.faults().is_none() {
+        cx.not_checked(VANISHING, "the fixture has no faults hook");
+        return Ok(());
+    }
+    let case = format!(
+        "container removed at step {k} of Delete ({proc}) at {}",
+        at.name
+    );
+    let planting = cx.planting()?;
+    let req = cx.tb.request(&cx.name(), &cx.tag(), at);
+    let id = cx.create_ok(cx.p.as_ref(), &req, &case).await?;
+    cx.wait_running(cx.p.as_ref(), &id, &case).await?;
+    let remove = || async {
+        planting
+            .remove_part(&at.name, &req.name, Part::Container)
+            .await?;
+        Ok(())
+    };
+    let hold = FaultKind::Delay(cx.timing.quiet);
+    let ctx = cx.ctx();
+    let (r, ran) = held_at(cx, (&at.name, k, hold), cx.p.delete(&ctx, &id), remove).await?;
+    if !ran {
+        cx.not_checked(
+            VANISHING,
+            format!("the hold at step {k} of Delete did not fire"),
+        );
+    }
+    match &r {
+        Err(e) => cx.violate(&case, "Delete to succeed", describe(e)),
+        Ok(()) => gone_after_delete(cx, &id, &case).await?,
+    }
+    planting.remove(&at.name, &req.name).await?;
     cx.note(format!("{case}: Delete → {}", kind_of(&r)));
     Ok(())
 }

@@ -101,6 +101,11 @@ pub(super) enum Defect {
     DeleteDoneWithoutPrimary,
     /// Delete refuses, as not its own, a record that vanished while it read the mark.
     DeleteRefusesVanished,
+    /// Delete fails when the volume store goes away between its disk and its seed.
+    DeleteRefusesVanishedContainer,
+    /// Delete finds the parts of `name-N` by an index one off and removes the disk of
+    /// `name-(N-1)` too.
+    DeleteTakesThePreviousDisk,
     /// Delete takes no per-name lock and pauses between lookup and stop.
     DeleteUnlocked,
     /// Delete ignores the ownership guard.
@@ -436,8 +441,34 @@ impl Seams for Broken {
         }
     }
 
-    fn part_removed(&self, left: Left, removed: Result<(), Failure>) -> Result<(), Failure> {
+    fn also_removed(&self, name: &str) -> Vec<String> {
+        match self.defect {
+            // Parts found by an index one off: `web-7` takes the disk of `web-6`.
+            Defect::DeleteTakesThePreviousDisk => {
+                let set = name.trim_end_matches(|c: char| c.is_ascii_digit());
+                match name[set.len()..].parse::<u64>() {
+                    Ok(n) if n > 1 => vec![format!("{set}{}", n - 1)],
+                    _ => Vec::new(),
+                }
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn part_removed(
+        &self,
+        left: Left,
+        part: &str,
+        removed: Result<(), Failure>,
+    ) -> Result<(), Failure> {
         match (self.defect, left, removed) {
+            (
+                Defect::DeleteRefusesVanishedContainer,
+                _,
+                Err(Failure::Backend(BackendError::NoContainer(why))),
+            ) if part == "seed" => Err(Failure::Backend(BackendError::Denied(format!(
+                "the volume store went away after the disk was removed: {why}"
+            )))),
             (Defect::HalfDeletedPermanent, Left::NoRecord, Ok(())) => Err(Failure::Backend(
                 BackendError::Denied("a part of an instance without a record: half deleted".into()),
             )),

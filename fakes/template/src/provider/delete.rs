@@ -5,7 +5,7 @@ use conformance::profile::SecondaryResources;
 use conformance::{Ctx, Error, ErrorKind, Op, ProviderId};
 use tracing::Span;
 
-use crate::backend::{Proc, seed_volume};
+use crate::backend::{BackendError, Proc, seed_volume};
 
 use super::{Failure, Session, TemplateProvider};
 
@@ -146,18 +146,32 @@ impl TemplateProvider {
                     self.backend.delete_disk(s.conn, site, name),
                 )
                 .await;
-            self.seams().part_removed(left, r)
+            self.seams().part_removed(left, "disk", r)
         } else {
             Ok(())
         };
-        let seed = if plan.seed {
+        // A defect's extra removals (none in the provider as shipped).
+        for other in self.seams().also_removed(name) {
+            let r = s
+                .call(
+                    Proc::DeleteDisk,
+                    self.backend.delete_disk(s.conn, site, &other),
+                )
+                .await;
+            if let Err(f) = r.or_else(|f| if f.is_gone() { Ok(()) } else { Err(f) }) {
+                return Err(self.fail(Op::Delete, format!("deleting the disk of {other}"), f));
+            }
+        }
+        // With the volume store gone, so is the seed.
+        let store_gone = matches!(&disk, Err(Failure::Backend(BackendError::NoContainer(_))));
+        let seed = if plan.seed && !store_gone {
             let r = s
                 .call(
                     Proc::DeleteSeed,
                     self.backend.delete_seed(s.conn, site, &seed_volume(name)),
                 )
                 .await;
-            self.seams().part_removed(left, r)
+            self.seams().part_removed(left, "seed", r)
         } else {
             Ok(())
         };

@@ -110,10 +110,20 @@ pub(crate) trait Seams: Send + Sync {
         kind
     }
 
-    /// What Delete makes of removing one part of an instance it found as `left`
-    /// (`removed` is what the backend said).
-    fn part_removed(&self, _left: Left, removed: Result<(), Failure>) -> Result<(), Failure> {
+    /// What Delete makes of removing `part` (`disk` or `seed`) of an instance it found
+    /// as `left` (`removed` is what the backend said).
+    fn part_removed(
+        &self,
+        _left: Left,
+        _part: &str,
+        removed: Result<(), Failure>,
+    ) -> Result<(), Failure> {
         removed
+    }
+
+    /// Other instances whose disks Delete of `name` removes too (none).
+    fn also_removed(&self, _name: &str) -> Vec<String> {
+        Vec::new()
     }
 
     /// Whether Get fails on a failed read of the addresses (`fatal`: the provider's
