@@ -72,6 +72,8 @@ pub(crate) struct FixtureTwists {
 pub enum Lie {
     /// `planting/inspect` gives the same fingerprint whatever happens to what exists.
     FingerprintNeverChanges,
+    /// `planting/inspect` leaves an instance's parts out of its fingerprint.
+    FingerprintIgnoresParts,
     /// `inventory/resources` shows nothing.
     InventoryEmpty,
     /// `inventory/resources` attributes every volume to an instance nobody made.
@@ -88,6 +90,12 @@ pub const FIXTURE_LIES: &[(&str, &str, &[&str], Lie)] = &[
         "planting",
         &["DEL-OWNERSHIP", "CRE-ADOPT-GUARD"],
         Lie::FingerprintNeverChanges,
+    ),
+    (
+        "fingerprint-ignores-parts",
+        "planting",
+        &["DEL-OWNERSHIP", "CRE-ADOPT-GUARD"],
+        Lie::FingerprintIgnoresParts,
     ),
     (
         "inventory-always-empty",
@@ -516,8 +524,16 @@ impl Planting for TemplateTestbed {
     ) -> BoxFuture<'a, HookResult<Option<String>>> {
         Box::pin(async move {
             let seen = hook(self.backend.inspect(location, name))?;
-            if self.lie == Some(Lie::FingerprintNeverChanges) {
-                return Ok(seen.map(|_| "present".to_owned()));
+            match self.lie {
+                Some(Lie::FingerprintNeverChanges) => {
+                    return Ok(seen.map(|_| "present".to_owned()));
+                }
+                Some(Lie::FingerprintIgnoresParts) => {
+                    return Ok(
+                        seen.map(|f| f.split(" parts ").next().unwrap_or_default().to_owned())
+                    );
+                }
+                _ => {}
             }
             Ok(seen)
         })

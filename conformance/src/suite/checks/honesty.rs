@@ -10,8 +10,9 @@ use crate::suite::cx::{CheckError, CheckResult, Cx, Injected};
 
 /// Shows that `planting/inspect` reflects what the rule's judgement relies on: a
 /// resource planted at `location` is inspected, then changed out of band (its power,
-/// with the state-control hook; then its primary part removed), and each change must
-/// change its fingerprint. Removes the probe afterwards.
+/// with the state-control hook; its secondary parts removed, when the inventory shows
+/// it has some; then its primary part removed), and each change must change its
+/// fingerprint. Removes the probe afterwards.
 pub(crate) async fn fingerprint_bites(cx: &Cx, location: &str) -> CheckResult {
     let planting = cx.planting()?;
     let name = cx.name();
@@ -39,6 +40,14 @@ async fn changes_seen(cx: &Cx, location: &str, name: &str) -> CheckResult {
         seen.push(("its power state went from running to stopped", now != last));
         last = now;
     }
+    if has_parts(cx, location, name).await? {
+        planting
+            .remove_part(location, name, Part::Secondary)
+            .await?;
+        let now = planting.inspect(location, name).await?;
+        seen.push(("its secondary parts removed", now != last));
+        last = now;
+    }
     planting.remove_part(location, name, Part::Primary).await?;
     let now = planting.inspect(location, name).await?;
     seen.push(("its primary part removed", now != last));
@@ -60,6 +69,17 @@ async fn changes_seen(cx: &Cx, location: &str, name: &str) -> CheckResult {
         seen.iter().map(|(w, _)| *w).collect::<Vec<_>>().join(", ")
     ));
     Ok(())
+}
+
+/// Whether the inventory shows secondary parts of `name` at `location` (`false`
+/// without the inventory hook).
+async fn has_parts(cx: &Cx, location: &str, name: &str) -> CheckResult<bool> {
+    let Some(all) = location_inventory(cx, location).await? else {
+        return Ok(false);
+    };
+    Ok(all
+        .iter()
+        .any(|r| r.instance.as_deref() == Some(name) && !r.primary))
 }
 
 /// What the inventory shows of `name` at `location` right after a Create of it

@@ -13,7 +13,8 @@
 //! in log lines at every level, a span field and stderr; the second Create of a rule
 //! panics with it, the third fails with it in its message and its source). It also
 //! serves the lying fixtures of `FIXTURE_LIES` by name (`fingerprint-never-changes`,
-//! `inventory-always-empty`, `inventory-names-a-stranger`, `faults-fire-and-do-nothing`).
+//! `fingerprint-ignores-parts`, `inventory-always-empty`, `inventory-names-a-stranger`,
+//! `faults-fire-and-do-nothing`).
 //!
 //! `--mutant remote-late-telemetry` serves a correct variant instead: every
 //! operation leaves a task behind that opens a span and logs under the operation's
