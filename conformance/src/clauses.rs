@@ -197,7 +197,8 @@ clauses! {
         "With list-partial=fail-whole, one unreachable location fails the call with Transient." => mutants ["fail-whole-declares-partial"];
         "With list-partial=partial, the call returns before its deadline" => mutants ["partial-waits-for-every-site"];
         "with the reachable locations' instances and the unreachable location named" => mutants ["partial-names-no-location"];
-        "for a refused location and for a black-holed one alike; a whole-call Transient is a violation" => mutants ["partial-declares-fail-whole"];
+        "for a refused location and for a black-holed one alike" => mutants ["partial-declares-fail-whole"];
+        "and whichever location it is, the first included; a whole-call Transient is a violation" => mutants ["partial-fails-on-the-first-site"];
         "With every location reachable, nothing is named unreachable." => mutants ["names-a-reachable-location"];
         "A location named unreachable comes with a reason that is not empty." => mutants ["partial-names-no-reason"];
     }

@@ -459,6 +459,7 @@ mutants! {
     "list-order-alternates" &["LST-ORDER"] => || TemplateFixture::default().with_build(list_order_alternates);
     "partial-names-no-location" &["LST-PARTIAL", "LST-UNREADABLE", "GEN-CANCEL"] => || TemplateFixture::default().with_build(partial_names_no_location);
     "partial-names-no-reason" &["LST-PARTIAL"] => || TemplateFixture::default().with_build(partial_names_no_reason);
+    "partial-fails-on-the-first-site" &["LST-PARTIAL"] => || TemplateFixture::default().with_build(partial_fails_on_the_first_site);
     "names-a-reachable-location" &["LST-PARTIAL"] => || TemplateFixture::default().with_build(names_reachable_location);
     "list-says-stopped" &["LST-AGREES"] => || TemplateFixture::default().with_build(list_says_stopped);
     "overstays-its-deadline" &["GEN-CANCEL", "GET-BUSY"] => || TemplateFixture::default().with_build(overstays_deadline);

@@ -97,6 +97,9 @@ enum Twist {
     PartialNamesNoLocation,
     /// A partial listing names the unreachable location with an empty reason.
     PartialNamesNoReason,
+    /// A listing whose first site is unreachable fails whole (Transient), as if the
+    /// first site's answer were the listing's.
+    PartialFailsOnTheFirstSite,
     /// Every listing names the last site unreachable although it answered.
     NamesReachableLocation,
     /// Every listed instance shows Stopped.
@@ -559,6 +562,16 @@ impl Provider for Twisted {
                 .list_by_tag(&ctx, tag)
                 .await
                 .map_err(|e| self.on_cancel(&ctx, self.err(e)))?;
+            if self.twist == Twist::PartialFailsOnTheFirstSite
+                && let Some(first) = l.unreachable.iter().find(|u| u.location == "site-a")
+            {
+                return Err(Error::new(
+                    self.inner.name(),
+                    Op::ListByTag,
+                    ErrorKind::Transient,
+                    format!("listing site-a: {}", first.reason),
+                ));
+            }
             let nth = self.listings.fetch_add(1, Ordering::Relaxed);
             Ok(self.twist_listing(l, nth))
         })
@@ -688,6 +701,7 @@ twisted! {
     list_order_alternates => ListOrderAlternates,
     partial_names_no_location => PartialNamesNoLocation,
     partial_names_no_reason => PartialNamesNoReason,
+    partial_fails_on_the_first_site => PartialFailsOnTheFirstSite,
     names_reachable_location => NamesReachableLocation,
     list_says_stopped => ListSaysStopped,
     overstays_deadline => OverstaysDeadline,
