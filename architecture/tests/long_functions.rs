@@ -98,11 +98,6 @@ const LONG: &[(&str, &str, &str)] = &[
     // A rule's scenario, whose steps share what was observed along the way.
     (
         "conformance/src/suite/checks/create.rs",
-        "cre_backend_notfound",
-        "not-found at every counted step, a permanent answer and failed authentication, judged against the same counted steps",
-    ),
-    (
-        "conformance/src/suite/checks/create.rs",
         "cre_return",
         "the rule and the two declarations it verifies are judged from one timed Create and the Gets after it",
     ),

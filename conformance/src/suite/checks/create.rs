@@ -658,25 +658,7 @@ pub async fn cre_backend_notfound(cx: &Cx) -> CheckResult {
     for proc in picked {
         let case = format!("Permanent answer to {proc}");
         let req = cx.request();
-        let f = cx.inject(FaultSpec {
-            location: Some(loc.clone()),
-            trigger: Trigger::Named(proc.clone()),
-            kind: FaultKind::Permanent,
-        })?;
-        let r = cx.p.create(&cx.ctx(), &req).await;
-        let hit = faults.fired(f);
-        faults.clear();
-        if !hit {
-            cx.note(format!(
-                "{case}: not counted, the fault did not fire (Create → {})",
-                kind_of(&r)
-            ));
-        } else {
-            if r.is_err() && !matches!(&r, Err(e) if e.is_permanent()) {
-                cx.violate(&case, "Permanent (or recovery)", describe_result(&r));
-            }
-            cx.note(format!("{case}: Create → {}", kind_of(&r)));
-        }
+        let _judged = permanent_answer(cx, &case, &loc, &proc, &req).await?;
         let id = cx
             .create_ok(cx.p.as_ref(), &req, &format!("{case}: retry"))
             .await?;
@@ -684,6 +666,39 @@ pub async fn cre_backend_notfound(cx: &Cx) -> CheckResult {
     }
     first_use_refused(cx, &steps).await?;
     auth_failure(cx, &loc).await
+}
+
+/// A Create of `req` whose first call of `proc` at `location` is answered with a
+/// Permanent error: it must fail Permanent or recover. Whether the fault fired (a
+/// fault that did not is noted, not judged), and the Create's result.
+async fn permanent_answer(
+    cx: &Cx,
+    case: &str,
+    location: &str,
+    proc: &str,
+    req: &CreateRequest,
+) -> CheckResult<(bool, crate::Result<ProviderId>)> {
+    let faults = cx.faults()?;
+    let f = cx.inject(FaultSpec {
+        location: Some(location.to_owned()),
+        trigger: Trigger::Named(proc.to_owned()),
+        kind: FaultKind::Permanent,
+    })?;
+    let r = cx.p.create(&cx.ctx(), req).await;
+    let hit = faults.fired(f);
+    faults.clear();
+    if !hit {
+        cx.note(format!(
+            "{case}: not counted, the fault did not fire (Create → {})",
+            kind_of(&r)
+        ));
+    } else {
+        if r.is_err() && !matches!(&r, Err(e) if e.is_permanent()) {
+            cx.violate(case, "Permanent (or recovery)", describe_result(&r));
+        }
+        cx.note(format!("{case}: Create → {}", kind_of(&r)));
+    }
+    Ok((hit, r))
 }
 
 /// The procedures only a location's first Create calls (a dial, an image fetch the
@@ -707,11 +722,10 @@ async fn first_use_refused(cx: &Cx, steps: &Steps) -> CheckResult {
     let Some(at) = cx.locations.iter().find(|l| l.name != cx.loc0().name) else {
         cx.not_checked(
             WHAT,
-            "one location only, and no Create has used it yet is needed",
+            "one location only: no location is left that no Create has used",
         );
         return Ok(());
     };
-    let faults = cx.faults()?;
     let mut fired = 0u32;
     for proc in &steps.cold_only {
         let case = format!(
@@ -719,26 +733,8 @@ async fn first_use_refused(cx: &Cx, steps: &Steps) -> CheckResult {
             at.name
         );
         let req = cx.tb.request(&cx.name(), &cx.tag(), at);
-        let f = cx.inject(FaultSpec {
-            location: Some(at.name.clone()),
-            trigger: Trigger::Named(proc.clone()),
-            kind: FaultKind::Permanent,
-        })?;
-        let r = cx.p.create(&cx.ctx(), &req).await;
-        let hit = faults.fired(f);
-        faults.clear();
-        if !hit {
-            cx.note(format!(
-                "{case}: not counted, the fault did not fire (Create → {})",
-                kind_of(&r)
-            ));
-        } else {
-            fired += 1;
-            if r.is_err() && !matches!(&r, Err(e) if e.is_permanent()) {
-                cx.violate(&case, "Permanent (or recovery)", describe_result(&r));
-            }
-            cx.note(format!("{case}: Create → {}", kind_of(&r)));
-        }
+        let (hit, r) = permanent_answer(cx, &case, &at.name, proc, &req).await?;
+        fired += u32::from(hit);
         if let Ok(id) = &r {
             cx.delete_ok(cx.p.as_ref(), id, &format!("{case}: cleanup"))
                 .await?;

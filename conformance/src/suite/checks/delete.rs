@@ -5,8 +5,8 @@ use crate::fixture::{FaultKind, Location, Part, Plant};
 use crate::profile::SecondaryResources;
 use crate::suite::checks::get::{arbitrary_ids, gone_after_delete};
 use crate::suite::checks::steps::{
-    Steps, clean_runs, count_calls, held_at, interrupt, made_since, none_counted, plan, plan_of,
-    resumer, trace_mark,
+    Steps, calls_since, clean_runs, count_calls, held_at, interrupt, made_since, none_counted,
+    plan, plan_of, resumer, trace_mark,
 };
 use crate::suite::cx::{CheckError, CheckResult, Cx, describe, describe_result, kind_of};
 use crate::suite::props::{PropError, property};
@@ -261,20 +261,6 @@ async fn gone_before(cx: &Cx, case: &str, part: Part) -> CheckResult<Option<Vec<
     planting.remove(&loc, &req.name).await?;
     cx.note(format!("{case}: Delete → {}", kind_of(&r)));
     Ok(calls)
-}
-
-/// The procedures of the backend calls made at `location` since `mark`, in order.
-fn calls_since(cx: &Cx, mark: Option<usize>, location: &str) -> Option<Vec<String>> {
-    let (obs, mark) = (cx.tb.observation()?, mark?);
-    Some(
-        obs.calls()
-            .get(mark..)
-            .unwrap_or_default()
-            .iter()
-            .filter(|c| c.location == location)
-            .map(|c| c.name.clone())
-            .collect(),
-    )
 }
 
 /// The procedures a clean Delete of a Running instance calls at the first location.

@@ -189,17 +189,22 @@ pub(crate) fn trace_mark(cx: &Cx) -> Option<usize> {
     cx.tb.observation().map(|o| o.calls().len())
 }
 
-/// The backend calls made at `location` since `mark`.
+/// How many backend calls were made at `location` since `mark`.
 pub(crate) fn made_since(cx: &Cx, mark: Option<usize>, location: &str) -> Option<u64> {
+    calls_since(cx, mark, location).map(|c| c.len() as u64)
+}
+
+/// The procedures of the backend calls made at `location` since `mark`, in order.
+pub(crate) fn calls_since(cx: &Cx, mark: Option<usize>, location: &str) -> Option<Vec<String>> {
     let (obs, mark) = (cx.tb.observation()?, mark?);
-    let calls = obs.calls();
     Some(
-        calls
+        obs.calls()
             .get(mark..)
             .unwrap_or_default()
             .iter()
             .filter(|c| c.location == location)
-            .count() as u64,
+            .map(|c| c.name.clone())
+            .collect(),
     )
 }
 
