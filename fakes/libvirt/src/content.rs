@@ -1,10 +1,18 @@
 //! What a volume holds, and the running state of one upload into it (small
-//! uploads keep their bytes, large ones only their size and SHA-256, so a test
-//! uploading a gigabyte does not hold a gigabyte).
+//! uploads keep their bytes; large ones go to a file of the spill directory
+//! when the fake has one, and keep only their size and SHA-256 otherwise,
+//! so a test uploading a gigabyte does not hold a gigabyte; `large.rs`).
 
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
+use libvirt_wire::ErrorDomain;
+
 use crate::error::VirError;
+use crate::large::{Landed, LargeUpload, SpillFile};
 
 /// The contents of a volume as far as uploads wrote them.
 #[derive(Clone, PartialEq, Eq)]
@@ -20,6 +28,9 @@ pub enum VolumeContent {
         /// SHA-256 of the uploaded bytes.
         sha256: [u8; 32],
     },
+    /// The uploaded bytes in a file of the spill directory (large uploads
+    /// to a fake with one, as the daemon has).
+    Spilled(Arc<SpillFile>),
 }
 
 impl std::fmt::Debug for VolumeContent {
@@ -29,6 +40,14 @@ impl std::fmt::Debug for VolumeContent {
             VolumeContent::Bytes(b) => write!(f, "Bytes({} bytes)", b.len()),
             VolumeContent::Digest { size, sha256 } => {
                 write!(f, "Digest {{ size: {size}, sha256: {} }}", hex(sha256))
+            }
+            VolumeContent::Spilled(file) => {
+                write!(
+                    f,
+                    "Spilled({} bytes in {})",
+                    file.size(),
+                    file.path().display()
+                )
             }
         }
     }
@@ -46,15 +65,29 @@ impl VolumeContent {
             VolumeContent::Empty => 0,
             VolumeContent::Bytes(b) => b.len() as u64,
             VolumeContent::Digest { size, .. } => *size,
+            VolumeContent::Spilled(file) => file.size(),
         }
     }
 
-    /// SHA-256 of the uploaded bytes, as lower-case hex.
+    /// SHA-256 of the uploaded bytes, as lower-case hex (a spilled
+    /// upload's file is read and hashed on the first call).
+    ///
+    /// # Panics
+    ///
+    /// When a spilled upload's file can no longer be read (it was removed
+    /// or damaged behind the fake's back).
     pub fn sha256_hex(&self) -> String {
         match self {
             VolumeContent::Empty => hex(&Sha256::digest([])),
             VolumeContent::Bytes(b) => hex(&Sha256::digest(b)),
             VolumeContent::Digest { sha256, .. } => hex(sha256),
+            VolumeContent::Spilled(file) => match file.sha256() {
+                Ok(d) => hex(&d),
+                Err(e) => panic!(
+                    "the spilled upload {} is unreadable: {e}",
+                    file.path().display()
+                ),
+            },
         }
     }
 
@@ -63,7 +96,7 @@ impl VolumeContent {
         match self {
             VolumeContent::Empty => Some(&[]),
             VolumeContent::Bytes(b) => Some(b),
-            VolumeContent::Digest { .. } => None,
+            VolumeContent::Digest { .. } | VolumeContent::Spilled(_) => None,
         }
     }
 }
@@ -77,20 +110,38 @@ pub(crate) struct UploadSession {
     keep_limit: u64,
     /// The bytes so far, while they fit under `keep_limit`.
     kept: Option<Vec<u8>>,
-    hasher: Sha256,
+    /// Where the bytes go once they are not kept.
+    large: Option<LargeUpload>,
+    /// Where a large upload written from its first byte is spilled.
+    spill_dir: Option<PathBuf>,
     /// Content the volume had before, for writes at an offset.
     base: VolumeContent,
 }
 
 impl UploadSession {
-    pub(crate) fn new(offset: u64, length: u64, keep_limit: u64, base: VolumeContent) -> Self {
+    /// A session writing from `offset`, at most `length` bytes (0: no
+    /// limit), over what the volume held. Large uploads written from the
+    /// volume's first byte go to `spill_dir` when there is one (one written
+    /// at an offset keeps its digest, as it would without one).
+    pub(crate) fn new(
+        offset: u64,
+        length: u64,
+        keep_limit: u64,
+        base: VolumeContent,
+        spill_dir: Option<PathBuf>,
+    ) -> Self {
+        let spill_dir = spill_dir.filter(|_| offset == 0);
+        // An upload declared larger than what is kept goes to its worker
+        // from the start rather than kept until it outgrows the limit.
+        let too_big = length != 0 && offset.saturating_add(length) > keep_limit;
         UploadSession {
             offset,
             limit: (length != 0).then_some(length),
             written: 0,
             keep_limit,
-            kept: Some(Vec::new()),
-            hasher: Sha256::new(),
+            kept: (!too_big).then(Vec::new),
+            large: too_big.then(|| LargeUpload::start(spill_dir.as_deref())),
+            spill_dir,
             base,
         }
     }
@@ -98,7 +149,7 @@ impl UploadSession {
     /// Takes one data packet. A packet that would go past the declared
     /// length is not written at all and fails with `ENOSPC` (what libvirtd
     /// 11.x does before it is lost; see `FakeLibvirt::is_wedged`).
-    pub(crate) fn write(&mut self, data: &[u8]) -> Result<(), VirError> {
+    pub(crate) fn write(&mut self, data: Bytes) -> Result<(), VirError> {
         if let Some(limit) = self.limit
             && self.written + data.len() as u64 > limit
         {
@@ -108,14 +159,19 @@ impl UploadSession {
         Ok(())
     }
 
-    fn append(&mut self, data: &[u8]) {
+    fn append(&mut self, data: Bytes) {
         let total = self.written + data.len() as u64;
-        self.hasher.update(data);
-        if let Some(kept) = self.kept.as_mut() {
-            if self.offset + total <= self.keep_limit {
-                kept.extend_from_slice(data);
-            } else {
-                self.kept = None;
+        match self.kept.as_mut() {
+            Some(kept) if self.offset + total <= self.keep_limit => kept.extend_from_slice(&data),
+            _ => {
+                let spill_dir = self.spill_dir.as_deref();
+                let large = self
+                    .large
+                    .get_or_insert_with(|| LargeUpload::start(spill_dir));
+                if let Some(kept) = self.kept.take() {
+                    large.take(Bytes::from(kept));
+                }
+                large.take(data);
             }
         }
         self.written = total;
@@ -131,22 +187,33 @@ impl UploadSession {
         self.offset + self.written
     }
 
-    /// What the volume holds once the stream ends (finished or aborted).
-    pub(crate) fn content(&self) -> VolumeContent {
-        match &self.kept {
-            Some(kept) => {
-                let mut bytes = self.base.bytes().map(<[u8]>::to_vec).unwrap_or_default();
-                let start = usize::try_from(self.offset).unwrap_or(usize::MAX);
-                if bytes.len() < start + kept.len() {
-                    bytes.resize(start + kept.len(), 0);
-                }
-                bytes[start..start + kept.len()].copy_from_slice(kept);
-                VolumeContent::Bytes(bytes)
+    /// What the volume holds once the stream ends (finished or aborted);
+    /// fails when a large upload's bytes could not be written.
+    pub(crate) fn content(&mut self) -> Result<VolumeContent, VirError> {
+        if let Some(kept) = &self.kept {
+            let mut bytes = self.base.bytes().map(<[u8]>::to_vec).unwrap_or_default();
+            let start = usize::try_from(self.offset).unwrap_or(usize::MAX);
+            if bytes.len() < start + kept.len() {
+                bytes.resize(start + kept.len(), 0);
             }
-            None => VolumeContent::Digest {
+            bytes[start..start + kept.len()].copy_from_slice(kept);
+            return Ok(VolumeContent::Bytes(bytes));
+        }
+        let large = self
+            .large
+            .take()
+            .unwrap_or_else(|| LargeUpload::start(None));
+        match large.finish() {
+            Ok(Landed::Digest(sha256)) => Ok(VolumeContent::Digest {
                 size: self.end(),
-                sha256: self.hasher.clone().finalize().into(),
-            },
+                sha256,
+            }),
+            Ok(Landed::Spilled(file)) => Ok(VolumeContent::Spilled(Arc::new(file))),
+            Err(e) => Err(VirError::system(
+                ErrorDomain::Streams,
+                "cannot write to stream",
+                &e.to_string(),
+            )),
         }
     }
 }

@@ -97,7 +97,12 @@ impl State {
         let Some(data) = v.content.bytes() else {
             return Err(VirError::internal(
                 ErrorDomain::Storage,
-                format!("volume '{}' keeps only a digest of its data", h.name),
+                format!(
+                    "volume '{}' holds {} uploaded bytes, more than the fake keeps in memory \
+                     and serves to downloads",
+                    h.name,
+                    v.content.size()
+                ),
             ));
         };
         let size = match v.format.as_deref() {

@@ -38,6 +38,7 @@ use crate::error::{CallError, VirError};
 use crate::fake::FakeLibvirt;
 use crate::fake::connection::FakeConnection;
 use crate::handler::WireCall;
+use crate::socket::QuietSocket;
 use crate::streams::{Backlog, Streams, Tx, rpc_error, send};
 
 /// Settings of the fake daemon, defaulting to libvirtd's.
@@ -139,6 +140,7 @@ impl FakeLibvirt {
                 tokio::select! {
                     accepted = listener.accept() => {
                         let Ok((stream, _)) = accepted else { continue };
+                        let Ok(stream) = QuietSocket::unix(stream) else { continue };
                         let fake = fake.clone();
                         let opts = opts.clone();
                         clients.spawn(async move {

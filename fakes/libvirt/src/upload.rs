@@ -39,7 +39,7 @@ async fn upload_loop(
     while let Some(p) = rx.recv().await {
         match p.header.status {
             Status::Continue => {
-                if let Err(e) = upload.send(&p.payload) {
+                if let Err(e) = upload.send_bytes(p.payload) {
                     if let CallError::Libvirt(e) = e {
                         send_stream_error(&tx, &call, &e);
                     }

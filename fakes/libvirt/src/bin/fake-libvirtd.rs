@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use libvirt_fake::control::{Control, ControlServer, CtlArgs, run_ctl};
-use libvirt_fake::{FakeLibvirt, HostConfig, ServerOptions, StateFile};
+use libvirt_fake::{FakeLibvirt, HostConfig, QuietSocket, ServerOptions, StateFile};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, UnixListener};
 use tokio::signal::unix::{SignalKind, signal};
@@ -74,6 +74,11 @@ struct Args {
     /// ones are forgotten.
     #[arg(long, value_name = "N", default_value_t = 100_000)]
     trace_limit: usize,
+    /// Write the bytes of uploads larger than 256 MiB to files in DIR, as
+    /// libvirtd writes a volume's file (they are removed with the volume).
+    /// Without it: a private temporary directory, removed at exit.
+    #[arg(long, value_name = "DIR", env = "FAKE_LIBVIRTD_SPILL_DIR")]
+    spill_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -142,9 +147,29 @@ async fn run(args: Args) -> Result<(), String> {
         Some(path) => StateFile::load(path)?,
         None => StateFile::test_driver_default(),
     };
+    // Held until the daemon stops: dropping it removes the directory.
+    let private_spill = match &args.spill_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                format!("failed to make the spill directory {}: {e}", dir.display())
+            })?;
+            None
+        }
+        None => Some(
+            tempfile::Builder::new()
+                .prefix("fake-libvirtd-spill-")
+                // Uploads may carry secrets (a seed image's keys).
+                .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+                .tempdir()
+                .map_err(|e| format!("failed to make a spill directory: {e}"))?,
+        ),
+    };
+    let spill_dir =
+        (args.spill_dir.clone()).or_else(|| private_spill.as_ref().map(|t| t.path().to_path_buf()));
     let fake = FakeLibvirt::with_config(HostConfig {
         lib_version: LIB_VERSION,
         upload_keep_limit: 256 << 20,
+        upload_spill_dir: spill_dir,
         ..HostConfig::default()
     });
     state
@@ -185,7 +210,9 @@ async fn run(args: Args) -> Result<(), String> {
             loop {
                 if let Ok((stream, peer)) = listener.accept().await {
                     let _ = stream.set_nodelay(true);
-                    spawn_client(&fake, &opts, &ids, stream, peer.to_string());
+                    if let Ok(stream) = QuietSocket::tcp(stream) {
+                        spawn_client(&fake, &opts, &ids, stream, peer.to_string());
+                    }
                 }
             }
         });
@@ -202,7 +229,9 @@ async fn run(args: Args) -> Result<(), String> {
         let (fake, opts, ids) = (fake.clone(), opts.clone(), ids.clone());
         tasks.spawn(async move {
             loop {
-                if let Ok((stream, _)) = listener.accept().await {
+                if let Ok((stream, _)) = listener.accept().await
+                    && let Ok(stream) = QuietSocket::unix(stream)
+                {
                     spawn_client(&fake, &opts, &ids, stream, "unix".to_owned());
                 }
             }

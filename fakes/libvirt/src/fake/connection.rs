@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bytes::Bytes;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use uuid::Uuid;
@@ -870,7 +871,14 @@ impl FakeConnection {
                     }
                     let v = st.vol(vol)?;
                     let keep = st.host.upload_keep_limit;
-                    Ok(UploadSession::new(offset, length, keep, v.content.clone()))
+                    let spill = st.host.upload_spill_dir.clone();
+                    Ok(UploadSession::new(
+                        offset,
+                        length,
+                        keep,
+                        v.content.clone(),
+                        spill,
+                    ))
                 },
             )
             .await?;
@@ -898,6 +906,12 @@ pub struct Upload {
 impl Upload {
     /// Sends one chunk of data.
     pub fn send(&mut self, data: &[u8]) -> Result<(), CallError> {
+        self.send_bytes(Bytes::copy_from_slice(data))
+    }
+
+    /// [`Upload::send`] of a chunk the caller hands over (a STREAM
+    /// packet's payload), which a large upload hashes without a copy.
+    pub(crate) fn send_bytes(&mut self, data: Bytes) -> Result<(), CallError> {
         if self.done {
             return Err(
                 VirError::new(ErrorCode::Rpc, ErrorDomain::Streams, "stream is not open").into(),
@@ -911,7 +925,7 @@ impl Upload {
             && self.session.end() + data.len() as u64 > *after
         {
             let keep = usize::try_from(after.saturating_sub(self.session.end())).unwrap_or(0);
-            let _ = self.session.write(&data[..keep.min(data.len())]);
+            let _ = self.session.write(data.slice(..keep.min(data.len())));
             handle.hit();
             let err = err.clone();
             self.commit();
@@ -979,7 +993,7 @@ impl Upload {
 
     fn commit_checked(&mut self) -> Result<(), VirError> {
         self.done = true;
-        let content = self.session.content();
+        let content = self.session.content()?;
         let (start, end) = (self.session.start(), self.session.end());
         let mut st = self.conn.fake.state();
         let v = st.vol_mut(&self.vol)?;

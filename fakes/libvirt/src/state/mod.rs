@@ -53,8 +53,13 @@ pub struct HostConfig {
     /// udev backend) reports them; `None` when the host has no interface
     /// driver, and every interface call fails with `VIR_ERR_NO_SUPPORT`.
     pub interfaces: Option<Vec<HostInterface>>,
-    /// Uploads larger than this keep only their size and SHA-256.
+    /// Uploads larger than this are not kept in memory: they go to a file
+    /// in `upload_spill_dir`, or keep only their size and SHA-256 without
+    /// one.
     pub upload_keep_limit: u64,
+    /// Where uploads larger than `upload_keep_limit` are written (the
+    /// daemon's own temporary directory); `None` keeps only their digest.
+    pub upload_spill_dir: Option<std::path::PathBuf>,
     /// How long after a start the guest agent answers.
     pub agent_boot_delay: Duration,
     /// Whether running domains report an address of their own without a
@@ -83,6 +88,7 @@ impl Default for HostConfig {
             uefi_vars: vec!["/usr/share/OVMF/OVMF_VARS_4M.fd".into()],
             interfaces: Some(vec![HostInterface::bridge("br0")]),
             upload_keep_limit: 1 << 20,
+            upload_spill_dir: None,
             agent_boot_delay: Duration::ZERO,
             auto_addresses: true,
             latency: Duration::ZERO,

@@ -179,6 +179,84 @@ async fn large_uploads_keep_only_size_and_digest() {
 }
 
 #[tokio::test]
+async fn large_uploads_spill_to_a_file_removed_with_the_volume() {
+    let fake = pool_fake();
+    let spill = tempfile::tempdir().unwrap();
+    fake.update_host_config(|h| {
+        h.upload_keep_limit = 1024;
+        h.upload_spill_dir = Some(spill.path().to_path_buf());
+    });
+    let c = open(&fake).await;
+    let pool = c.storage_pool_lookup_by_name("default").await.unwrap();
+    // Declared larger than the limit (spilled from the first byte), and
+    // undeclared (kept until it outgrows the limit, then spilled).
+    for (name, length) in [("declared.raw", 65536), ("undeclared.raw", 0)] {
+        let vol = c
+            .storage_vol_create_xml(&pool, &vol_xml(name, "1", "raw"), 0)
+            .await
+            .unwrap();
+        let mut hasher = Sha256::new();
+        let mut up = c.storage_vol_upload(&vol, 0, length, 0).await.unwrap();
+        for i in 0..16u8 {
+            let chunk = vec![i; 4096];
+            up.send(&chunk).unwrap();
+            hasher.update(&chunk);
+        }
+        up.finish().unwrap();
+        let content = fake.volume("default", name).unwrap().content;
+        let VolumeContent::Spilled(file) = &content else {
+            panic!("{name}: a large upload with a spill directory is spilled, not {content:?}");
+        };
+        let path = file.path().to_path_buf();
+        assert!(path.starts_with(spill.path()), "{name}: {}", path.display());
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 65536, "{name}");
+        assert_eq!(content.size(), 65536, "{name}");
+        let want: String = hasher
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(content.sha256_hex(), want, "{name}");
+        drop(content);
+        c.storage_vol_delete(&vol, 0).await.unwrap();
+        assert!(!path.exists(), "{name}: the volume's file outlived it");
+    }
+}
+
+#[tokio::test]
+async fn a_spill_that_cannot_be_written_fails_the_upload_by_name() {
+    let fake = pool_fake();
+    let spill = tempfile::tempdir().unwrap();
+    let missing = spill.path().join("no-such-dir");
+    fake.update_host_config(|h| {
+        h.upload_keep_limit = 1024;
+        h.upload_spill_dir = Some(missing.clone());
+    });
+    let c = open(&fake).await;
+    let pool = c.storage_pool_lookup_by_name("default").await.unwrap();
+    let vol = c
+        .storage_vol_create_xml(&pool, &vol_xml("v.raw", "1", "raw"), 0)
+        .await
+        .unwrap();
+    let mut up = c.storage_vol_upload(&vol, 0, 8192, 0).await.unwrap();
+    // The worker may stop before or after taking these: either way the
+    // failure shows at the end, naming the write.
+    let _ = up.send(&[1u8; 4096]);
+    let _ = up.send(&[2u8; 4096]);
+    let e = up.finish().unwrap_err();
+    assert_eq!(e.code(), Some(ErrorCode::SystemError), "{e:?}");
+    let text = &e.as_libvirt().expect("a libvirt error").message;
+    assert!(
+        text.starts_with("cannot write to stream: ") && text.contains("No such file"),
+        "{text}"
+    );
+    assert_eq!(
+        fake.volume("default", "v.raw").unwrap().content,
+        VolumeContent::Empty
+    );
+}
+
+#[tokio::test]
 async fn upload_into_a_missing_volume() {
     let fake = pool_fake();
     let c = open(&fake).await;
