@@ -11,8 +11,11 @@
 //!   connection, process start included, and `vol-upload` of a file of the
 //!   same size into a fresh raw volume (virsh's own time, start to exit).
 //!
-//! Every call contender runs `KVM2_BENCH_ROUNDS` (5) rounds and every upload
-//! contender `KVM2_BENCH_UPLOAD_ROUNDS` (3), the daemon and libvirtd
+//! Every call contender runs `KVM2_BENCH_ROUNDS` (10) rounds (a round is a
+//! new client process, and where the scheduler puts its threads decides
+//! which of two speeds the round runs at, on either side) and every upload
+//! contender `KVM2_BENCH_UPLOAD_ROUNDS` (3; each after a `sync`, untimed,
+//! since both daemons write uploads to files on the same disk), the daemon and libvirtd
 //! alternating which goes first, and the best round of each side counts
 //! (the machine is shared: the best round is the one least disturbed). The
 //! fake daemon is this build's `fake-libvirtd` (the bench profile) with a
@@ -94,7 +97,15 @@ fn go_calls(go: &Path, side: &Side, calls: u64) -> f64 {
         .arg(calls.to_string())))
 }
 
+/// Writes the dirty pages of earlier rounds out first, untimed: both daemons
+/// write what is uploaded to files on the same disk, and otherwise a round
+/// pays for the write-back of the one before it, whichever side that was.
+fn settle_disk() {
+    let _ = Command::new("sync").status();
+}
+
 fn go_upload(go: &Path, side: &Side, bytes: u64) -> f64 {
+    settle_disk();
     go_seconds(&run(Command::new(go)
         .arg("upload")
         .arg(&side.socket)
@@ -148,6 +159,7 @@ fn virsh_upload(side: &Side, file: &Path, bytes: u64) -> f64 {
             "raw",
         ],
     );
+    settle_disk();
     let t = Instant::now();
     virsh(
         side,
@@ -225,7 +237,7 @@ fn main() {
     let benching = std::env::args().any(|a| a == "--bench");
     let calls = env_num("KVM2_BENCH_CALLS", if benching { 2000 } else { 200 });
     let mib = env_num("KVM2_BENCH_UPLOAD_MIB", if benching { 1024 } else { 16 });
-    let rounds = env_num("KVM2_BENCH_ROUNDS", if benching { 5 } else { 1 });
+    let rounds = env_num("KVM2_BENCH_ROUNDS", if benching { 10 } else { 1 });
     let upload_rounds = env_num("KVM2_BENCH_UPLOAD_ROUNDS", if benching { 3 } else { 1 });
     let bytes = mib * MIB;
 

@@ -140,7 +140,7 @@ impl UploadSession {
             written: 0,
             keep_limit,
             kept: (!too_big).then(Vec::new),
-            large: too_big.then(|| LargeUpload::start(spill_dir.as_deref())),
+            large: too_big.then(|| LargeUpload::start(spill_dir.as_deref(), length)),
             spill_dir,
             base,
         }
@@ -165,9 +165,10 @@ impl UploadSession {
             Some(kept) if self.offset + total <= self.keep_limit => kept.extend_from_slice(&data),
             _ => {
                 let spill_dir = self.spill_dir.as_deref();
+                let limit = self.limit.unwrap_or(0);
                 let large = self
                     .large
-                    .get_or_insert_with(|| LargeUpload::start(spill_dir));
+                    .get_or_insert_with(|| LargeUpload::start(spill_dir, limit));
                 if let Some(kept) = self.kept.take() {
                     large.take(Bytes::from(kept));
                 }
@@ -202,7 +203,7 @@ impl UploadSession {
         let large = self
             .large
             .take()
-            .unwrap_or_else(|| LargeUpload::start(None));
+            .unwrap_or_else(|| LargeUpload::start(None, 0));
         match large.finish() {
             Ok(Landed::Digest(sha256)) => Ok(VolumeContent::Digest {
                 size: self.end(),
