@@ -1,7 +1,7 @@
 //! Checks of the Delete rules (DEL-*).
 
 use crate::ProviderId;
-use crate::fixture::{FaultKind, Location, Part, Plant};
+use crate::fixture::{BackendCall, FaultKind, Location, Part, Plant};
 use crate::profile::SecondaryResources;
 use crate::suite::checks::get::{arbitrary_ids, gone_after_delete};
 use crate::suite::checks::steps::{
@@ -206,7 +206,13 @@ pub async fn del_running(cx: &Cx) -> CheckResult {
 pub async fn del_partial(cx: &Cx) -> CheckResult {
     gone_before(cx, "secondary resources gone", Part::Secondary).await?;
     gone_before(cx, "primary resource gone", Part::Primary).await?;
-    vanishing_parts(cx).await?;
+    // Clean Deletes measured once, for the held parts and for the container case.
+    let measured = if cx.tb.faults().is_some() && cx.tb.observation().is_some() {
+        Some(measure_delete(cx).await?)
+    } else {
+        None
+    };
+    vanishing_parts(cx, measured.as_ref().map(|(steps, _)| steps)).await?;
     // The container goes last at a location: without it the location hosts nothing.
     // Once gone before a Delete, to find the step at which its absence first shows;
     // then, at another location, removed while a Delete is held at that step (in the
@@ -220,7 +226,10 @@ pub async fn del_partial(cx: &Cx) -> CheckResult {
     if let Some(step) = carried {
         return container_vanishing(cx, &loc0, step).await;
     }
-    let clean = clean_delete(cx).await?;
+    let clean = match measured {
+        Some((_, sequence)) => Some(sequence),
+        None => clean_delete(cx).await?,
+    };
     let without = gone_before(cx, "container gone", Part::Container).await?;
     let step = missing_shows_at(cx, clean, without);
     if cx.in_turn() {
@@ -263,7 +272,9 @@ async fn gone_before(cx: &Cx, case: &str, part: Part) -> CheckResult<Option<Vec<
     Ok(calls)
 }
 
-/// The procedures a clean Delete of a Running instance calls at the first location.
+/// The procedures a clean Delete of a Running instance calls at the first location
+/// (`None` without an observation hook), measured alone: a fixture with both the
+/// fault and the observation hook has it from [`measure_delete`].
 async fn clean_delete(cx: &Cx) -> CheckResult<Option<Vec<String>>> {
     let loc = cx.loc0().name.clone();
     let req = cx.request();
@@ -349,20 +360,20 @@ async fn container_vanishing(cx: &Cx, at: &Location, (k, proc): (u64, String)) -
 /// call, as another party deleting the same instance would: Delete still succeeds
 /// and leaves nothing. At each of Delete's steps the primary and the secondary parts
 /// are removed in turn; on a sampled real backend the part alternates over the sample.
-async fn vanishing_parts(cx: &Cx) -> CheckResult {
+/// `steps` are a clean Delete's, `None` when the fixture lacks the hooks to hold one.
+async fn vanishing_parts(cx: &Cx, steps: Option<&Steps>) -> CheckResult {
     const WHAT: &str = "parts removed out of band between Delete's steps";
-    if cx.tb.faults().is_none() || cx.tb.observation().is_none() {
+    let Some(steps) = steps else {
         cx.not_checked(WHAT, "the fixture has no fault or observation hook");
         return Ok(());
-    }
+    };
     let planting = cx.planting()?;
     let loc = cx.loc0().name.clone();
-    let steps = delete_steps(cx).await?;
     // A cascading backend removes the parts with the primary; one removed by another
     // party without that cascade leaves its parts to that party.
     let cascaded = cx.profile.secondary_resources() == SecondaryResources::Cascaded;
     let mut removed = 0u32;
-    for (k, part) in plan_of(cx, &steps, &[Part::Primary, Part::Secondary]) {
+    for (k, part) in plan_of(cx, steps, &[Part::Primary, Part::Secondary]) {
         let case = format!("{part:?} removed at step {k} of Delete");
         let req = cx.request();
         let id = cx.create_ok(cx.p.as_ref(), &req, &case).await?;
@@ -432,7 +443,14 @@ pub async fn del_concurrent(cx: &Cx) -> CheckResult {
 /// How many backend calls a clean Delete of a Running instance makes, as every
 /// interrupted one below, measured over several instances on a warm connection.
 async fn delete_steps(cx: &Cx) -> CheckResult<Steps> {
-    let mut runs = Vec::new();
+    Ok(measure_delete(cx).await?.0)
+}
+
+/// [`delete_steps`], with the procedures the last measured Delete called at the first
+/// location, in order.
+async fn measure_delete(cx: &Cx) -> CheckResult<(Steps, Vec<String>)> {
+    let loc = cx.loc0().name.clone();
+    let mut runs: Vec<Vec<BackendCall>> = Vec::new();
     for _ in 0..clean_runs(cx) {
         let req = cx.request();
         let id = cx
@@ -448,7 +466,11 @@ async fn delete_steps(cx: &Cx) -> CheckResult<Steps> {
         .await?;
         runs.push(calls);
     }
-    Ok(Steps::of(cx, "Delete", None, &runs))
+    let sequence = (runs.last().into_iter().flatten())
+        .filter(|c| c.location == loc)
+        .map(|c| c.name.clone())
+        .collect();
+    Ok((Steps::of(cx, "Delete", None, &runs), sequence))
 }
 
 /// DEL-RESUME
