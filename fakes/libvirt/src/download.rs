@@ -6,34 +6,68 @@
 //! ends the stream the same way, sent or not.
 //!
 //! The data is made packet by packet as the connection drains: only the
-//! uploaded bytes are held, zeros are made as they are sent, and at most
+//! uploaded bytes are held (or read from a large upload's spill file as
+//! they are sent), zeros are made as they are sent, and at most
 //! [`WINDOW`] bytes wait in the connection's queue, so a client that reads
 //! slowly, or a large empty volume, costs the daemon no more than that.
 
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+
 use bytes::BytesMut;
 use libvirt_wire::limits::LEGACY_PAYLOAD_MAX;
-use libvirt_wire::{Header, Packet, Status, encode_raw};
+use libvirt_wire::{ErrorDomain, Header, Packet, RemoteError, Status, encode_raw};
 use tokio::sync::mpsc;
 
+use crate::error::VirError;
 use crate::streams::{Streams, Tx, send};
 
 /// Bytes of a download that may wait to be written at once.
 const WINDOW: usize = 4 << 20;
 
+/// Where the uploaded bytes of a download's range come from.
+#[derive(Debug)]
+pub(crate) enum Held {
+    /// Kept in memory.
+    Bytes(Vec<u8>),
+    /// `len` bytes of a spill file from byte `from` on.
+    File { file: File, from: u64, len: u64 },
+}
+
 /// What a download sends: the uploaded bytes in range, then zeros up to
 /// `len`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) struct DownloadData {
-    pub(crate) held: Vec<u8>,
+    pub(crate) held: Held,
     pub(crate) len: u64,
 }
 
 impl DownloadData {
+    /// Bytes `at..at + n` of the range into `out`: the uploaded ones, then
+    /// zeros.
+    fn read(&self, at: u64, n: usize, out: &mut Vec<u8>) -> io::Result<()> {
+        out.clear();
+        match &self.held {
+            Held::Bytes(b) => {
+                let from = usize::try_from(at).unwrap_or(usize::MAX).min(b.len());
+                out.extend_from_slice(&b[from..(from + n).min(b.len())]);
+            }
+            Held::File { file, from, len } => {
+                let take = len.saturating_sub(at).min(n as u64) as usize;
+                out.resize(take, 0);
+                file.read_exact_at(out, from + at)?;
+            }
+        }
+        out.resize(n, 0);
+        Ok(())
+    }
+
     /// The whole range as bytes (the in-process API).
-    pub(crate) fn into_vec(self) -> Vec<u8> {
-        let mut out = self.held;
-        out.resize(usize::try_from(self.len).unwrap_or(usize::MAX), 0);
-        out
+    pub(crate) fn into_vec(self) -> io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.read(0, usize::try_from(self.len).unwrap_or(usize::MAX), &mut out)?;
+        Ok(out)
     }
 }
 
@@ -75,8 +109,7 @@ async fn send_all(
     tx: &Tx,
     call: &Header,
 ) -> bool {
-    let zeros = vec![0u8; LEGACY_PAYLOAD_MAX];
-    let mut chunk = Vec::new();
+    let mut chunk = Vec::with_capacity(LEGACY_PAYLOAD_MAX);
     let mut at = 0u64;
     while at < data.len {
         if let Ok(p) = rx.try_recv()
@@ -89,18 +122,17 @@ async fn send_all(
             return false;
         }
         let n = (data.len - at).min(LEGACY_PAYLOAD_MAX as u64) as usize;
-        let from = usize::try_from(at).unwrap_or(usize::MAX);
-        let held = data.held.get(from..).unwrap_or_default();
-        if held.len() >= n {
-            send_data(tx, call, &held[..n]);
-        } else if held.is_empty() {
-            send_data(tx, call, &zeros[..n]);
-        } else {
-            chunk.clear();
-            chunk.extend_from_slice(held);
-            chunk.resize(n, 0);
-            send_data(tx, call, &chunk);
+        if let Err(e) = data.read(at, n, &mut chunk) {
+            // libvirtd ends a stream whose file fails to read with an error.
+            let e = VirError::system(
+                ErrorDomain::Streams,
+                "cannot read from stream",
+                &e.to_string(),
+            );
+            send(tx, &call.stream(Status::Error), &RemoteError::from(&e));
+            return false;
         }
+        send_data(tx, call, &chunk);
         at += n as u64;
     }
     // The end of the data: an empty CONTINUE packet.

@@ -11,7 +11,8 @@ use libvirt_wire::{
     StoragePool, StorageVol,
 };
 
-use crate::download::DownloadData;
+use crate::content::VolumeContent;
+use crate::download::{DownloadData, Held};
 use crate::error::{CallError, VirError};
 use crate::fake::connection::FakeConnection;
 use crate::state::{State, check_flags};
@@ -94,20 +95,22 @@ impl State {
             "storageVolDownload",
         )?;
         let v = self.vol(h)?;
-        let Some(data) = v.content.bytes() else {
-            return Err(VirError::internal(
-                ErrorDomain::Storage,
-                format!(
-                    "volume '{}' holds {} uploaded bytes, more than the fake keeps in memory \
-                     and serves to downloads",
-                    h.name,
-                    v.content.size()
-                ),
-            ));
+        let uploaded = match &v.content {
+            VolumeContent::Digest { size, .. } => {
+                return Err(VirError::internal(
+                    ErrorDomain::Storage,
+                    format!(
+                        "volume '{}' keeps only the size ({size} bytes) and digest of what was \
+                         uploaded into it",
+                        h.name
+                    ),
+                ));
+            }
+            content => content.size(),
         };
         let size = match v.format.as_deref() {
-            Some("qcow2") => data.len() as u64,
-            _ => v.capacity.max(data.len() as u64),
+            Some("qcow2") => uploaded,
+            _ => v.capacity.max(uploaded),
         };
         let start = offset.min(size);
         let end = if length == 0 {
@@ -115,13 +118,28 @@ impl State {
         } else {
             start.saturating_add(length).min(size)
         };
-        let from = usize::try_from(start).unwrap_or(usize::MAX);
-        let held = data.get(from..).unwrap_or_default();
-        let held = &held[..held
-            .len()
-            .min(usize::try_from(end - start).unwrap_or(usize::MAX))];
+        let in_range = uploaded.saturating_sub(start).min(end - start);
+        let held = match &v.content {
+            VolumeContent::Spilled(file) => Held::File {
+                file: std::fs::File::open(file.path()).map_err(|e| {
+                    VirError::system(
+                        ErrorDomain::Storage,
+                        format!("cannot open volume '{}'", file.path().display()),
+                        &e.to_string(),
+                    )
+                })?,
+                from: start,
+                len: in_range,
+            },
+            content => {
+                let data = content.bytes().unwrap_or_default();
+                let from = usize::try_from(start).unwrap_or(usize::MAX).min(data.len());
+                let to = from + usize::try_from(in_range).unwrap_or(usize::MAX);
+                Held::Bytes(data[from..to.min(data.len())].to_vec())
+            }
+        };
         Ok(DownloadData {
-            held: held.to_vec(),
+            held,
             len: end - start,
         })
     }
@@ -326,7 +344,13 @@ impl FakeConnection {
         let data = self
             .storage_vol_download_data(vol, offset, length, flags_)
             .await?;
-        Ok(data.into_vec())
+        data.into_vec().map_err(|e| {
+            CallError::Libvirt(VirError::system(
+                ErrorDomain::Streams,
+                "cannot read from stream",
+                &e.to_string(),
+            ))
+        })
     }
 
     /// `StorageVolDownload` as the daemon streams it: the uploaded bytes in

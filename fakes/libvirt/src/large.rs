@@ -53,7 +53,7 @@ impl SpillFile {
         if let Some(d) = self.sha256.get() {
             return Ok(*d);
         }
-        let mut file = File::open(&self.path)?;
+        let mut file = File::open(&self.path)?.take(self.size);
         let mut hasher = Sha256::new();
         let mut buf = vec![0u8; 1 << 20];
         loop {
@@ -123,7 +123,9 @@ fn spill(path: PathBuf, length: u64, chunks: impl Iterator<Item = Bytes>) -> io:
         // gave (one in eight off the upload's time, measured). Only a hint:
         // a file system without it, or without the room, is left to the
         // writes, which report what goes wrong.
-        let _ = rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, length);
+        // The file keeps its size: an upload that ends early is no longer
+        // than what it wrote.
+        let _ = rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::KEEP_SIZE, 0, length);
     }
     for chunk in chunks {
         file.write_all(&chunk)?;

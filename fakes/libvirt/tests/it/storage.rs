@@ -192,15 +192,17 @@ async fn large_uploads_spill_to_a_file_removed_with_the_volume() {
     // undeclared (kept until it outgrows the limit, then spilled).
     for (name, length) in [("declared.raw", 65536), ("undeclared.raw", 0)] {
         let vol = c
-            .storage_vol_create_xml(&pool, &vol_xml(name, "1", "raw"), 0)
+            .storage_vol_create_xml(&pool, &vol_xml(name, "70000", "raw"), 0)
             .await
             .unwrap();
         let mut hasher = Sha256::new();
+        let mut sent = Vec::new();
         let mut up = c.storage_vol_upload(&vol, 0, length, 0).await.unwrap();
         for i in 0..16u8 {
             let chunk = vec![i; 4096];
             up.send(&chunk).unwrap();
             hasher.update(&chunk);
+            sent.extend_from_slice(&chunk);
         }
         up.finish().unwrap();
         let content = fake.volume("default", name).unwrap().content;
@@ -217,10 +219,57 @@ async fn large_uploads_spill_to_a_file_removed_with_the_volume() {
             .map(|b| format!("{b:02x}"))
             .collect();
         assert_eq!(content.sha256_hex(), want, "{name}");
+        // Downloads read the file: the whole volume (the upload, then zeros
+        // up to the capacity), and a range across the end of the upload.
+        let whole = c.storage_vol_download(&vol, 0, 0, 0).await.unwrap();
+        let mut want_whole = sent.clone();
+        want_whole.resize(70_000, 0);
+        assert!(
+            whole == want_whole,
+            "{name}: the download is not what was uploaded"
+        );
+        let tail = c
+            .storage_vol_download(&vol, 60_000, 8_000, 0)
+            .await
+            .unwrap();
+        let mut want_tail = sent[60_000..].to_vec();
+        want_tail.resize(8_000, 0);
+        assert!(tail == want_tail, "{name}: a range past the upload");
         drop(content);
         c.storage_vol_delete(&vol, 0).await.unwrap();
         assert!(!path.exists(), "{name}: the volume's file outlived it");
     }
+}
+
+#[tokio::test]
+async fn a_spilled_upload_that_ends_early_is_as_long_as_what_it_wrote() {
+    let fake = pool_fake();
+    let spill = tempfile::tempdir().unwrap();
+    fake.update_host_config(|h| {
+        h.upload_keep_limit = 1024;
+        h.upload_spill_dir = Some(spill.path().to_path_buf());
+    });
+    let c = open(&fake).await;
+    let pool = c.storage_pool_lookup_by_name("default").await.unwrap();
+    let vol = c
+        .storage_vol_create_xml(&pool, &vol_xml("short.raw", "1", "raw"), 0)
+        .await
+        .unwrap();
+    // Declared 1 MiB (the file is allocated for it), 8 KiB sent.
+    let mut up = c.storage_vol_upload(&vol, 0, 1 << 20, 0).await.unwrap();
+    up.send(&[9u8; 8192]).unwrap();
+    up.finish().unwrap();
+    let content = fake.volume("default", "short.raw").unwrap().content;
+    let VolumeContent::Spilled(file) = &content else {
+        panic!("not spilled: {content:?}");
+    };
+    assert_eq!(std::fs::metadata(file.path()).unwrap().len(), 8192);
+    assert_eq!(content.size(), 8192);
+    let want: String = Sha256::digest([9u8; 8192])
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(content.sha256_hex(), want);
 }
 
 #[tokio::test]
