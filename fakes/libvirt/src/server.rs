@@ -140,7 +140,13 @@ impl FakeLibvirt {
                 tokio::select! {
                     accepted = listener.accept() => {
                         let Ok((stream, _)) = accepted else { continue };
-                        let Ok(stream) = QuietSocket::unix(stream) else { continue };
+                        let stream = match QuietSocket::unix(stream) {
+                            Ok(stream) => stream,
+                            Err(e) => {
+                                tracing::warn!(error = %e, "connection not served");
+                                continue;
+                            }
+                        };
                         let fake = fake.clone();
                         let opts = opts.clone();
                         clients.spawn(async move {

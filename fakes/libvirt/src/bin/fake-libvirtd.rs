@@ -26,7 +26,7 @@ use libvirt_fake::{FakeLibvirt, HostConfig, QuietSocket, ServerOptions, StateFil
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, UnixListener};
 use tokio::signal::unix::{SignalKind, signal};
-use tracing::{Instrument, info, info_span};
+use tracing::{Instrument, info, info_span, warn};
 
 /// A fake libvirtd: libvirt's remote protocol over an in-memory host.
 #[derive(Debug, Parser)]
@@ -226,8 +226,9 @@ async fn run(args: Args) -> Result<(), String> {
             loop {
                 if let Ok((stream, peer)) = listener.accept().await {
                     let _ = stream.set_nodelay(true);
-                    if let Ok(stream) = QuietSocket::tcp(stream) {
-                        spawn_client(&fake, &opts, &ids, stream, peer.to_string());
+                    match QuietSocket::tcp(stream) {
+                        Ok(stream) => spawn_client(&fake, &opts, &ids, stream, peer.to_string()),
+                        Err(e) => warn!(%peer, error = %e, "connection not served"),
                     }
                 }
             }
@@ -245,10 +246,11 @@ async fn run(args: Args) -> Result<(), String> {
         let (fake, opts, ids) = (fake.clone(), opts.clone(), ids.clone());
         tasks.spawn(async move {
             loop {
-                if let Ok((stream, _)) = listener.accept().await
-                    && let Ok(stream) = QuietSocket::unix(stream)
-                {
-                    spawn_client(&fake, &opts, &ids, stream, "unix".to_owned());
+                if let Ok((stream, _)) = listener.accept().await {
+                    match QuietSocket::unix(stream) {
+                        Ok(stream) => spawn_client(&fake, &opts, &ids, stream, "unix".to_owned()),
+                        Err(e) => warn!(error = %e, "connection not served"),
+                    }
                 }
             }
         });
