@@ -203,7 +203,7 @@ impl UploadSession {
         let large = self
             .large
             .take()
-            .unwrap_or_else(|| LargeUpload::start(None, 0));
+            .unwrap_or_else(|| LargeUpload::Inline(Sha256::new()));
         match large.finish() {
             Ok(Landed::Digest(sha256)) => Ok(VolumeContent::Digest {
                 size: self.end(),

@@ -178,14 +178,25 @@ async fn large_uploads_keep_only_size_and_digest() {
     assert_eq!(v.allocation, 200_704);
 }
 
-#[tokio::test]
-async fn large_uploads_spill_to_a_file_removed_with_the_volume() {
+/// A fake keeping 1 KiB of an upload in memory and spilling the rest into
+/// the returned directory.
+fn spilling_fake() -> (libvirt_fake::FakeLibvirt, tempfile::TempDir) {
     let fake = pool_fake();
     let spill = tempfile::tempdir().unwrap();
     fake.update_host_config(|h| {
         h.upload_keep_limit = 1024;
         h.upload_spill_dir = Some(spill.path().to_path_buf());
     });
+    (fake, spill)
+}
+
+fn hex(digest: &[u8]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[tokio::test]
+async fn large_uploads_spill_to_a_file_removed_with_the_volume() {
+    let (fake, spill) = spilling_fake();
     let c = open(&fake).await;
     let pool = c.storage_pool_lookup_by_name("default").await.unwrap();
     // Declared larger than the limit (spilled from the first byte), and
@@ -243,12 +254,7 @@ async fn large_uploads_spill_to_a_file_removed_with_the_volume() {
 
 #[tokio::test]
 async fn a_spilled_upload_that_ends_early_is_as_long_as_what_it_wrote() {
-    let fake = pool_fake();
-    let spill = tempfile::tempdir().unwrap();
-    fake.update_host_config(|h| {
-        h.upload_keep_limit = 1024;
-        h.upload_spill_dir = Some(spill.path().to_path_buf());
-    });
+    let (fake, _spill) = spilling_fake();
     let c = open(&fake).await;
     let pool = c.storage_pool_lookup_by_name("default").await.unwrap();
     let vol = c
@@ -265,11 +271,7 @@ async fn a_spilled_upload_that_ends_early_is_as_long_as_what_it_wrote() {
     };
     assert_eq!(std::fs::metadata(file.path()).unwrap().len(), 8192);
     assert_eq!(content.size(), 8192);
-    let want: String = Sha256::digest([9u8; 8192])
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    assert_eq!(content.sha256_hex(), want);
+    assert_eq!(content.sha256_hex(), hex(&Sha256::digest([9u8; 8192])));
 }
 
 #[tokio::test]
